@@ -1,0 +1,465 @@
+#pragma once
+// CpuSet: a constexpr set of logical CPU ids, large enough for the biggest
+// machines (glibc's cpu_set_t stops at 1024), with the kernel's two text
+// forms: cpulists ("0-3,8,10-11", "0-31:2/8") and hex masks ("ff,ffffffff").
+
+#include <sched.h>
+
+#include <array>
+#include <bit>
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
+#include <iterator>
+#include <string>
+#include <string_view>
+
+#include "gpuaff/result.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+/// The largest number of CPUs a CpuSet holds (ids 0 .. max_cpus-1). Linux's
+/// NR_CPUS is 8192 on distribution kernels; ids beyond give Errc::out_of_range.
+inline constexpr int max_cpus = 8192;
+
+class CpuSet {
+  static constexpr int word_bits = 64;
+  static constexpr int word_count = max_cpus / word_bits;
+
+ public:
+  static constexpr int capacity = max_cpus;
+
+  constexpr CpuSet() = default;
+  /// CpuSet{0, 1, 8}: ids must be in [0, capacity) (checked by assert).
+  constexpr CpuSet(std::initializer_list<int> ids) {
+    for (int id : ids) set(id);
+  }
+
+  /// The CPUs first..last, both included.
+  static constexpr CpuSet range(int first, int last) {
+    CpuSet s;
+    s.set_range(first, last);
+    return s;
+  }
+  /// A set with the single CPU `id`.
+  static constexpr CpuSet single(int id) {
+    CpuSet s;
+    s.set(id);
+    return s;
+  }
+
+  static constexpr bool valid_id(int id) { return id >= 0 && id < capacity; }
+
+  constexpr bool test(int id) const {
+    return valid_id(id) && ((words_[word(id)] >> bit(id)) & 1U) != 0;
+  }
+  constexpr bool contains(int id) const { return test(id); }
+  constexpr CpuSet& set(int id) {
+    assert(valid_id(id));
+    if (valid_id(id)) words_[word(id)] |= std::uint64_t{1} << bit(id);
+    return *this;
+  }
+  constexpr CpuSet& reset(int id) {
+    if (valid_id(id)) words_[word(id)] &= ~(std::uint64_t{1} << bit(id));
+    return *this;
+  }
+  constexpr CpuSet& set_range(int first, int last) {
+    assert(first <= last && valid_id(first) && valid_id(last));
+    for (int id = first; id <= last && id < capacity; ++id) {
+      if (bit(id) == 0 && id + word_bits - 1 <= last) {
+        words_[word(id)] = ~std::uint64_t{0};
+        id += word_bits - 1;
+      } else {
+        set(id);
+      }
+    }
+    return *this;
+  }
+  constexpr void clear() { words_ = {}; }
+
+  constexpr int count() const {
+    int n = 0;
+    for (auto w : words_) n += std::popcount(w);
+    return n;
+  }
+  constexpr int size() const { return count(); }
+  constexpr bool empty() const {
+    for (auto w : words_)
+      if (w != 0) return false;
+    return true;
+  }
+  constexpr bool any() const { return !empty(); }
+
+  /// Lowest CPU, or -1 when empty.
+  constexpr int first() const { return next(-1); }
+  /// Highest CPU, or -1 when empty.
+  constexpr int last() const {
+    for (int w = word_count - 1; w >= 0; --w)
+      if (words_[w] != 0) return w * word_bits + (word_bits - 1 - std::countl_zero(words_[w]));
+    return -1;
+  }
+  /// The lowest CPU greater than `after`, or -1.
+  constexpr int next(int after) const {
+    int id = after + 1;
+    if (id < 0) id = 0;
+    while (id < capacity) {
+      std::uint64_t w = words_[word(id)] >> bit(id);
+      if (w != 0) return id + std::countr_zero(w);
+      id = (word(id) + 1) * word_bits;
+    }
+    return -1;
+  }
+  /// The n-th CPU in ascending order (n counts from 0), or -1 when n >= count().
+  constexpr int nth(int n) const {
+    if (n < 0) return -1;
+    for (int w = 0; w < word_count; ++w) {
+      int c = std::popcount(words_[w]);
+      if (n < c) {
+        std::uint64_t x = words_[w];
+        for (int i = 0; i < n; ++i) x &= x - 1;  // drop the n lowest bits
+        return w * word_bits + std::countr_zero(x);
+      }
+      n -= c;
+    }
+    return -1;
+  }
+  /// Position of `id` among the set's CPUs (0 for the lowest), or -1 if absent.
+  constexpr int index_of(int id) const {
+    if (!test(id)) return -1;
+    int n = 0;
+    for (int w = 0; w < word(id); ++w) n += std::popcount(words_[w]);
+    return n + std::popcount(words_[word(id)] & ((std::uint64_t{1} << bit(id)) - 1));
+  }
+  /// The first `n` CPUs in ascending order (all of them if n >= count()).
+  constexpr CpuSet first_n(int n) const {
+    CpuSet out;
+    for (int id = first(); id >= 0 && n > 0; id = next(id), --n) out.set(id);
+    return out;
+  }
+
+  constexpr bool is_subset_of(const CpuSet& o) const {
+    for (int i = 0; i < word_count; ++i)
+      if ((words_[i] & ~o.words_[i]) != 0) return false;
+    return true;
+  }
+  constexpr bool intersects(const CpuSet& o) const {
+    for (int i = 0; i < word_count; ++i)
+      if ((words_[i] & o.words_[i]) != 0) return true;
+    return false;
+  }
+
+  constexpr CpuSet& operator|=(const CpuSet& o) {
+    for (int i = 0; i < word_count; ++i) words_[i] |= o.words_[i];
+    return *this;
+  }
+  constexpr CpuSet& operator&=(const CpuSet& o) {
+    for (int i = 0; i < word_count; ++i) words_[i] &= o.words_[i];
+    return *this;
+  }
+  constexpr CpuSet& operator^=(const CpuSet& o) {
+    for (int i = 0; i < word_count; ++i) words_[i] ^= o.words_[i];
+    return *this;
+  }
+  /// Set difference.
+  constexpr CpuSet& operator-=(const CpuSet& o) {
+    for (int i = 0; i < word_count; ++i) words_[i] &= ~o.words_[i];
+    return *this;
+  }
+  friend constexpr CpuSet operator|(CpuSet a, const CpuSet& b) { return a |= b; }
+  friend constexpr CpuSet operator&(CpuSet a, const CpuSet& b) { return a &= b; }
+  friend constexpr CpuSet operator^(CpuSet a, const CpuSet& b) { return a ^= b; }
+  friend constexpr CpuSet operator-(CpuSet a, const CpuSet& b) { return a -= b; }
+  friend constexpr bool operator==(const CpuSet& a, const CpuSet& b) { return a.words_ == b.words_; }
+
+  /// Iterates the CPU ids in ascending order.
+  class iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = int;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const int*;
+    using reference = int;
+
+    constexpr iterator() = default;
+    constexpr iterator(const CpuSet* s, int id) : set_(s), id_(id) {}
+    constexpr int operator*() const { return id_; }
+    constexpr iterator& operator++() {
+      id_ = set_->next(id_);
+      return *this;
+    }
+    constexpr iterator operator++(int) {
+      iterator t = *this;
+      ++*this;
+      return t;
+    }
+    friend constexpr bool operator==(const iterator& a, const iterator& b) { return a.id_ == b.id_; }
+
+   private:
+    const CpuSet* set_ = nullptr;
+    int id_ = -1;
+  };
+  constexpr iterator begin() const { return {this, first()}; }
+  constexpr iterator end() const { return {this, -1}; }
+
+  /// Raw 64-bit words, CPU 0 in bit 0 of word 0.
+  constexpr const std::array<std::uint64_t, word_count>& words() const { return words_; }
+
+  // ---- text forms ---------------------------------------------------------
+
+  /// Parses a kernel cpulist: "", "0-3,8,10-11", "0-31:2/8" (groups of 2 out
+  /// of every 8), with surrounding whitespace, newlines and trailing NUL bytes.
+  /// Errors: Errc::parse_error (names the offset and the bad text),
+  /// Errc::out_of_range (an id >= capacity).
+  static constexpr Result<CpuSet> parse_list(std::string_view text);
+
+  /// Parses a kernel hex mask ("ff,ffffffff", as in cpumap and Cpus_allowed):
+  /// comma-separated 32-bit words, most significant first.
+  /// Errors: Errc::parse_error, Errc::out_of_range (a set bit >= capacity).
+  static constexpr Result<CpuSet> parse_mask(std::string_view text);
+
+  /// "0-3,8,10-11"; the empty set gives "".
+  std::string to_list() const;
+  /// Kernel hex mask, zero-padded 32-bit words: "000000ff,ffffffff". At least
+  /// `min_bits` bits are written (rounded up to 32); the empty set gives "00000000".
+  std::string to_mask(int min_bits = 32) const;
+
+  // ---- glibc cpu_set_t ----------------------------------------------------
+
+  /// Errors: Errc::out_of_range when a CPU id is >= CPU_SETSIZE (1024); use
+  /// AllocatedCpuSet for larger ids.
+  Result<cpu_set_t> to_cpu_set_t() const;
+  static CpuSet from_cpu_set_t(const cpu_set_t& s) { return from_cpu_set(&s, sizeof s); }
+  /// From a (possibly CPU_ALLOC'ed) set of `bytes` bytes; bits beyond capacity are dropped.
+  static CpuSet from_cpu_set(const cpu_set_t* s, std::size_t bytes);
+
+ private:
+  static constexpr int word(int id) { return id / word_bits; }
+  static constexpr int bit(int id) { return id % word_bits; }
+
+  std::array<std::uint64_t, word_count> words_{};
+};
+
+/// A CPU_ALLOC'ed cpu_set_t sized for a CpuSet's highest id (or more), for
+/// sched_{get,set}affinity on machines with more than 1024 CPUs. Owns its memory.
+class AllocatedCpuSet {
+ public:
+  /// A zeroed set able to hold ids < max(cpus, 1).
+  explicit AllocatedCpuSet(int cpus = CPU_SETSIZE)
+      : cpus_(cpus < 1 ? 1 : cpus), set_(CPU_ALLOC(cpus_)), bytes_(CPU_ALLOC_SIZE(cpus_)) {
+    if (set_ == nullptr) std::abort();  // allocation of a few hundred bytes failed
+    CPU_ZERO_S(bytes_, set_);
+  }
+  explicit AllocatedCpuSet(const CpuSet& s) : AllocatedCpuSet(s.last() < CPU_SETSIZE ? CPU_SETSIZE : s.last() + 1) {
+    for (int id : s) CPU_SET_S(static_cast<std::size_t>(id), bytes_, set_);
+  }
+  AllocatedCpuSet(const AllocatedCpuSet&) = delete;
+  AllocatedCpuSet& operator=(const AllocatedCpuSet&) = delete;
+  AllocatedCpuSet(AllocatedCpuSet&& o) noexcept : cpus_(o.cpus_), set_(o.set_), bytes_(o.bytes_) {
+    o.set_ = nullptr;
+    o.bytes_ = 0;
+  }
+  AllocatedCpuSet& operator=(AllocatedCpuSet&& o) noexcept {
+    if (this != &o) {
+      if (set_ != nullptr) CPU_FREE(set_);
+      cpus_ = o.cpus_;
+      set_ = o.set_;
+      bytes_ = o.bytes_;
+      o.set_ = nullptr;
+      o.bytes_ = 0;
+    }
+    return *this;
+  }
+  ~AllocatedCpuSet() {
+    if (set_ != nullptr) CPU_FREE(set_);
+  }
+
+  cpu_set_t* get() { return set_; }
+  const cpu_set_t* get() const { return set_; }
+  std::size_t bytes() const { return bytes_; }
+  int cpus() const { return cpus_; }
+  CpuSet to_cpu_set() const { return CpuSet::from_cpu_set(set_, bytes_); }
+
+ private:
+  int cpus_;
+  cpu_set_t* set_;
+  std::size_t bytes_;
+};
+
+// ---- implementation ---------------------------------------------------------
+
+namespace detail {
+
+constexpr bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\0' || c == '\v' || c == '\f';
+}
+
+/// The text without leading/trailing whitespace and NUL bytes; `offset` gets
+/// the position of the first kept character.
+constexpr std::string_view trim(std::string_view s, std::size_t* offset = nullptr) {
+  std::size_t b = 0;
+  while (b < s.size() && is_space(s[b])) ++b;
+  std::size_t e = s.size();
+  while (e > b && is_space(s[e - 1])) --e;
+  if (offset != nullptr) *offset = b;
+  return s.substr(b, e - b);
+}
+
+/// A short excerpt of the text at `pos`, for error messages.
+constexpr std::string_view excerpt(std::string_view s, std::size_t pos) {
+  if (pos >= s.size()) return "end of text";
+  return s.substr(pos, 16);
+}
+
+constexpr Unexpected<Error> parse_failure(std::string_view what, std::string_view full, std::size_t pos,
+                                          std::string_view why) {
+  return fail(Errc::parse_error, "malformed ", what, " at offset ", pos, " ('", excerpt(full, pos), "'): ", why);
+}
+
+}  // namespace detail
+
+constexpr Result<CpuSet> CpuSet::parse_list(std::string_view full) {
+  std::size_t base = 0;
+  std::string_view s = detail::trim(full, &base);
+  CpuSet out;
+  std::size_t i = 0;
+  auto number = [&](long long& v) -> bool {
+    std::size_t start = i;
+    v = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+      v = v * 10 + (s[i] - '0');
+      if (v > 1'000'000'000) v = 1'000'000'000;  // saturate; reported as out of range
+      ++i;
+    }
+    return i > start;
+  };
+  if (s.empty()) return out;
+  while (true) {
+    std::size_t item = i;
+    long long a = 0;
+    long long b = 0;
+    long long used = 1;
+    long long group = 1;
+    if (!number(a)) return detail::parse_failure("cpulist", full, base + i, "expected a CPU number");
+    b = a;
+    if (i < s.size() && s[i] == '-') {
+      ++i;
+      if (!number(b)) return detail::parse_failure("cpulist", full, base + i, "expected the end of a range");
+      if (b < a) return detail::parse_failure("cpulist", full, base + item, "range end is below its start");
+      if (i < s.size() && s[i] == ':') {
+        ++i;
+        if (!number(used)) return detail::parse_failure("cpulist", full, base + i, "expected a group size after ':'");
+        if (i >= s.size() || s[i] != '/')
+          return detail::parse_failure("cpulist", full, base + i, "expected '/' in a stride (first-last:used/group)");
+        ++i;
+        if (!number(group)) return detail::parse_failure("cpulist", full, base + i, "expected a group length after '/'");
+        if (used == 0 || group == 0 || used > group)
+          return detail::parse_failure("cpulist", full, base + item, "stride needs 0 < used <= group");
+      }
+    }
+    if (b >= capacity)
+      return fail(Errc::out_of_range, "CPU id ", b, " at offset ", base + item, " of cpulist '", full.substr(0, 64),
+                  "' is beyond the ", static_cast<int>(capacity), " CPUs gpuaff supports");
+    for (long long start = a; start <= b; start += group) {
+      for (long long k = 0; k < used && start + k <= b; ++k) out.set(static_cast<int>(start + k));
+    }
+    if (i == s.size()) break;
+    if (s[i] != ',') return detail::parse_failure("cpulist", full, base + i, "expected ',' or the end");
+    ++i;
+    // tolerate blanks after commas, as some tools write "0-3, 8"
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  }
+  return out;
+}
+
+constexpr Result<CpuSet> CpuSet::parse_mask(std::string_view full) {
+  std::size_t base = 0;
+  std::string_view s = detail::trim(full, &base);
+  if (s.empty()) return detail::parse_failure("hex mask", full, base, "empty mask");
+  // Words are most significant first: walk from the end.
+  CpuSet out;
+  int word_index = 0;
+  std::size_t end = s.size();
+  while (true) {
+    std::size_t start = end;
+    while (start > 0 && s[start - 1] != ',') --start;
+    std::size_t len = end - start;
+    if (len == 0) return detail::parse_failure("hex mask", full, base + start, "empty word between commas");
+    if (len > 8) return detail::parse_failure("hex mask", full, base + start, "a word has more than 8 hex digits");
+    std::uint32_t w = 0;
+    for (std::size_t k = start; k < end; ++k) {
+      char c = s[k];
+      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0) return detail::parse_failure("hex mask", full, base + k, "not a hex digit");
+      w = (w << 4) | static_cast<std::uint32_t>(d);
+    }
+    if (w != 0) {
+      long long first_bit = static_cast<long long>(word_index) * 32;
+      if (first_bit + 32 > capacity)
+        return fail(Errc::out_of_range, "hex mask '", full.substr(0, 64), "...' sets a CPU id >= ", static_cast<int>(capacity),
+                    ", beyond what gpuaff supports");
+      for (int b = 0; b < 32; ++b)
+        if ((w >> b) & 1U) out.set(static_cast<int>(first_bit) + b);
+    }
+    ++word_index;
+    if (start == 0) break;
+    end = start - 1;
+    if (end == 0) return detail::parse_failure("hex mask", full, base, "mask starts with ','");
+  }
+  return out;
+}
+
+inline std::string CpuSet::to_list() const {
+  std::string out;
+  int id = first();
+  while (id >= 0) {
+    int end = id;
+    while (test(end + 1)) ++end;
+    if (!out.empty()) out += ',';
+    out += std::to_string(id);
+    if (end > id) {
+      out += '-';
+      out += std::to_string(end);
+    }
+    id = next(end);
+  }
+  return out;
+}
+
+inline std::string CpuSet::to_mask(int min_bits) const {
+  int bits = last() + 1;
+  if (bits < min_bits) bits = min_bits;
+  int words32 = bits <= 0 ? 1 : (bits + 31) / 32;
+  std::string out;
+  for (int w = words32 - 1; w >= 0; --w) {
+    std::uint32_t v = static_cast<std::uint32_t>(words_[static_cast<std::size_t>(w / 2)] >> ((w % 2) * 32));
+    for (int shift = 28; shift >= 0; shift -= 4) out += "0123456789abcdef"[(v >> shift) & 0xf];
+    if (w > 0) out += ',';
+  }
+  return out;
+}
+
+inline Result<cpu_set_t> CpuSet::to_cpu_set_t() const {
+  if (last() >= CPU_SETSIZE)
+    return fail(Errc::out_of_range, "CPU ", last(), " does not fit in a cpu_set_t (", static_cast<int>(CPU_SETSIZE),
+                " CPUs); use AllocatedCpuSet");
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  for (int id : *this) CPU_SET(static_cast<std::size_t>(id), &s);
+  return s;
+}
+
+inline CpuSet CpuSet::from_cpu_set(const cpu_set_t* s, std::size_t bytes) {
+  CpuSet out;
+  if (s == nullptr) return out;
+  std::size_t bits = bytes * 8;
+  if (bits > static_cast<std::size_t>(capacity)) bits = static_cast<std::size_t>(capacity);
+  for (std::size_t id = 0; id < bits; ++id)
+    if (CPU_ISSET_S(id, bytes, s)) out.set(static_cast<int>(id));
+  return out;
+}
+
+}  // namespace v0
+}  // namespace gpuaff

@@ -1,0 +1,3 @@
+#pragma once
+// (filled in as this layer lands)
+#include "gpuaff/topology.hpp"

@@ -1,0 +1,297 @@
+#pragma once
+// Result<T> and Error: shaped like C++23 std::expected<T, Error> (GCC 12 has
+// no <expected> in C++20) so that switching to it later is mechanical. Both
+// work in constant evaluation: Error holds its message inline, no allocation.
+
+#include <exception>
+#include <memory>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include "gpuaff/detail/fixed_string.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+/// What went wrong, coarsely; the CLI maps each class to an exit code.
+enum class Errc {
+  invalid_argument = 1,  ///< a value given by the caller (flag, env variable, option) is wrong
+  parse_error,           ///< a file or string does not have the expected syntax
+  io_error,              ///< a file could not be opened or read
+  not_found,             ///< a GPU, node, device or file that is needed does not exist
+  out_of_range,          ///< an id beyond what gpuaff or the kernel can hold
+  empty_result,          ///< the binding would be empty (e.g. no allowed CPU on the node)
+  unknown_locality,      ///< the device's NUMA node cannot be determined
+  insufficient_cores,    ///< fewer cores than the policy needs
+  permission_denied,     ///< the kernel refused (EPERM), e.g. set_mempolicy in a container
+  system_error,          ///< another system call failed; see sys_errno
+  unsupported,           ///< not available in this build or on this kernel
+};
+
+constexpr std::string_view to_string(Errc c) {
+  switch (c) {
+    case Errc::invalid_argument: return "invalid argument";
+    case Errc::parse_error: return "parse error";
+    case Errc::io_error: return "I/O error";
+    case Errc::not_found: return "not found";
+    case Errc::out_of_range: return "out of range";
+    case Errc::empty_result: return "empty result";
+    case Errc::unknown_locality: return "unknown locality";
+    case Errc::insufficient_cores: return "insufficient cores";
+    case Errc::permission_denied: return "permission denied";
+    case Errc::system_error: return "system error";
+    case Errc::unsupported: return "unsupported";
+  }
+  return "unknown error";
+}
+
+/// An error: a code, the errno of the failing system call (0 if none), and one
+/// human sentence naming the file or value and what to do about it.
+class Error {
+ public:
+  static constexpr std::size_t max_message = 640;
+  using Message = detail::FixedString<max_message>;
+
+  constexpr Error() = default;
+  constexpr Error(Errc code, std::string_view message, int sys_errno = 0)
+      : code_(code), sys_errno_(sys_errno), message_(message) {}
+
+  constexpr Errc code() const { return code_; }
+  constexpr int sys_errno() const { return sys_errno_; }
+  constexpr std::string_view message() const { return message_.view(); }
+  constexpr const char* what() const { return message_.c_str(); }
+
+  /// Adds text to the message (used to add context while an error travels up).
+  constexpr Error& append(std::string_view s) {
+    message_.append(s);
+    return *this;
+  }
+  constexpr Error& append(long long v) {
+    message_.append_int(v);
+    return *this;
+  }
+  constexpr Error& prepend(std::string_view s) {
+    Message m(s);
+    m.append(message_.view());
+    message_ = m;
+    return *this;
+  }
+
+  friend constexpr bool operator==(const Error& a, const Error& b) {
+    return a.code_ == b.code_ && a.sys_errno_ == b.sys_errno_ && a.message_ == b.message_;
+  }
+
+ private:
+  Errc code_ = Errc::invalid_argument;
+  int sys_errno_ = 0;
+  Message message_;
+};
+
+namespace detail {
+constexpr void append_part(Error::Message& m, std::string_view s) { m.append(s); }
+constexpr void append_part(Error::Message& m, const char* s) { m.append(std::string_view(s)); }
+constexpr void append_part(Error::Message& m, char c) { m.push_back(c); }
+template <std::size_t N>
+constexpr void append_part(Error::Message& m, const FixedString<N>& s) {
+  m.append(s.view());
+}
+template <class I>
+  requires(std::is_integral_v<I> && !std::is_same_v<I, char> && !std::is_same_v<I, bool>)
+constexpr void append_part(Error::Message& m, I v) {
+  m.append_int(static_cast<long long>(v));
+}
+}  // namespace detail
+
+/// Builds an error from pieces: make_error(Errc::not_found, "no GPU ", 3, " (", n, " visible)").
+template <class... Parts>
+constexpr Error make_error(Errc code, const Parts&... parts) {
+  Error::Message m;
+  (detail::append_part(m, parts), ...);
+  return Error(code, m.view());
+}
+
+/// Same, with the errno of a failed system call.
+template <class... Parts>
+constexpr Error make_sys_error(Errc code, int sys_errno, const Parts&... parts) {
+  Error::Message m;
+  (detail::append_part(m, parts), ...);
+  return Error(code, m.view(), sys_errno);
+}
+
+/// The std::unexpected of Result.
+template <class E = Error>
+class Unexpected {
+ public:
+  constexpr explicit Unexpected(E e) : error_(std::move(e)) {}
+  constexpr const E& error() const& { return error_; }
+  constexpr E& error() & { return error_; }
+  constexpr E&& error() && { return std::move(error_); }
+
+ private:
+  E error_;
+};
+
+constexpr Unexpected<Error> unexpected(Error e) { return Unexpected<Error>(std::move(e)); }
+
+/// Shorthand for `return fail(Errc::x, "what", value, "what to do");`
+template <class... Parts>
+constexpr Unexpected<Error> fail(Errc code, const Parts&... parts) {
+  return Unexpected<Error>(make_error(code, parts...));
+}
+
+/// Thrown by Result::value() on an error; carries the Error.
+class BadResultAccess : public std::exception {
+ public:
+  explicit BadResultAccess(Error e) : error_(std::move(e)) {}
+  const char* what() const noexcept override { return error_.what(); }
+  const Error& error() const { return error_; }
+
+ private:
+  Error error_;
+};
+
+template <class T>
+class [[nodiscard]] Result {
+  static_assert(!std::is_reference_v<T> && !std::is_same_v<std::remove_cv_t<T>, Error>);
+
+ public:
+  using value_type = T;
+  using error_type = Error;
+
+  constexpr Result()
+    requires std::is_default_constructible_v<T>
+      : value_(), has_(true) {}
+  constexpr Result(const T& v) : value_(v), has_(true) {}             // NOLINT
+  constexpr Result(T&& v) : value_(std::move(v)), has_(true) {}       // NOLINT
+  template <class E>
+  constexpr Result(const Unexpected<E>& e) : error_(e.error()), has_(false) {}  // NOLINT
+  template <class E>
+  constexpr Result(Unexpected<E>&& e) : error_(std::move(e).error()), has_(false) {}  // NOLINT
+
+  constexpr Result(const Result& o) : has_(o.has_) {
+    if (has_) std::construct_at(&value_, o.value_);
+    else std::construct_at(&error_, o.error_);
+  }
+  constexpr Result(Result&& o) noexcept(std::is_nothrow_move_constructible_v<T>) : has_(o.has_) {
+    if (has_) std::construct_at(&value_, std::move(o.value_));
+    else std::construct_at(&error_, std::move(o.error_));
+  }
+  constexpr Result& operator=(const Result& o) {
+    if (this != &o) {
+      destroy();
+      has_ = o.has_;
+      if (has_) std::construct_at(&value_, o.value_);
+      else std::construct_at(&error_, o.error_);
+    }
+    return *this;
+  }
+  constexpr Result& operator=(Result&& o) noexcept(std::is_nothrow_move_constructible_v<T>) {
+    if (this != &o) {
+      destroy();
+      has_ = o.has_;
+      if (has_) std::construct_at(&value_, std::move(o.value_));
+      else std::construct_at(&error_, std::move(o.error_));
+    }
+    return *this;
+  }
+  constexpr ~Result() { destroy(); }
+
+  constexpr bool has_value() const { return has_; }
+  constexpr explicit operator bool() const { return has_; }
+
+  constexpr T& value() & {
+    check();
+    return value_;
+  }
+  constexpr const T& value() const& {
+    check();
+    return value_;
+  }
+  constexpr T&& value() && {
+    check();
+    return std::move(value_);
+  }
+  constexpr T& operator*() & { return value_; }
+  constexpr const T& operator*() const& { return value_; }
+  constexpr T&& operator*() && { return std::move(value_); }
+  constexpr T* operator->() { return &value_; }
+  constexpr const T* operator->() const { return &value_; }
+
+  constexpr const Error& error() const& { return error_; }
+  constexpr Error& error() & { return error_; }
+
+  template <class U>
+  constexpr T value_or(U&& fallback) const& {
+    return has_ ? value_ : static_cast<T>(std::forward<U>(fallback));
+  }
+
+  /// f(T) -> Result<U>; errors pass through.
+  template <class F>
+  constexpr auto and_then(F&& f) const& {
+    using R = std::remove_cvref_t<std::invoke_result_t<F, const T&>>;
+    if (has_) return std::forward<F>(f)(value_);
+    return R(Unexpected<Error>(error_));
+  }
+  /// f(T) -> U; errors pass through.
+  template <class F>
+  constexpr auto transform(F&& f) const& {
+    using U = std::remove_cvref_t<std::invoke_result_t<F, const T&>>;
+    if (has_) return Result<U>(std::forward<F>(f)(value_));
+    return Result<U>(Unexpected<Error>(error_));
+  }
+
+ private:
+  constexpr void check() const {
+    if (!has_) throw BadResultAccess(error_);
+  }
+  constexpr void destroy() {
+    if (has_) std::destroy_at(&value_);
+    else std::destroy_at(&error_);
+  }
+
+  union {
+    T value_;
+    Error error_;
+  };
+  bool has_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  using value_type = void;
+  using error_type = Error;
+
+  constexpr Result() = default;
+  template <class E>
+  constexpr Result(const Unexpected<E>& e) : error_(e.error()), has_(false) {}  // NOLINT
+
+  constexpr bool has_value() const { return has_; }
+  constexpr explicit operator bool() const { return has_; }
+  constexpr void value() const {
+    if (!has_) throw BadResultAccess(error_);
+  }
+  constexpr const Error& error() const { return error_; }
+
+ private:
+  Error error_{};
+  bool has_ = true;
+};
+
+}  // namespace v0
+}  // namespace gpuaff
+
+/// Propagates an error: GPUAFF_TRY(auto x, expr); or GPUAFF_TRY_VOID(expr);
+#define GPUAFF_CONCAT_IMPL(a, b) a##b
+#define GPUAFF_CONCAT(a, b) GPUAFF_CONCAT_IMPL(a, b)
+#define GPUAFF_TRY_IMPL(tmp, decl, expr)                               \
+  auto tmp = (expr);                                                   \
+  if (!tmp) return ::gpuaff::Unexpected<::gpuaff::Error>(tmp.error()); \
+  decl = std::move(*tmp)
+#define GPUAFF_TRY(decl, expr) GPUAFF_TRY_IMPL(GPUAFF_CONCAT(gpuaff_try_, __LINE__), decl, expr)
+#define GPUAFF_TRY_VOID(expr)                                                                  \
+  do {                                                                                         \
+    auto gpuaff_try_void_ = (expr);                                                            \
+    if (!gpuaff_try_void_) return ::gpuaff::Unexpected<::gpuaff::Error>(gpuaff_try_void_.error()); \
+  } while (false)

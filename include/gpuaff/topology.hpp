@@ -1,0 +1,221 @@
+#pragma once
+// Topology: what a machine looks like, as plain values. No I/O happens here;
+// sources (sysfs, JSON, hwloc) fill it, policies read it. Every type is a
+// literal type, so small topologies can be written and bound at compile time.
+
+#include <compare>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "gpuaff/cpu_set.hpp"
+#include "gpuaff/detail/fixed_string.hpp"
+#include "gpuaff/result.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+/// A PCI address, "DDDD:BB:DD.F". Domains above 0xffff exist (Intel VMD).
+struct PciAddress {
+  std::uint32_t domain = 0;
+  std::uint8_t bus = 0;
+  std::uint8_t device = 0;
+  std::uint8_t function = 0;
+
+  /// Accepts "DDDD:BB:DD.F" (domain of 1 to 8 hex digits) and "BB:DD.F"
+  /// (domain 0), any case. Errors: Errc::parse_error naming the text.
+  static constexpr Result<PciAddress> parse(std::string_view text);
+
+  /// "0000:10:1c.0": lower case, the domain with at least 4 digits.
+  constexpr detail::FixedString<24> to_string() const {
+    detail::FixedString<24> s;
+    s.append_hex(domain, 4).push_back(':');
+    s.append_hex(bus, 2).push_back(':');
+    s.append_hex(device, 2).push_back('.');
+    s.append_hex(function, 1);
+    return s;
+  }
+
+  friend constexpr auto operator<=>(const PciAddress&, const PciAddress&) = default;
+  friend constexpr bool operator==(const PciAddress&, const PciAddress&) = default;
+};
+
+namespace pci_vendor {
+inline constexpr std::uint16_t nvidia = 0x10de;
+inline constexpr std::uint16_t amd = 0x1002;
+inline constexpr std::uint16_t intel = 0x8086;
+}  // namespace pci_vendor
+
+/// PCI class codes (24 bits: class, subclass, prog-if) of display devices.
+constexpr bool is_display_class(std::uint32_t class_code) {
+  std::uint32_t cs = (class_code >> 8) & 0xffff;
+  return cs == 0x0300 || cs == 0x0302 || cs == 0x0380;
+}
+constexpr bool is_gpu_vendor(std::uint16_t vendor) {
+  return vendor == pci_vendor::nvidia || vendor == pci_vendor::amd || vendor == pci_vendor::intel;
+}
+
+struct PciDevice {
+  PciAddress address;
+  std::uint16_t vendor = 0;
+  std::uint16_t device = 0;
+  std::uint32_t class_code = 0;  ///< 24-bit class code, e.g. 0x030200
+  int numa_node = -1;            ///< -1: the firmware does not say (VMs, single-node boards)
+  CpuSet local_cpus;             ///< the device's local_cpulist; meaningful when has_local_cpus
+  bool has_local_cpus = false;
+
+  /// A GPU by CONTRACT.md section 2: display class and an NVIDIA, AMD or Intel vendor id.
+  constexpr bool is_gpu() const { return is_display_class(class_code) && is_gpu_vendor(vendor); }
+  friend constexpr bool operator==(const PciDevice&, const PciDevice&) = default;
+};
+
+/// A GPU as the job sees it: `index` is its position after CUDA_VISIBLE_DEVICES /
+/// HIP_VISIBLE_DEVICES / --visible-devices were applied.
+struct Gpu {
+  int index = 0;
+  PciDevice pci;
+  detail::FixedString<96> uuid;  ///< "GPU-..." when known (NVIDIA), else empty
+
+  constexpr int numa_node() const { return pci.numa_node; }
+  constexpr const PciAddress& address() const { return pci.address; }
+  friend constexpr bool operator==(const Gpu&, const Gpu&) = default;
+};
+
+struct Package {
+  int id = 0;  ///< physical_package_id; -1 when the firmware gives none
+  CpuSet cpus;
+  friend constexpr bool operator==(const Package&, const Package&) = default;
+};
+
+struct NumaNode {
+  int id = 0;
+  CpuSet cpus;                 ///< empty for memory-only nodes (GB200 GPU memory, HBM, CXL)
+  std::vector<int> distances;  ///< SLIT distances to Topology::nodes, in the same order; may be empty
+
+  constexpr bool memory_only() const { return cpus.empty(); }
+  friend constexpr bool operator==(const NumaNode&, const NumaNode&) = default;
+};
+
+/// A physical core: its hardware threads (1 without SMT; 2, 4, 8 with SMT).
+struct Core {
+  CpuSet threads;
+  int package = -1;  ///< physical_package_id of its threads
+  constexpr int first() const { return threads.first(); }
+  friend constexpr bool operator==(const Core&, const Core&) = default;
+};
+
+/// CPUs that share a last-level unified/data cache: an AMD CCX, an Intel socket.
+struct CacheGroup {
+  int level = 0;
+  CpuSet cpus;
+  friend constexpr bool operator==(const CacheGroup&, const CacheGroup&) = default;
+};
+
+struct Topology {
+  detail::FixedString<256> origin;  ///< where it came from: a root, a JSON file, "hwloc"
+  CpuSet online;                    ///< online CPUs
+  CpuSet allowed;                   ///< the process's allowed set (may name offline CPUs)
+  CpuSet mems_allowed;              ///< allowed NUMA node ids (Mems_allowed_list); empty: unknown
+  std::vector<Package> packages;    ///< sorted by id
+  std::vector<NumaNode> nodes;      ///< sorted by id; ids may be sparse
+  std::vector<Core> cores;          ///< online cores, sorted by lowest thread
+  std::vector<CacheGroup> core_complexes;  ///< last-level cache groups, sorted by lowest CPU
+  std::vector<PciDevice> pci_devices;      ///< sorted by address
+  std::vector<Gpu> gpus;                   ///< visible GPUs, by index
+
+  /// CPUs a binding may use: allowed and online.
+  constexpr CpuSet usable() const { return allowed & online; }
+
+  constexpr const NumaNode* find_node(int id) const {
+    for (const auto& n : nodes)
+      if (n.id == id) return &n;
+    return nullptr;
+  }
+  constexpr int node_index(int id) const {
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      if (nodes[i].id == id) return static_cast<int>(i);
+    return -1;
+  }
+  /// The node whose cpulist holds `cpu`, or -1.
+  constexpr int node_of_cpu(int cpu) const {
+    for (const auto& n : nodes)
+      if (n.cpus.test(cpu)) return n.id;
+    return -1;
+  }
+  /// The package holding `cpu`, or nullptr.
+  constexpr const Package* package_of_cpu(int cpu) const {
+    for (const auto& p : packages)
+      if (p.cpus.test(cpu)) return &p;
+    return nullptr;
+  }
+  constexpr const Core* core_of_cpu(int cpu) const {
+    for (const auto& c : cores)
+      if (c.threads.test(cpu)) return &c;
+    return nullptr;
+  }
+  constexpr const CacheGroup* core_complex_of_cpu(int cpu) const {
+    for (const auto& g : core_complexes)
+      if (g.cpus.test(cpu)) return &g;
+    return nullptr;
+  }
+  constexpr const PciDevice* find_pci(const PciAddress& a) const {
+    for (const auto& d : pci_devices)
+      if (d.address == a) return &d;
+    return nullptr;
+  }
+  /// SLIT distance between two node ids, or -1 when unknown.
+  constexpr int distance(int from, int to) const {
+    const NumaNode* n = find_node(from);
+    int j = node_index(to);
+    if (n == nullptr || j < 0 || static_cast<std::size_t>(j) >= n->distances.size()) return -1;
+    return n->distances[static_cast<std::size_t>(j)];
+  }
+
+  friend constexpr bool operator==(const Topology&, const Topology&) = default;
+};
+
+// ---- implementation ---------------------------------------------------------
+
+constexpr Result<PciAddress> PciAddress::parse(std::string_view full) {
+  std::string_view s = detail::trim(full);
+  auto bad = [&](std::string_view why) -> Unexpected<Error> {
+    return fail(Errc::parse_error, "malformed PCI address '", full.substr(0, 40), "': ", why,
+                " (expected DDDD:BB:DD.F, e.g. 0000:17:00.0)");
+  };
+  auto hex = [](char c) -> int {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+  };
+  auto field = [&](std::string_view f, int max_digits, std::uint32_t& out) -> bool {
+    if (f.empty() || f.size() > static_cast<std::size_t>(max_digits)) return false;
+    out = 0;
+    for (char c : f) {
+      int d = hex(c);
+      if (d < 0) return false;
+      out = out * 16 + static_cast<std::uint32_t>(d);
+    }
+    return true;
+  };
+  std::size_t dot = s.rfind('.');
+  if (dot == std::string_view::npos) return bad("no '.' before the function");
+  std::size_t c2 = s.rfind(':', dot);
+  if (c2 == std::string_view::npos) return bad("no ':' before the device");
+  std::size_t c1 = c2 == 0 ? std::string_view::npos : s.rfind(':', c2 - 1);
+  PciAddress a;
+  std::uint32_t dom = 0;
+  std::uint32_t bus = 0;
+  std::uint32_t dev = 0;
+  std::uint32_t fn = 0;
+  std::string_view bus_text = c1 == std::string_view::npos ? s.substr(0, c2) : s.substr(c1 + 1, c2 - c1 - 1);
+  if (c1 != std::string_view::npos && !field(s.substr(0, c1), 8, dom)) return bad("bad domain");
+  if (!field(bus_text, 2, bus)) return bad("bad bus");
+  if (!field(s.substr(c2 + 1, dot - c2 - 1), 2, dev) || dev > 0x1f) return bad("bad device (00-1f)");
+  if (!field(s.substr(dot + 1), 1, fn) || fn > 7) return bad("bad function (0-7)");
+  a.domain = dom;
+  a.bus = static_cast<std::uint8_t>(bus);
+  a.device = static_cast<std::uint8_t>(dev);
+  a.function = static_cast<std::uint8_t>(fn);
+  return a;
+}
+
+}  // namespace v0
+}  // namespace gpuaff
