@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The full test suite: every build configuration CI checks, one after another.
 #   1. default build, warnings as errors, every public header compiled alone, all tests
-#   2. AddressSanitizer + UndefinedBehaviorSanitizer build, all tests but the QEMU guests
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer build without hwloc (so it is also the
+#      "optional backend off" configuration), all tests but the QEMU guests and benchmarks
 #   3. ThreadSanitizer build, the tests labelled `threads`
-#   4. a build without hwloc (the optional backend off), all tests but the QEMU guests
-#   5. install, then build a consumer project with find_package(gpuaff)
+#   4. install, then build a consumer project with find_package(gpuaff)
 # Usage: tests/run.sh [quick]   (quick: configuration 1 only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,22 +23,18 @@ configure_build_test() {  # dir, ctest args..., -- cmake args...
   ctest --test-dir "$dir" --no-tests=error --output-on-failure -j "$jobs" "${ctest_args[@]}"
 }
 
-step "1/5 default build (hwloc if present), all tests"
+step "1/4 default build (hwloc if present), all tests"
 configure_build_test build/default -- -DGPUAFF_BUILD_BENCHMARKS=ON
 cmake --build build/default --target all_verify_interface_header_sets -j "$jobs"
 [[ ${1:-} == quick ]] && exit 0
 
-step "2/5 ASan + UBSan"
-configure_build_test build/asan -LE 'qemu|bench' -- -DGPUAFF_SANITIZE=address,undefined
+step "2/4 ASan + UBSan, without hwloc"
+configure_build_test build/asan -LE 'qemu|bench' -- -DGPUAFF_SANITIZE=address,undefined -DGPUAFF_WITH_HWLOC=OFF
 
-step "3/5 TSan, threaded tests"
-# TSan needs fixed address space layout on newer kernels
+step "3/4 TSan, threaded tests"
 configure_build_test build/tsan -L threads -- -DGPUAFF_SANITIZE=thread -DGPUAFF_BUILD_EXAMPLES=OFF
 
-step "4/5 without hwloc"
-configure_build_test build/nohwloc -LE 'qemu|bench' -- -DGPUAFF_WITH_HWLOC=OFF
-
-step "5/5 install + find_package consumer"
+step "4/4 install + find_package consumer"
 rm -rf build/prefix build/consumer
 cmake --install build/default --prefix "$PWD/build/prefix" >/dev/null
 cmake -S tests/consumer -B build/consumer "${gen[@]}" -DCMAKE_PREFIX_PATH="$PWD/build/prefix" >/dev/null
