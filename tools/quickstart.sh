@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine for gpuaff, builds the CLI, and runs the
+# main job: the topology report and every GPU's bindings for this machine,
+# then the same for a bundled fixture (a DGX H100 by default).
+#   sudo bash tools/quickstart.sh [FIXTURE]      e.g. FIXTURE=fixtures/p4d.24xlarge
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fixture=${1:-fixtures/dgx-h100}
+packages=(build-essential cmake ninja-build pkg-config doctest-dev nlohmann-json3-dev libcli11-dev libhwloc-dev)
+missing=()
+for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -eq 0 ]]; then sudo=(); else sudo=(sudo); fi
+  echo "installing: ${missing[*]}"
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+cmake -S . -B build/quickstart -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUAFF_BUILD_TESTS=OFF -DGPUAFF_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build build/quickstart --target gpuaff
+gpuaff=build/quickstart/tools/gpuaff/gpuaff
+
+show() {  # root-args...
+  "$gpuaff" topo "$@"
+  local n
+  n=$("$gpuaff" topo "$@" --format json | grep -o '"index"' | wc -l)
+  for ((g = 0; g < n; g++)); do
+    for p in node socket exclusive core-complex unique-contiguous; do
+      printf 'GPU %d %-18s ' "$g" "$p"
+      "$gpuaff" bind "$@" --gpu "$g" --policy "$p" --format numactl || true
+    done
+  done
+}
+
+echo; echo "=== this machine ==="
+show
+echo; echo "=== bundled fixture: $fixture ==="
+show --root "$fixture"
