@@ -1,0 +1,361 @@
+// guest_checks: runs as a static program inside a QEMU guest (tests/qemu/init.sh)
+// and checks gpuaff against a real Linux kernel with several NUMA nodes.
+//
+// Every expected value below comes from the QEMU command line in
+// tests/qemu/run_guest.sh (what QEMU was told to build), never from what a
+// gpuaff reader returns. The shape is chosen by GPUAFF_QEMU_SHAPE, which the
+// host passes on the kernel command line.
+
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+#include <linux/mempolicy.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuaff/gpuaff.hpp"
+
+namespace {
+using gpuaff::CpuSet;
+
+// ---- what QEMU was told to build --------------------------------------------
+
+struct NodeExpect {
+  int id;
+  CpuSet cpus;  // empty: a memory-only node
+};
+struct PciExpect {
+  std::string_view bdf;
+  std::string_view what;
+  int numa_node;
+  CpuSet local_cpus;
+};
+struct BindExpect {
+  std::string_view bdf;
+  std::string_view policy;
+  CpuSet cpus;
+  std::string_view why;
+};
+struct Shape {
+  std::string_view name;
+  int cpu_count;
+  std::vector<NodeExpect> nodes;
+  std::vector<CpuSet> packages;  // index = physical_package_id
+  std::vector<CpuSet> cores;     // SMT sibling groups
+  std::vector<CpuSet> l3;        // last-level cache groups
+  std::vector<int> die_of_cpu;   // empty: dies not part of the shape
+  std::vector<PciExpect> pci;
+  std::vector<BindExpect> binds;
+};
+
+CpuSet cpus(int first, int last) { return CpuSet::range(first, last); }
+
+// -smp 8,sockets=2,cores=2,threads=2: QEMU numbers threads innermost, so CPUs
+// 2k and 2k+1 are siblings and socket s holds CPUs 4s..4s+3.
+// -numa node,nodeid=0,cpus=0-3 / nodeid=1,cpus=4-7 / nodeid=2 (no cpus).
+// pxb bus_nr=20 numa_node=1 + e1000 addr 3 -> 0000:15:03.0 on node 1;
+// pxb bus_nr=40 numa_node=0 + virtio-rng addr 2 -> 0000:29:02.0 on node 0.
+// The VGA adapter QEMU's pc machine puts on the root bus (00:02.0) sits
+// behind no expander bridge: the kernel does not know its node.
+Shape shape_2s2n() {
+  Shape s;
+  s.name = "2s2n-smt2-memnode";
+  s.cpu_count = 8;
+  s.nodes = {{0, cpus(0, 3)}, {1, cpus(4, 7)}, {2, CpuSet{}}};
+  s.packages = {cpus(0, 3), cpus(4, 7)};
+  s.cores = {CpuSet{0, 1}, CpuSet{2, 3}, CpuSet{4, 5}, CpuSet{6, 7}};
+  s.l3 = {cpus(0, 3), cpus(4, 7)};  // one L3 per socket
+  s.pci = {{"0000:15:03.0", "e1000 behind the node-1 bridge", 1, cpus(4, 7)},
+           {"0000:29:02.0", "virtio-rng behind the node-0 bridge", 0, cpus(0, 3)},
+           {"0000:00:02.0", "VGA on the root bus", -1, cpus(0, 7)}};
+  s.binds = {
+      {"0000:15:03.0", "node", cpus(4, 7), "node 1's CPUs"},
+      {"0000:15:03.0", "socket", cpus(4, 7),
+       "socket 1 holds node 1 only; memory-only node 2 adds no CPU"},
+      {"0000:15:03.0", "exclusive", cpus(4, 7), "the only target on node 1 gets all its cores"},
+      {"0000:15:03.0", "core-complex", cpus(4, 7), "one L3 per socket: node 1's L3 is 4-7"},
+      {"0000:29:02.0", "node", cpus(0, 3), "node 0's CPUs"},
+      {"0000:29:02.0", "socket", cpus(0, 3), "socket 0 holds node 0 only"},
+      {"0000:29:02.0", "exclusive", cpus(0, 3), "the only target on node 0 gets all its cores"},
+  };
+  return s;
+}
+
+// -smp 8,sockets=1,dies=4,cores=1,threads=2: die d holds CPUs 2d, 2d+1 (one
+// core, two threads); -numa node,nodeid=K,cpus=2K-2K+1; QEMU gives each die
+// its own L3. pxb bus_nr=32 numa_node=2 + virtio-rng addr 4 -> 0000:21:04.0.
+Shape shape_1s4n() {
+  Shape s;
+  s.name = "1s4n-nps4";
+  s.cpu_count = 8;
+  s.nodes = {{0, cpus(0, 1)}, {1, cpus(2, 3)}, {2, cpus(4, 5)}, {3, cpus(6, 7)}};
+  s.packages = {cpus(0, 7)};
+  s.cores = {CpuSet{0, 1}, CpuSet{2, 3}, CpuSet{4, 5}, CpuSet{6, 7}};
+  s.l3 = {cpus(0, 1), cpus(2, 3), cpus(4, 5), cpus(6, 7)};
+  s.die_of_cpu = {0, 0, 1, 1, 2, 2, 3, 3};
+  s.pci = {{"0000:21:04.0", "virtio-rng behind the node-2 bridge", 2, cpus(4, 5)}};
+  s.binds = {
+      {"0000:21:04.0", "node", cpus(4, 5), "node 2's CPUs"},
+      {"0000:21:04.0", "socket", cpus(0, 7), "the one socket holds all four nodes"},
+      {"0000:21:04.0", "exclusive", cpus(4, 5), "the only target on node 2 gets its one core"},
+      {"0000:21:04.0", "core-complex", cpus(4, 5), "node 2's L3 (its die) is 4-5"},
+  };
+  return s;
+}
+
+const Shape* g_shape = nullptr;
+const Shape& shape() { return *g_shape; }
+
+CpuSet all_cpus() { return cpus(0, shape().cpu_count - 1); }
+CpuSet node_cpus(int node) {
+  for (const auto& n : shape().nodes)
+    if (n.id == node) return n.cpus;
+  return {};
+}
+CpuSet node_ids(bool with_cpus_only) {
+  CpuSet ids;
+  for (const auto& n : shape().nodes)
+    if (!with_cpus_only || !n.cpus.empty()) ids.set(n.id);
+  return ids;
+}
+
+// ---- reading the live kernel, independently of gpuaff's readers -------------
+
+std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::optional<CpuSet> read_list(const std::string& path) {
+  auto text = read_text(path);
+  if (!text) return std::nullopt;
+  auto set = CpuSet::parse_list(*text);
+  if (!set) return std::nullopt;
+  return *set;
+}
+
+std::optional<long> read_long(const std::string& path) {
+  auto text = read_text(path);
+  if (!text || text->empty()) return std::nullopt;
+  return std::strtol(text->c_str(), nullptr, 0);
+}
+
+std::string sys_cpu(int cpu, const std::string& rest) {
+  return "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/" + rest;
+}
+std::string sys_node(int node, const std::string& rest) {
+  return "/sys/devices/system/node/node" + std::to_string(node) + "/" + rest;
+}
+std::string sys_pci(std::string_view bdf, const std::string& rest) {
+  return "/sys/bus/pci/devices/" + std::string(bdf) + "/" + rest;
+}
+
+// doctest prints CpuSet through this.
+std::string show(const std::optional<CpuSet>& s) { return s ? s->to_list() : std::string("<unreadable>"); }
+
+CpuSet current_affinity() {
+  cpu_set_t raw;
+  CPU_ZERO(&raw);
+  if (sched_getaffinity(0, sizeof raw, &raw) != 0) return {};
+  return CpuSet::from_cpu_set_t(raw);
+}
+bool set_affinity(const CpuSet& s) {
+  auto raw = s.to_cpu_set_t();
+  return raw && sched_setaffinity(0, sizeof *raw, &*raw) == 0;
+}
+
+// ---- where pages live: move_pages in query mode (nodes == NULL) -------------
+
+/// An anonymous mapping of `pages` pages, unmapped on scope exit.
+class Pages {
+ public:
+  explicit Pages(int pages) : size_(static_cast<std::size_t>(pages) * page_size()) {
+    void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    base_ = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+  }
+  ~Pages() {
+    if (base_ != nullptr) munmap(base_, size_);
+  }
+  Pages(const Pages&) = delete;
+  Pages& operator=(const Pages&) = delete;
+  static std::size_t page_size() { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
+  bool ok() const { return base_ != nullptr; }
+  /// Writes every page, so the kernel allocates it under the current policy.
+  void touch() {
+    for (std::size_t off = 0; off < size_; off += page_size()) base_[off] = 1;
+  }
+  /// The node of each page (a negative errno for a page with no memory yet).
+  std::vector<int> nodes() const {
+    std::size_t n = size_ / page_size();
+    std::vector<void*> addrs(n);
+    for (std::size_t i = 0; i < n; ++i) addrs[i] = base_ + i * page_size();
+    std::vector<int> status(n, -1);
+    long rc = syscall(SYS_move_pages, 0, n, addrs.data(), nullptr, status.data(), 0);
+    if (rc != 0) return {};
+    return status;
+  }
+
+ private:
+  std::size_t size_;
+  char* base_ = nullptr;
+};
+
+/// Node ids that hold the pages, or {-1} when the query failed.
+std::vector<int> distinct_nodes(const std::vector<int>& status) {
+  if (status.empty()) return {-1};
+  std::vector<int> out;
+  for (int s : status) {
+    bool seen = false;
+    for (int o : out) seen = seen || o == s;
+    if (!seen) out.push_back(s);
+  }
+  return out;
+}
+
+long set_mempolicy_raw(int mode, const CpuSet& nodes) {
+  unsigned long mask[4] = {0, 0, 0, 0};
+  for (int n : nodes) mask[n / 64] |= 1UL << (n % 64);
+  return syscall(SYS_set_mempolicy, mode, mode == MPOL_DEFAULT ? nullptr : mask,
+                 mode == MPOL_DEFAULT ? 0UL : sizeof mask * 8);
+}
+
+}  // namespace
+
+// ============================================================================
+// The kernel shows the shape QEMU was told to build (checks of the guest itself,
+// so a QEMU or kernel change that alters the shape is caught here first).
+// ============================================================================
+
+TEST_CASE("the kernel shows the NUMA nodes QEMU was told to build") {
+  CHECK(show(read_list("/sys/devices/system/node/online")) == node_ids(false).to_list());
+  CHECK(show(read_list("/sys/devices/system/node/possible")) == node_ids(false).to_list());
+  CHECK(show(read_list("/sys/devices/system/node/has_cpu")) == node_ids(true).to_list());
+  for (const auto& n : shape().nodes) {
+    CAPTURE(n.id);
+    CHECK(show(read_list(sys_node(n.id, "cpulist"))) == n.cpus.to_list());
+  }
+}
+
+TEST_CASE("every node, the memory-only one too, has the 512 MiB QEMU gave it") {
+  for (const auto& n : shape().nodes) {
+    CAPTURE(n.id);
+    auto meminfo = read_text(sys_node(n.id, "meminfo"));
+    REQUIRE(meminfo);
+    auto pos = meminfo->find("MemTotal:");
+    REQUIRE(pos != std::string::npos);
+    long kib = std::strtol(meminfo->c_str() + pos + 9, nullptr, 10);
+    // Firmware holes and the kernel's own reservations take some of it.
+    CHECK(kib > 384 * 1024);
+    CHECK(kib <= 512 * 1024);
+  }
+}
+
+TEST_CASE("CPUs, packages, SMT siblings and dies are those of -smp") {
+  CHECK(show(read_list("/sys/devices/system/cpu/online")) == all_cpus().to_list());
+  for (int cpu = 0; cpu < shape().cpu_count; ++cpu) {
+    CAPTURE(cpu);
+    auto pkg = read_long(sys_cpu(cpu, "topology/physical_package_id"));
+    REQUIRE(pkg);
+    REQUIRE(*pkg >= 0);
+    REQUIRE(static_cast<std::size_t>(*pkg) < shape().packages.size());
+    CHECK(shape().packages[static_cast<std::size_t>(*pkg)].contains(cpu));
+    CpuSet core;
+    for (const auto& c : shape().cores)
+      if (c.contains(cpu)) core = c;
+    CHECK(show(read_list(sys_cpu(cpu, "topology/core_cpus_list"))) == core.to_list());
+    CHECK(show(read_list(sys_cpu(cpu, "topology/thread_siblings_list"))) == core.to_list());
+    if (!shape().die_of_cpu.empty()) {
+      CHECK(read_long(sys_cpu(cpu, "topology/die_id")) == shape().die_of_cpu[static_cast<std::size_t>(cpu)]);
+    }
+  }
+}
+
+TEST_CASE("the last-level cache groups are those QEMU builds for the shape") {
+  for (int cpu = 0; cpu < shape().cpu_count; ++cpu) {
+    CAPTURE(cpu);
+    std::optional<CpuSet> l3;
+    for (int k = 0; k < 8; ++k) {
+      std::string idx = "cache/index" + std::to_string(k) + "/";
+      if (read_long(sys_cpu(cpu, idx + "level")) == 3) l3 = read_list(sys_cpu(cpu, idx + "shared_cpu_list"));
+    }
+    CpuSet want;
+    for (const auto& g : shape().l3)
+      if (g.contains(cpu)) want = g;
+    CHECK(show(l3) == want.to_list());
+  }
+}
+
+TEST_CASE("PCI devices report the node of their expander bridge") {
+  for (const auto& d : shape().pci) {
+    CAPTURE(d.bdf);
+    CAPTURE(d.what);
+    CHECK(read_long(sys_pci(d.bdf, "numa_node")) == d.numa_node);
+    CHECK(show(read_list(sys_pci(d.bdf, "local_cpulist"))) == d.local_cpus.to_list());
+  }
+}
+
+TEST_CASE("move_pages sees MPOL_BIND place pages on each node, the memory-only one too") {
+  // Checks the measuring method itself: the placement checks below trust it.
+  for (const auto& n : shape().nodes) {
+    CAPTURE(n.id);
+    REQUIRE(set_mempolicy_raw(MPOL_BIND, CpuSet::single(n.id)) == 0);
+    Pages buf(16);
+    REQUIRE(buf.ok());
+    buf.touch();
+    auto where = distinct_nodes(buf.nodes());
+    REQUIRE(set_mempolicy_raw(MPOL_DEFAULT, {}) == 0);
+    CHECK(where == std::vector<int>{n.id});
+  }
+}
+
+TEST_CASE("with the default policy, first touch lands on the node of the running CPU") {
+  // Why CPU binding alone already helps (docs/design.md): MPOL_LOCAL allocates
+  // on the node of the CPU that first writes the page.
+  const CpuSet before = current_affinity();
+  REQUIRE(before == all_cpus());
+  for (const auto& n : shape().nodes) {
+    if (n.cpus.empty()) continue;
+    CAPTURE(n.id);
+    REQUIRE(set_affinity(node_cpus(n.id)));
+    Pages buf(16);
+    REQUIRE(buf.ok());
+    buf.touch();
+    CHECK(distinct_nodes(buf.nodes()) == std::vector<int>{n.id});
+  }
+  REQUIRE(set_affinity(before));
+}
+
+// ============================================================================
+
+int main(int argc, char** argv) {
+  const char* name = std::getenv("GPUAFF_QEMU_SHAPE");
+  static const Shape shapes[] = {shape_2s2n(), shape_1s4n()};
+  for (const auto& s : shapes)
+    if (name != nullptr && s.name == name) g_shape = &s;
+  if (g_shape == nullptr) {
+    std::fprintf(stderr,
+                 "guest_checks: GPUAFF_QEMU_SHAPE='%s' is not a known shape; this program runs inside "
+                 "the QEMU guests of tests/qemu/run_guest.sh\n",
+                 name != nullptr ? name : "");
+    return 2;
+  }
+  std::printf("guest_checks: checking shape %s\n", name);
+  doctest::Context context;
+  context.applyCommandLine(argc, argv);
+  return context.run();
+}

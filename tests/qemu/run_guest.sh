@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Boots one multi-NUMA guest under QEMU (TCG) and checks gpuaff against the
+# real Linux kernel inside it. Used by ctest (label `qemu`) and by hand:
+#
+#   tests/qemu/run_guest.sh --shape 2s2n-smt2-memnode --guest build/x/tests/qemu/qemu_guest_checks \
+#       --gpuaff build/x/tests/qemu/qemu_gpuaff_static --work /tmp/guest
+#
+# Steps: pack an initramfs (busybox, the guest check program, the gpuaff tool,
+# /init), boot the kernel with the shape's QEMU flags, read the serial console,
+# and fail unless the guest printed `@@GPUAFF-QEMU END checks rc=0` (and, with a
+# tool, a recording that matches fixtures/qemu-<shape>).
+#
+# Exit codes: 0 pass, 1 fail, 77 skipped (no qemu-system-x86_64, kernel image,
+# busybox or cpio on this machine; .ci/run installs them so CI never skips).
+#
+# Environment: GPUAFF_QEMU_KERNEL (kernel image; default: newest /boot/vmlinuz-*),
+# GPUAFF_QEMU_BIN (default qemu-system-x86_64), GPUAFF_QEMU_TIMEOUT (seconds for
+# one guest, default 180), GPUAFF_QEMU_UPDATE_FIXTURES=1 (copy the recording
+# into the fixture folder instead of comparing).
+set -uo pipefail
+
+shape="" guest="" tool="" host_tool="" work="" fixture="" busybox=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --shape) shape=$2; shift 2 ;;
+    --guest) guest=$2; shift 2 ;;
+    --gpuaff) tool=$2; shift 2 ;;
+    --host-gpuaff) host_tool=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    --fixture) fixture=$2; shift 2 ;;
+    --busybox) busybox=$2; shift 2 ;;
+    *) echo "run_guest.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+if [[ -z $shape || -z $guest || -z $work ]]; then
+  echo "usage: run_guest.sh --shape NAME --guest PROGRAM --work DIR [--gpuaff STATIC_TOOL]" \
+       "[--host-gpuaff TOOL] [--fixture DIR] [--busybox PATH]" >&2
+  exit 2
+fi
+
+skip() { echo "SKIPPED: $*"; exit 77; }
+die() { echo "FAILED [$shape]: $*" >&2; exit 1; }
+
+# ---- the shapes: QEMU flags; the guest program holds the matching expectations ----
+common_memory() {  # size of each node's memory
+  echo "-object memory-backend-ram,id=m$1,size=512M"
+}
+case $shape in
+  2s2n-smt2-memnode)
+    # 2 sockets x 2 cores x 2 threads; node 0 = socket 0, node 1 = socket 1,
+    # node 2 has memory and no CPU. An e1000 behind a PCI expander bridge on
+    # node 1 (bus 0x14 -> device 0000:15:03.0) and a virtio-rng behind one on
+    # node 0 (bus 0x28 -> 0000:29:02.0).
+    shape_args=(-m 1536 -smp 8,sockets=2,cores=2,threads=2
+      $(common_memory 0) $(common_memory 1) $(common_memory 2)
+      -numa node,nodeid=0,cpus=0-3,memdev=m0 -numa node,nodeid=1,cpus=4-7,memdev=m1
+      -numa node,nodeid=2,memdev=m2
+      -device pxb,id=bridge1,bus_nr=20,numa_node=1,bus=pci.0
+      -device e1000,bus=bridge1,addr=0x3,netdev=n1 -netdev user,id=n1,restrict=on
+      -device pxb,id=bridge0,bus_nr=40,numa_node=0,bus=pci.0
+      -device virtio-rng-pci,bus=bridge0,addr=0x2)
+    ;;
+  1s4n-nps4)
+    # 1 socket, 4 dies of 1 core x 2 threads, each die its own node and L3
+    # (like AMD's NPS4). A virtio-rng behind a PCI expander bridge on node 2
+    # (bus 0x20 -> 0000:21:04.0): there `socket` (0-7) differs from `node` (4-5).
+    shape_args=(-m 2048 -smp 8,sockets=1,dies=4,cores=1,threads=2
+      $(common_memory 0) $(common_memory 1) $(common_memory 2) $(common_memory 3)
+      -numa node,nodeid=0,cpus=0-1,memdev=m0 -numa node,nodeid=1,cpus=2-3,memdev=m1
+      -numa node,nodeid=2,cpus=4-5,memdev=m2 -numa node,nodeid=3,cpus=6-7,memdev=m3
+      -device pxb,id=bridge2,bus_nr=32,numa_node=2,bus=pci.0
+      -device virtio-rng-pci,bus=bridge2,addr=0x4 -nic none)
+    ;;
+  *) die "unknown shape '$shape' (known: 2s2n-smt2-memnode, 1s4n-nps4)" ;;
+esac
+
+# ---- what this machine must have ----
+qemu=${GPUAFF_QEMU_BIN:-qemu-system-x86_64}
+command -v "$qemu" >/dev/null || skip "$qemu not found (Debian: apt-get install qemu-system-x86)"
+kernel=${GPUAFF_QEMU_KERNEL:-}
+if [[ -z $kernel ]]; then
+  kernel=$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1)
+fi
+[[ -n $kernel ]] || skip "no kernel image /boot/vmlinuz-* (Debian: apt-get install linux-image-amd64, or set GPUAFF_QEMU_KERNEL)"
+[[ -r $kernel ]] || skip "kernel image $kernel is not readable by this user (set GPUAFF_QEMU_KERNEL to a readable copy)"
+if [[ -z $busybox ]]; then
+  for b in /bin/busybox /usr/bin/busybox; do [[ -x $b ]] && { busybox=$b; break; }; done
+fi
+[[ -n $busybox ]] || skip "busybox not found (Debian: apt-get install busybox-static)"
+command -v cpio >/dev/null || skip "cpio not found (Debian: apt-get install cpio)"
+command -v gzip >/dev/null || skip "gzip not found"
+[[ -x $guest ]] || die "guest program '$guest' is missing: build the target qemu_guest_checks"
+if [[ -n $tool && ! -x $tool ]]; then die "gpuaff tool '$tool' is missing: build it first"; fi
+if [[ -n $tool ]] && ! "$tool" --help 2>&1 | grep -qw record; then
+  echo "note: $tool has no 'record' command yet; the guest records nothing"
+  tool=""
+fi
+
+# ---- the initramfs ----
+rm -rf "$work"
+root=$work/root
+mkdir -p "$root/bin" "$root/dev" "$root/proc" "$root/sys" "$root/tmp" || die "cannot create $work"
+# A dynamically linked program still runs in the guest if its libraries come along.
+copy_with_libs() {  # program, name in /bin
+  cp "$1" "$root/bin/$2"
+  local lib
+  for lib in $(LC_ALL=C ldd "$1" 2>/dev/null | grep -o '/[^ ]*'); do
+    mkdir -p "$root$(dirname "$lib")"
+    cp -L "$lib" "$root$lib"
+  done
+}
+copy_with_libs "$busybox" busybox
+copy_with_libs "$guest" guest_checks
+[[ -n $tool ]] && copy_with_libs "$tool" gpuaff
+cp "$(dirname "$0")/init.sh" "$root/init"
+chmod 755 "$root/init" "$root/bin/"*
+(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -1 >"$work/initrd.gz") ||
+  die "cannot pack the initramfs"
+
+# ---- boot ----
+limit=${GPUAFF_QEMU_TIMEOUT:-180}
+log=$work/serial.log
+echo "booting shape $shape: kernel $kernel, limit ${limit}s, serial log $log"
+start=$SECONDS
+timeout -k 10 "$limit" "$qemu" -accel tcg -cpu Skylake-Server -display none -no-reboot \
+  -monitor none -serial stdio -kernel "$kernel" -initrd "$work/initrd.gz" \
+  -append "console=ttyS0 quiet loglevel=3 panic=-1 gpuaff_shape=$shape" \
+  "${shape_args[@]}" </dev/null >"$log" 2>"$work/qemu.stderr"
+qemu_rc=$?
+tr -d '\r' <"$log" >"$log.txt"
+echo "guest ran $((SECONDS - start))s (qemu exit $qemu_rc)"
+# The guest's report, without the recording blob.
+sed '/^@@GPUAFF-QEMU BEGIN recording/,/^@@GPUAFF-QEMU END recording/d' "$log.txt"
+if [[ $qemu_rc -eq 124 || $qemu_rc -eq 137 ]]; then
+  die "the guest did not power off within ${limit}s (hung?); serial log above"
+fi
+[[ $qemu_rc -eq 0 ]] || { cat "$work/qemu.stderr" >&2; die "qemu exited with $qemu_rc"; }
+grep -q '^@@GPUAFF-QEMU DONE' "$log.txt" || die "the guest stopped before its last marker (crash or kernel panic?)"
+
+checks=$(grep -o '^@@GPUAFF-QEMU END checks rc=[0-9]*' "$log.txt" | tail -n 1)
+[[ -n $checks ]] || die "no result line from the guest checks"
+[[ $checks == *"rc=0" ]] || die "guest checks failed ($checks); see the doctest output above"
+
+# ---- the recording ----
+if [[ -n $tool ]]; then
+  rec_line=$(grep -o '^@@GPUAFF-QEMU END record rc=[0-9]*' "$log.txt" | tail -n 1)
+  [[ $rec_line == *"rc=0" ]] || die "gpuaff record failed in the guest (${rec_line:-no result line})"
+  rec=$work/recording
+  mkdir -p "$rec"
+  sed -n '/^@@GPUAFF-QEMU BEGIN recording/,/^@@GPUAFF-QEMU END recording/p' "$log.txt" |
+    grep -E '^[A-Za-z0-9+/=]+$' | base64 -d | tar -xzf - -C "$rec" ||
+    die "cannot decode the recording from the serial log"
+  [[ -d $rec/sys/devices/system/node ]] || die "the recording has no sys/devices/system/node"
+  echo "recording: $rec ($(find "$rec" -type f | wc -l) files)"
+  if [[ -n $fixture ]]; then
+    if [[ ${GPUAFF_QEMU_UPDATE_FIXTURES:-0} == 1 ]]; then
+      rm -rf "$fixture" && mkdir -p "$fixture" && cp -a "$rec/." "$fixture/" || die "cannot write $fixture"
+      echo "updated fixture $fixture"
+    elif [[ ! -d $fixture ]]; then
+      die "fixture $fixture does not exist; make it with GPUAFF_QEMU_UPDATE_FIXTURES=1"
+    else
+      # The checked-in fixture must still be what the real kernel shows: compare
+      # what gpuaff reads from both (the root path itself differs).
+      if [[ -n $host_tool ]]; then
+        a=$("$host_tool" topo --format json --root "$rec" 2>&1) || die "gpuaff topo --root $rec failed: $a"
+        b=$("$host_tool" topo --format json --root "$fixture" 2>&1) || die "gpuaff topo --root $fixture failed: $b"
+        strip_root() { grep -v '"root"'; }
+        if ! diff <(strip_root <<<"$a") <(strip_root <<<"$b") >"$work/fixture.diff"; then
+          cat "$work/fixture.diff"
+          die "fixture $fixture no longer matches the guest (diff above; refresh with GPUAFF_QEMU_UPDATE_FIXTURES=1)"
+        fi
+      else
+        if ! diff -r --exclude=status "$rec" "$fixture" >"$work/fixture.diff"; then
+          cat "$work/fixture.diff"
+          die "fixture $fixture no longer matches the guest (diff above; refresh with GPUAFF_QEMU_UPDATE_FIXTURES=1)"
+        fi
+      fi
+      echo "fixture $fixture matches the guest"
+    fi
+  fi
+fi
+echo "PASSED [$shape]"
