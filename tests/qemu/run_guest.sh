@@ -122,10 +122,13 @@ limit=${GPUAFF_QEMU_TIMEOUT:-180}
 log=$work/serial.log
 echo "booting shape $shape: kernel $kernel, limit ${limit}s, serial log $log"
 start=$SECONDS
-timeout -k 10 "$limit" "$qemu" -accel tcg -cpu Skylake-Server -display none -no-reboot \
-  -monitor none -serial stdio -kernel "$kernel" -initrd "$work/initrd.gz" \
-  -append "console=ttyS0 quiet loglevel=3 panic=-1 gpuaff_shape=$shape" \
-  "${shape_args[@]}" </dev/null >"$log" 2>"$work/qemu.stderr"
+cmd=("$qemu" -accel tcg -cpu Skylake-Server -display none -no-reboot
+  -monitor none -serial stdio -kernel "$kernel" -initrd "$work/initrd.gz"
+  -append "console=ttyS0 quiet loglevel=3 panic=-1 gpuaff_shape=$shape"
+  "${shape_args[@]}")
+printf '%q ' "${cmd[@]}" >"$work/qemu.cmdline"
+echo "qemu command line: $work/qemu.cmdline"
+timeout -k 10 "$limit" "${cmd[@]}" </dev/null >"$log" 2>"$work/qemu.stderr"
 qemu_rc=$?
 tr -d '\r' <"$log" >"$log.txt"
 echo "guest ran $((SECONDS - start))s (qemu exit $qemu_rc)"
