@@ -1,0 +1,267 @@
+#pragma once
+// Small POSIX file helpers for the sysfs source and the recorder: whole-file
+// reads with open/read/close (sysfs files report a size of 4096 whatever they
+// hold, so we read to EOF), and path resolution inside a root directory that
+// follows symlinks the way the kernel would if the root were `/`, without ever
+// leaving the root (absolute targets are re-rooted, ".." stops at the root).
+// No iostreams and no <filesystem>: this header is part of the umbrella.
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace gpuaff {
+inline namespace v0 {
+namespace detail {
+
+/// The largest file gpuaff reads (a cpulist of 8192 CPUs in the worst
+/// spelling is far below this); bigger files give EFBIG.
+inline constexpr std::size_t max_small_file = std::size_t{1} << 22;
+
+/// Reads the whole file at `path` into `out`. Returns 0 or the errno of the
+/// failing call (ENOENT for a missing file, EFBIG above max_small_file).
+inline int read_whole_file(const std::string& path, std::string& out, int extra_open_flags = 0) {
+  out.clear();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | extra_open_flags);
+  if (fd < 0) return errno;
+  char buf[4096];
+  int err = 0;
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      err = errno;
+      break;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > max_small_file) {
+      err = EFBIG;
+      break;
+    }
+  }
+  ::close(fd);
+  return err;
+}
+
+/// Drops trailing NUL bytes and whitespace (some firmware-provided sysfs
+/// files end in NULs; every kernel file ends in a newline).
+inline void strip_trailing(std::string& s) {
+  std::size_t e = s.size();
+  while (e > 0) {
+    char c = s[e - 1];
+    if (c == '\0' || c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f') --e;
+    else break;
+  }
+  s.resize(e);
+}
+
+/// Writes `data` to `path` (created or truncated, mode 0644). Returns 0 or errno.
+inline int write_whole_file(const std::string& path, std::string_view data) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      return e;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return ::close(fd) == 0 ? 0 : errno;
+}
+
+/// mkdir -p. Returns 0 or errno.
+inline int make_directories(const std::string& path) {
+  if (path.empty()) return 0;
+  std::string cur;
+  std::size_t i = 0;
+  if (path[0] == '/') {
+    cur = "/";
+    i = 1;
+  }
+  while (i <= path.size()) {
+    std::size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j > i) {
+      if (!cur.empty() && cur.back() != '/') cur += '/';
+      cur.append(path, i, j - i);
+      if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return errno;
+      struct stat st {};
+      if (::stat(cur.c_str(), &st) != 0) return errno;
+      if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+    }
+    i = j + 1;
+  }
+  return 0;
+}
+
+/// Names in a directory (without "." and ".."). Returns 0 or errno.
+inline int list_directory(const std::string& path, std::vector<std::string>& names) {
+  names.clear();
+  DIR* d = ::opendir(path.c_str());
+  if (d == nullptr) return errno;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view n(e->d_name);
+    if (n == "." || n == "..") continue;
+    names.emplace_back(n);
+  }
+  ::closedir(d);
+  return 0;
+}
+
+/// The components of a relative path; empty ones and "." are dropped.
+inline void split_path(std::string_view p, std::vector<std::string>& out) {
+  std::size_t i = 0;
+  while (i <= p.size()) {
+    std::size_t j = p.find('/', i);
+    if (j == std::string_view::npos) j = p.size();
+    std::string_view c = p.substr(i, j - i);
+    if (!c.empty() && c != ".") out.emplace_back(c);
+    i = j + 1;
+  }
+}
+
+inline std::string join_path(const std::vector<std::string>& comps) {
+  std::string s;
+  for (const auto& c : comps) {
+    if (!s.empty()) s += '/';
+    s += c;
+  }
+  return s;
+}
+
+/// Resolves root-relative paths inside `root` as if `root` were `/`.
+class RootResolver {
+ public:
+  /// A symlink met on the way: its root-relative path and its target as stored.
+  struct Link {
+    std::string path;
+    std::string target;
+  };
+
+  /// `root`: a directory; "/" or "" means the real root.
+  explicit RootResolver(std::string root) : root_(std::move(root)) {
+    while (!root_.empty() && root_.back() == '/') root_.pop_back();
+  }
+
+  /// The host path of a root-relative path ("" -> the root itself).
+  std::string host_path(std::string_view rel) const {
+    std::string s = root_;
+    s += '/';
+    s += rel;
+    return s;
+  }
+
+  /// Resolves `rel` following every symlink (the last component too).
+  /// Missing components are kept as written, so that opening the result
+  /// fails with ENOENT. Returns 0 or ELOOP; `links` (optional) gets each
+  /// symlink followed, in order.
+  int resolve(std::string_view rel, std::string& out, std::vector<Link>* links = nullptr) {
+    std::vector<std::string> done;
+    std::deque<std::string> pending;
+    std::vector<std::string> tmp;
+    split_path(rel, tmp);
+    pending.assign(tmp.begin(), tmp.end());
+    int err = walk(done, pending, links);
+    out = join_path(done);
+    return err;
+  }
+
+  /// Resolves a directory, caching the answer for every prefix so that the
+  /// files of one directory cost one lstat in all. Returns 0 or ELOOP.
+  int resolve_dir(std::string_view rel, std::string& out) {
+    std::string key(rel);
+    while (!key.empty() && key.back() == '/') key.pop_back();
+    if (key.empty()) {
+      out.clear();
+      return 0;
+    }
+    if (auto it = cache_.find(key); it != cache_.end()) {
+      out = it->second;
+      return 0;
+    }
+    std::size_t slash = key.rfind('/');
+    std::string parent;
+    int err = resolve_dir(slash == std::string::npos ? std::string_view{} : std::string_view(key).substr(0, slash), parent);
+    if (err != 0) return err;
+    std::vector<std::string> done;
+    split_path(parent, done);
+    std::deque<std::string> pending{slash == std::string::npos ? key : key.substr(slash + 1)};
+    err = walk(done, pending, nullptr);
+    if (err != 0) return err;
+    out = join_path(done);
+    cache_.emplace(std::move(key), out);
+    return 0;
+  }
+
+ private:
+  static constexpr int max_links = 40;  // as the kernel's MAXSYMLINKS
+
+  int walk(std::vector<std::string>& done, std::deque<std::string>& pending, std::vector<Link>* links) {
+    int hops = 0;
+    std::string host;
+    std::vector<std::string> parts;
+    while (!pending.empty()) {
+      std::string c = std::move(pending.front());
+      pending.pop_front();
+      if (c.empty() || c == ".") continue;
+      if (c == "..") {
+        if (!done.empty()) done.pop_back();
+        continue;
+      }
+      std::string rel = join_path(done);
+      host = root_;
+      host += '/';
+      if (!rel.empty()) {
+        host += rel;
+        host += '/';
+      }
+      host += c;
+      struct stat st {};
+      if (::lstat(host.c_str(), &st) != 0) {
+        // Missing: keep the rest as written, so that an open fails with ENOENT.
+        done.push_back(std::move(c));
+        for (auto& rest : pending)
+          if (!rest.empty() && rest != ".") done.push_back(std::move(rest));
+        pending.clear();
+        continue;
+      }
+      if (!S_ISLNK(st.st_mode)) {
+        done.push_back(std::move(c));
+        continue;
+      }
+      if (++hops > max_links) return ELOOP;
+      std::string target(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 255) + 1, '\0');
+      ssize_t n = ::readlink(host.c_str(), target.data(), target.size());
+      if (n < 0) return errno;
+      target.resize(static_cast<std::size_t>(n));
+      if (links != nullptr) links->push_back({rel.empty() ? c : rel + "/" + c, target});
+      if (!target.empty() && target[0] == '/') done.clear();  // re-root absolute targets
+      parts.clear();
+      split_path(target, parts);
+      for (auto it = parts.rbegin(); it != parts.rend(); ++it) pending.push_front(std::move(*it));
+    }
+    return 0;
+  }
+
+  std::string root_;
+  std::unordered_map<std::string, std::string> cache_;
+};
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace gpuaff

@@ -1,0 +1,281 @@
+#pragma once
+// Which GPUs a job sees, and in which order (CONTRACT.md section 2).
+//
+// All GPUs are listed in PCI bus-id order. Then:
+//   --visible-devices LIST (VisibleDevices::list) selects among ALL GPUs, every vendor;
+//   otherwise CUDA_VISIBLE_DEVICES selects among the NVIDIA GPUs, and
+//   ROCR_VISIBLE_DEVICES then HIP_VISIBLE_DEVICES among the AMD GPUs (ROCr filters
+//   first, HIP indexes into what ROCr left, as the ROCm runtimes do).
+// The visible GPUs get index = position. A vendor without a variable keeps its
+// GPUs in bus order; a vendor with one has its bus-order slots refilled, in the
+// variable's order, by the GPUs it selected (on a one-vendor machine: the
+// variable's order, as CUDA and HIP number devices).
+//
+// Entry rules (a value is a comma-separated list; blanks around entries are ignored):
+//   - "" (set but empty): no GPU of that vendor is visible (CUDA's behaviour).
+//   - every entry a decimal integer: indices into that vendor's GPUs
+//     (for --visible-devices: into all GPUs).
+//   - otherwise every entry must be a UUID prefix: "GPU-..." matching exactly one
+//     GPU's UUID (from proc/driver/nvidia/gpus/<bdf>/information). A MIG instance
+//     means its parent GPU: "MIG-GPU-<uuid>/<gi>/<ci>" and "MIG-<uuid>/<gi>/<ci>"
+//     name the parent "GPU-<uuid>". A bare "MIG-<uuid>" (the R470+ form) is the MIG
+//     device's own UUID, which sysfs and the nvidia information file do not list,
+//     so it cannot be mapped: that is an error telling the user to name the
+//     parent GPU with --visible-devices. Several MIG instances of one GPU map to
+//     that GPU once each (they are distinct CUDA devices).
+//   - CUDA treats the first invalid entry as the end of the list ("0,abc" = "0",
+//     "-1" = none). That silently hides typos, so gpuaff rejects the whole value
+//     with an error naming the variable and the entry instead.
+//   - empty entries ("0,,1"), unknown or ambiguous UUID prefixes, duplicates and
+//     out-of-range indices are errors too.
+//   - HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES take indices only: AMD UUIDs live
+//     in the KFD topology (/sys/class/kfd), which gpuaff does not read, so a UUID
+//     entry there is rejected rather than guessed.
+// Intel GPUs have no variable here; they stay visible unless --visible-devices
+// says otherwise.
+//
+// select_visible_gpus() is pure. Reading the environment is explicit:
+// VisibleDevices::from_environment() or VisibleDevices::with_environment().
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gpuaff/result.hpp"
+#include "gpuaff/topology.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+/// What decides GPU visibility. Sources call with_environment() when loading.
+struct VisibleDevices {
+  /// --visible-devices: when set, overrides every variable below; selects among all GPUs.
+  std::optional<std::string> list{};
+  /// with_environment() fills the unset variables below from the process environment.
+  bool use_environment = true;
+  std::optional<std::string> cuda_visible_devices{};  ///< value of CUDA_VISIBLE_DEVICES, if set
+  std::optional<std::string> hip_visible_devices{};   ///< value of HIP_VISIBLE_DEVICES, if set
+  std::optional<std::string> rocr_visible_devices{};  ///< value of ROCR_VISIBLE_DEVICES, if set
+
+  /// The three variables as the process environment has them now (use_environment = true).
+  static VisibleDevices from_environment() {
+    VisibleDevices v;
+    v.cuda_visible_devices = env("CUDA_VISIBLE_DEVICES");
+    v.hip_visible_devices = env("HIP_VISIBLE_DEVICES");
+    v.rocr_visible_devices = env("ROCR_VISIBLE_DEVICES");
+    return v;
+  }
+
+  /// A copy whose unset variables come from the environment when use_environment is
+  /// true (a copy of *this otherwise). Variables set explicitly are kept.
+  VisibleDevices with_environment() const {
+    VisibleDevices v = *this;
+    if (!use_environment) return v;
+    if (!v.cuda_visible_devices) v.cuda_visible_devices = env("CUDA_VISIBLE_DEVICES");
+    if (!v.hip_visible_devices) v.hip_visible_devices = env("HIP_VISIBLE_DEVICES");
+    if (!v.rocr_visible_devices) v.rocr_visible_devices = env("ROCR_VISIBLE_DEVICES");
+    return v;
+  }
+
+ private:
+  static std::optional<std::string> env(const char* name) {
+    const char* s = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read once at load
+    if (s == nullptr) return std::nullopt;
+    return std::string(s);
+  }
+};
+
+namespace detail {
+
+inline bool is_decimal(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+inline bool starts_with_nocase(std::string_view s, std::string_view prefix) {
+  if (prefix.size() > s.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    char a = s[i];
+    char b = prefix[i];
+    if (a >= 'A' && a <= 'Z') a = static_cast<char>(a - 'A' + 'a');
+    if (b >= 'A' && b <= 'Z') b = static_cast<char>(b - 'A' + 'a');
+    if (a != b) return false;
+  }
+  return true;
+}
+
+/// Which selector is being applied, for messages and rules.
+struct Selector {
+  std::string_view name;   ///< "CUDA_VISIBLE_DEVICES", "--visible-devices", ...
+  std::string_view whose;  ///< "NVIDIA GPUs", "AMD GPUs", "GPUs"
+  bool uuids = true;       ///< GPU-/MIG- entries allowed
+};
+
+/// Applies one selector value to `candidates` (bus order); returns the selection in list order.
+inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_view value,
+                                               const std::vector<Gpu>& candidates) {
+  std::string_view shown = value.substr(0, 96);
+  std::string_view all = detail::trim(value);
+  std::vector<Gpu> out;
+  if (all.empty()) return out;  // set but empty: nothing of this kind is visible
+
+  std::vector<std::string_view> entries;
+  for (std::size_t i = 0; i <= all.size();) {
+    std::size_t j = all.find(',', i);
+    if (j == std::string_view::npos) j = all.size();
+    entries.push_back(detail::trim(all.substr(i, j - i)));
+    i = j + 1;
+  }
+  bool all_indices = true;
+  for (std::size_t k = 0; k < entries.size(); ++k) {
+    if (entries[k].empty())
+      return fail(Errc::invalid_argument, sel.name, "='", shown, "': entry ", static_cast<int>(k + 1),
+                  " is empty; write a comma-separated list such as 0,1 or unset ", sel.name);
+    if (!is_decimal(entries[k])) all_indices = false;
+  }
+
+  std::vector<int> taken(candidates.size(), 0);
+  if (all_indices) {
+    for (std::string_view e : entries) {
+      long long v = 0;
+      for (char c : e) v = std::min<long long>(v * 10 + (c - '0'), 1'000'000'000LL);
+      if (v >= static_cast<long long>(candidates.size()))
+        return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24), " is out of range: there ",
+                    candidates.size() == 1 ? "is " : "are ", candidates.size(), " ", sel.whose,
+                    " (indices 0 to N-1); fix ", sel.name);
+      auto k = static_cast<std::size_t>(v);
+      if (taken[k] != 0)
+        return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24),
+                    " is listed twice; name each GPU once");
+      taken[k] = 1;
+      out.push_back(candidates[k]);
+    }
+    return out;
+  }
+
+  bool any_uuid = false;
+  for (const auto& g : candidates)
+    if (!g.uuid.empty()) any_uuid = true;
+  for (std::string_view e : entries) {
+    std::string_view ex = e.substr(0, 64);
+    bool gpu = starts_with_nocase(e, "GPU-");
+    bool mig = starts_with_nocase(e, "MIG-");
+    if (!gpu && !mig) {
+      if (is_decimal(e))
+        return fail(Errc::invalid_argument, sel.name, "='", shown, "': mixes index '", ex,
+                    "' with UUIDs; use either all indices or all GPU-/MIG- UUIDs");
+      return fail(Errc::invalid_argument, sel.name, "='", shown, "': entry '", ex, "' is neither a GPU index nor a ",
+                  sel.uuids ? "GPU-/MIG- UUID prefix" : "number",
+                  " (CUDA and HIP would silently stop the list there; gpuaff refuses): fix or unset ", sel.name);
+    }
+    if (!sel.uuids)
+      return fail(Errc::invalid_argument, sel.name, "='", shown, "': entry '", ex,
+                  "' is a UUID, but gpuaff does not know AMD GPU UUIDs (they are not in sysfs PCI data); use indices, "
+                  "or --visible-devices");
+    std::string parent;
+    if (mig) {
+      std::string_view rest = e.substr(4);
+      std::size_t slash = rest.find('/');
+      if (slash == std::string_view::npos)
+        return fail(Errc::invalid_argument, sel.name, "='", shown, "': '", ex,
+                    "' is a MIG device UUID, which sysfs cannot map to its GPU; pass --visible-devices with the parent "
+                    "GPU's index or GPU- UUID (see nvidia-smi -L)");
+      rest = rest.substr(0, slash);
+      parent = starts_with_nocase(rest, "GPU-") ? std::string(rest) : "GPU-" + std::string(rest);
+    } else {
+      parent = std::string(e);
+    }
+    if (!any_uuid)
+      return fail(Errc::not_found, sel.name, "='", shown, "': entry '", ex, "' is a UUID, but no UUID is known for the ",
+                  sel.whose, " (proc/driver/nvidia/gpus/*/information is missing); use indices");
+    std::size_t match = candidates.size();
+    int matches = 0;
+    for (std::size_t k = 0; k < candidates.size(); ++k) {
+      if (!candidates[k].uuid.empty() && starts_with_nocase(candidates[k].uuid.view(), parent)) {
+        if (matches == 0) match = k;
+        ++matches;
+      }
+    }
+    if (matches == 0)
+      return fail(Errc::not_found, sel.name, "='", shown, "': no ", sel.whose, " has a UUID starting with '", ex,
+                  "'; check nvidia-smi -L");
+    if (matches > 1)
+      return fail(Errc::invalid_argument, sel.name, "='", shown, "': '", ex, "' matches ", matches, " ", sel.whose,
+                  "; give a longer UUID prefix");
+    if (taken[match] != 0 && !mig)
+      return fail(Errc::invalid_argument, sel.name, "='", shown, "': '", ex,
+                  "' names a GPU already listed; name each GPU once");
+    taken[match] = 1;
+    out.push_back(candidates[match]);
+  }
+  return out;
+}
+
+}  // namespace detail
+
+/// The GPUs the job sees, with index = position (see the rules at the top of this file).
+/// `all` is every GPU; it is put in bus-id order first. Pure: the environment is
+/// not read here (see VisibleDevices::with_environment).
+/// Errors: Errc::invalid_argument (garbage entry, empty entry, duplicate, out-of-range
+/// index, ambiguous UUID prefix, AMD UUID, unmappable MIG UUID), Errc::not_found (UUID
+/// prefix that matches no GPU, or no UUIDs known). Each names the variable or flag and the entry.
+inline Result<std::vector<Gpu>> select_visible_gpus(std::vector<Gpu> all, const VisibleDevices& visible) {
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Gpu& a, const Gpu& b) { return a.pci.address < b.pci.address; });
+  std::vector<Gpu> out;
+  if (visible.list) {
+    GPUAFF_TRY(out, detail::apply_selector({"--visible-devices", "GPUs", true}, *visible.list, all));
+  } else {
+    std::vector<Gpu> nvidia;
+    std::vector<Gpu> amd;
+    for (const auto& g : all) {
+      if (g.pci.vendor == pci_vendor::nvidia) nvidia.push_back(g);
+      if (g.pci.vendor == pci_vendor::amd) amd.push_back(g);
+    }
+    std::optional<std::vector<Gpu>> nv_sel;
+    std::optional<std::vector<Gpu>> amd_sel;
+    if (visible.cuda_visible_devices) {
+      GPUAFF_TRY(auto s, detail::apply_selector({"CUDA_VISIBLE_DEVICES", "NVIDIA GPUs", true},
+                                                *visible.cuda_visible_devices, nvidia));
+      nv_sel = std::move(s);
+    }
+    if (visible.rocr_visible_devices) {
+      GPUAFF_TRY(auto s, detail::apply_selector({"ROCR_VISIBLE_DEVICES", "AMD GPUs", false},
+                                                *visible.rocr_visible_devices, amd));
+      amd_sel = std::move(s);
+    }
+    if (visible.hip_visible_devices) {
+      GPUAFF_TRY(auto s, detail::apply_selector({"HIP_VISIBLE_DEVICES", "AMD GPUs (after ROCR_VISIBLE_DEVICES)", false},
+                                                *visible.hip_visible_devices, amd_sel ? *amd_sel : amd));
+      amd_sel = std::move(s);
+    }
+    // Refill each selected vendor's bus-order slots with its selection, in order.
+    std::size_t nv_next = 0;
+    std::size_t amd_next = 0;
+    for (const auto& g : all) {
+      if (g.pci.vendor == pci_vendor::nvidia && nv_sel) {
+        if (nv_next < nv_sel->size()) out.push_back((*nv_sel)[nv_next]);
+        ++nv_next;
+      } else if (g.pci.vendor == pci_vendor::amd && amd_sel) {
+        if (amd_next < amd_sel->size()) out.push_back((*amd_sel)[amd_next]);
+        ++amd_next;
+      } else {
+        out.push_back(g);
+      }
+    }
+    // Several MIG instances of one GPU can select more entries than there are slots.
+    if (nv_sel)
+      for (; nv_next < nv_sel->size(); ++nv_next) out.push_back((*nv_sel)[nv_next]);
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].index = static_cast<int>(i);
+  return out;
+}
+
+}  // namespace v0
+}  // namespace gpuaff

@@ -1,0 +1,2 @@
+#include <gpuaff/source/sysfs.hpp>
+#include "support/check.hpp"
