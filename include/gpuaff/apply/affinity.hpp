@@ -1,0 +1,134 @@
+#pragma once
+// Reading and setting one thread's CPU affinity, for any number of CPUs.
+//
+// glibc's cpu_set_t holds 1024 CPUs; the kernel wants a mask at least as large
+// as its own (nr_cpu_ids) for sched_getaffinity, so the buffer is CPU_ALLOC'ed
+// and doubled on EINVAL. sched_setaffinity silently drops CPUs outside the
+// cgroup/taskset allowed set; every set here is read back and undone when the
+// kernel did not apply exactly what was asked, so a binding is never partial.
+
+#include <string>
+#include <string_view>
+
+#include "gpuaff/apply/syscalls.hpp"
+#include "gpuaff/cpu_set.hpp"
+#include "gpuaff/result.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+namespace detail {
+
+/// "EINVAL" for the errno values the apply layer meets; "errno N" otherwise.
+inline std::string errno_name(int e) {
+  switch (e) {
+    case EPERM: return "EPERM";
+    case ESRCH: return "ESRCH";
+    case EINVAL: return "EINVAL";
+    case ENOSYS: return "ENOSYS";
+    case EFAULT: return "EFAULT";
+    case ENOMEM: return "ENOMEM";
+    case EACCES: return "EACCES";
+    case ENOENT: return "ENOENT";
+    case EAGAIN: return "EAGAIN";
+    case ENOEXEC: return "ENOEXEC";
+    case ECHILD: return "ECHILD";
+    case EINTR: return "EINTR";
+    default: return "errno " + std::to_string(e);
+  }
+}
+
+/// Largest mask tried for sched_getaffinity (bits); far beyond any kernel's NR_CPUS.
+inline constexpr int max_affinity_bits = 1 << 20;
+
+inline std::string thread_name(pid_t tid) { return tid == 0 ? std::string("the calling thread") : "thread " + std::to_string(tid); }
+
+/// The raw mask of thread `tid` (0: the calling thread), of whatever size the kernel needs.
+/// Errors: Errc::not_found (ESRCH: the thread exited), Errc::system_error.
+inline Result<AllocatedCpuSet> read_affinity(pid_t tid) {
+  for (int bits = CPU_SETSIZE; bits <= max_affinity_bits; bits *= 2) {
+    AllocatedCpuSet mask(bits);
+    if (sys().get_affinity(tid, mask.bytes(), mask.get()) == 0) return mask;
+    int e = errno;
+    if (e == EINVAL) continue;  // the kernel's mask is larger than ours
+    if (e == ESRCH) return Unexpected(make_sys_error(Errc::not_found, e, thread_name(tid), " no longer exists (ESRCH)"));
+    return Unexpected(make_sys_error(Errc::system_error, e, "cannot read the CPU affinity of ", thread_name(tid),
+                                     " (sched_getaffinity: ", errno_name(e), ")"));
+  }
+  return Unexpected(make_sys_error(Errc::out_of_range, EINVAL, "cannot read the CPU affinity of ", thread_name(tid),
+                                   ": the kernel wants a mask of more than ", max_affinity_bits, " CPUs"));
+}
+
+/// Writes a raw mask, returning 0 or the errno.
+inline int write_affinity(pid_t tid, const AllocatedCpuSet& mask) {
+  return sys().set_affinity(tid, mask.bytes(), mask.get()) == 0 ? 0 : errno;
+}
+
+/// The error for a refused or partially applied set.
+inline Error affinity_error(pid_t tid, const CpuSet& cpus, int e, const CpuSet& missing) {
+  if (e == EINVAL || e == 0) {
+    const CpuSet& named = missing.empty() ? cpus : missing;
+    return make_sys_error(Errc::invalid_argument, e == 0 ? EINVAL : e, "CPUs ", named.to_list(),
+                          " are not in this process's allowed set (cgroup/taskset) or are offline (",
+                          e == 0 ? std::string("the kernel dropped them") : "sched_setaffinity: EINVAL",
+                          "); nothing was changed for ", thread_name(tid),
+                          "; choose CPUs from Cpus_allowed_list in /proc/self/status");
+  }
+  if (e == ESRCH) return make_sys_error(Errc::not_found, e, thread_name(tid), " no longer exists (ESRCH)");
+  if (e == EPERM)
+    return make_sys_error(Errc::permission_denied, e, "not permitted to set the CPU affinity of ", thread_name(tid),
+                          " to CPUs ", cpus.to_list(), " (sched_setaffinity: EPERM)");
+  return make_sys_error(Errc::system_error, e, "cannot set the CPU affinity of ", thread_name(tid), " to CPUs ",
+                        cpus.to_list(), " (sched_setaffinity: ", errno_name(e), ")");
+}
+
+/// Sets thread `tid` to exactly `cpus`, or leaves it as it was. `previous` is
+/// the mask to put back if the kernel applied only part of the set.
+inline Result<void> apply_affinity(pid_t tid, const CpuSet& cpus, const AllocatedCpuSet& previous) {
+  AllocatedCpuSet mask(cpus);
+  if (int e = write_affinity(tid, mask); e != 0) return Unexpected(affinity_error(tid, cpus, e, CpuSet{}));
+  auto now = read_affinity(tid);
+  if (!now) return Unexpected(now.error());
+  CpuSet got = now->to_cpu_set();
+  if (got != cpus) {
+    (void)write_affinity(tid, previous);
+    return Unexpected(affinity_error(tid, cpus, 0, cpus - got));
+  }
+  return {};
+}
+
+inline Result<void> check_binding_set(const CpuSet& cpus) {
+  if (cpus.empty())
+    return fail(Errc::empty_result, "refusing to bind to an empty CPU set (a thread needs at least one CPU)");
+  return {};
+}
+
+}  // namespace detail
+
+/// The calling thread's CPU affinity.
+/// Errors: Errc::system_error when sched_getaffinity fails; Errc::out_of_range
+/// when the mask names a CPU id >= CpuSet::capacity.
+inline Result<CpuSet> thread_affinity() {
+  GPUAFF_TRY(AllocatedCpuSet raw, detail::read_affinity(0));
+  CpuSet s = raw.to_cpu_set();
+  for (int id = CpuSet::capacity; id < raw.cpus(); ++id)
+    if (CPU_ISSET_S(static_cast<std::size_t>(id), raw.bytes(), raw.get()))
+      return fail(Errc::out_of_range, "the calling thread may run on CPU ", id, ", beyond the ",
+                  static_cast<int>(CpuSet::capacity), " CPUs gpuaff supports");
+  return s;
+}
+
+/// Binds the calling thread to exactly `cpus`; threads it creates afterwards
+/// inherit the mask. On any error the thread's mask is unchanged.
+/// Errors: Errc::empty_result (empty set); Errc::invalid_argument naming the
+/// CPUs outside the allowed set (cgroup/taskset) or offline (EINVAL, or CPUs
+/// the kernel would silently drop); Errc::permission_denied (EPERM);
+/// Errc::system_error for other errno values (Error::sys_errno has it).
+inline Result<void> set_thread_affinity(const CpuSet& cpus) {
+  GPUAFF_TRY_VOID(detail::check_binding_set(cpus));
+  GPUAFF_TRY(AllocatedCpuSet previous, detail::read_affinity(0));
+  return detail::apply_affinity(0, cpus, previous);
+}
+
+}  // namespace v0
+}  // namespace gpuaff

@@ -1,0 +1,231 @@
+#pragma once
+// The calling thread's NUMA memory policy, through raw set_mempolicy(2) and
+// get_mempolicy(2) (no libnuma, no <numaif.h>).
+//
+// A memory policy belongs to one thread: the kernel offers no way to set it
+// for another thread. Threads created afterwards and children made by fork or
+// posix_spawn inherit it, and exec keeps it. In containers the calls may be
+// refused (docker's default seccomp profile answers EPERM; some sandboxes
+// ENOSYS or EINVAL); MemoryOptions::on_refused says whether that is an error
+// or a warning with CPU-only binding.
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuaff/apply/affinity.hpp"
+#include "gpuaff/cpu_set.hpp"
+#include "gpuaff/result.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+/// A set of NUMA node ids (the same bit set as CPUs).
+using NodeSet = CpuSet;
+
+/// Where the memory a thread allocates comes from.
+enum class MemPolicy {
+  none,        ///< leave the memory policy alone
+  local,       ///< the node of the CPU that first touches the page (the kernel's default)
+  bind,        ///< only the given nodes; allocation fails rather than spill over
+  preferred,   ///< the first given node, falling back to others when it is full
+  interleave,  ///< round-robin over the given nodes, page by page
+};
+
+/// What to do when the kernel refuses the memory policy (EPERM, ENOSYS, EINVAL).
+enum class OnRefused {
+  error,     ///< fail, changing nothing
+  cpu_only,  ///< bind the CPUs anyway and record a warning
+};
+
+struct MemoryOptions {
+  MemPolicy policy = MemPolicy::none;
+  NodeSet nodes{};  ///< needed by bind, preferred and interleave; ignored by none and local
+  OnRefused on_refused = OnRefused::error;
+};
+
+constexpr std::string_view to_string(MemPolicy p) {
+  switch (p) {
+    case MemPolicy::none: return "none";
+    case MemPolicy::local: return "local";
+    case MemPolicy::bind: return "bind";
+    case MemPolicy::preferred: return "preferred";
+    case MemPolicy::interleave: return "interleave";
+  }
+  return "unknown";
+}
+
+/// "none", "local", "bind", "preferred" or "interleave".
+/// Errors: Errc::invalid_argument naming the text and the accepted words.
+constexpr Result<MemPolicy> parse_mem_policy(std::string_view s) {
+  for (MemPolicy p : {MemPolicy::none, MemPolicy::local, MemPolicy::bind, MemPolicy::preferred, MemPolicy::interleave})
+    if (s == to_string(p)) return p;
+  return fail(Errc::invalid_argument, "unknown memory policy '", s.substr(0, 40),
+              "' (expected none, local, bind, preferred or interleave)");
+}
+
+/// A thread's memory policy as the kernel reports it, for saving and restoring.
+/// `mode` is the kernel's value including mode flags, so modes gpuaff does not
+/// name (preferred-many, weighted interleave) survive a save/restore.
+struct SavedMemoryPolicy {
+  int mode = 0;  ///< MPOL_DEFAULT
+  NodeSet nodes{};
+  friend bool operator==(const SavedMemoryPolicy&, const SavedMemoryPolicy&) = default;
+};
+
+namespace detail {
+
+// The kernel's uapi values (linux/mempolicy.h), spelled out to avoid the header.
+inline constexpr int mpol_default = 0;
+inline constexpr int mpol_preferred = 1;
+inline constexpr int mpol_bind = 2;
+inline constexpr int mpol_interleave = 3;
+inline constexpr int mpol_local = 4;
+
+inline constexpr int nodemask_bits = NodeSet::capacity;
+inline constexpr std::size_t ulong_bits = sizeof(unsigned long) * 8;
+using NodeMask = std::array<unsigned long, nodemask_bits / ulong_bits>;
+// The kernel reads maxnode-1 bits (a quirk kept for compatibility), hence +1.
+inline constexpr unsigned long nodemask_maxnode = nodemask_bits + 1;
+
+inline NodeMask to_nodemask(const NodeSet& nodes) {
+  NodeMask m{};
+  for (int id : nodes) m[static_cast<std::size_t>(id) / ulong_bits] |= 1UL << (static_cast<std::size_t>(id) % ulong_bits);
+  return m;
+}
+inline NodeSet from_nodemask(const NodeMask& m) {
+  NodeSet s;
+  for (std::size_t i = 0; i < m.size(); ++i)
+    for (std::size_t b = 0; b < ulong_bits; ++b)
+      if ((m[i] >> b) & 1UL) s.set(static_cast<int>(i * ulong_bits + b));
+  return s;
+}
+
+inline int kernel_mode(MemPolicy p) {
+  switch (p) {
+    case MemPolicy::none: return -1;
+    case MemPolicy::local: return mpol_local;
+    case MemPolicy::bind: return mpol_bind;
+    case MemPolicy::preferred: return mpol_preferred;
+    case MemPolicy::interleave: return mpol_interleave;
+  }
+  return -1;
+}
+
+/// EPERM/ENOSYS/EINVAL from the mempolicy calls: what OnRefused is about.
+inline bool is_refusal(const Error& e) {
+  return e.sys_errno() == EPERM || e.sys_errno() == ENOSYS || e.sys_errno() == EINVAL;
+}
+
+inline Error mempolicy_error(std::string_view what, int e) {
+  Errc code = e == EPERM ? Errc::permission_denied : e == ENOSYS ? Errc::unsupported : Errc::system_error;
+  std::string_view hint = e == EPERM   ? "; containers often forbid it (docker: --cap-add SYS_NICE or a seccomp profile "
+                                         "allowing set_mempolicy), or allow CPU-only binding"
+                          : e == ENOSYS ? "; this kernel or sandbox lacks NUMA memory policies; allow CPU-only binding"
+                          : e == EINVAL ? "; the nodes may be outside Mems_allowed_list in /proc/self/status or have no "
+                                          "memory"
+                                        : "";
+  return make_sys_error(code, e, what, " (", errno_name(e), ")", hint);
+}
+
+/// Validates options before anything is changed. Errors: Errc::invalid_argument.
+inline Result<void> check_memory_options(const MemoryOptions& o) {
+  switch (o.policy) {
+    case MemPolicy::none:
+    case MemPolicy::local: return {};
+    case MemPolicy::bind:
+    case MemPolicy::preferred:
+    case MemPolicy::interleave:
+      if (o.nodes.empty())
+        return fail(Errc::invalid_argument, "memory policy ", to_string(o.policy),
+                    " needs at least one NUMA node; none was given");
+      return {};
+  }
+  return fail(Errc::invalid_argument, "unknown memory policy value ", static_cast<int>(o.policy));
+}
+
+}  // namespace detail
+
+/// The calling thread's memory policy.
+/// Errors: Errc::permission_denied (EPERM), Errc::unsupported (ENOSYS),
+/// Errc::system_error (other errno; Error::sys_errno has it).
+inline Result<SavedMemoryPolicy> memory_policy() {
+  detail::NodeMask m{};
+  int mode = 0;
+  if (detail::sys().get_mempolicy(&mode, m.data(), detail::nodemask_maxnode) != 0)
+    return Unexpected(detail::mempolicy_error("cannot read the memory policy (get_mempolicy)", errno));
+  return SavedMemoryPolicy{mode, detail::from_nodemask(m)};
+}
+
+/// Sets the calling thread's memory policy (MemPolicy::none does nothing).
+/// `preferred` uses the lowest node of `nodes`.
+/// Errors: Errc::invalid_argument (a policy that needs nodes got none),
+/// Errc::permission_denied (EPERM), Errc::unsupported (ENOSYS),
+/// Errc::system_error (EINVAL: nodes not allowed or without memory; others).
+inline Result<void> set_memory_policy(MemPolicy policy, const NodeSet& nodes = {}) {
+  GPUAFF_TRY_VOID(detail::check_memory_options(MemoryOptions{.policy = policy, .nodes = nodes}));
+  if (policy == MemPolicy::none) return {};
+  if (policy == MemPolicy::local) {
+    if (detail::sys().set_mempolicy(detail::mpol_local, nullptr, 0) == 0) return {};
+    int e = errno;
+    // Kernels before 3.8 lack MPOL_LOCAL: "preferred, no node" means the same.
+    if (e != EINVAL || detail::sys().set_mempolicy(detail::mpol_preferred, nullptr, 0) != 0)
+      return Unexpected(detail::mempolicy_error("set_mempolicy(local) was refused", e));
+    return {};
+  }
+  NodeSet use = policy == MemPolicy::preferred ? NodeSet::single(nodes.first()) : nodes;
+  detail::NodeMask m = detail::to_nodemask(use);
+  if (detail::sys().set_mempolicy(detail::kernel_mode(policy), m.data(), detail::nodemask_maxnode) != 0) {
+    int e = errno;
+    std::string what = "set_mempolicy(" + std::string(to_string(policy)) + ", nodes " + use.to_list() + ") was refused";
+    return Unexpected(detail::mempolicy_error(what, e));
+  }
+  return {};
+}
+
+/// Puts back a policy saved by memory_policy().
+/// Errors: as set_memory_policy.
+inline Result<void> restore_memory_policy(const SavedMemoryPolicy& saved) {
+  detail::NodeMask m = detail::to_nodemask(saved.nodes);
+  bool no_mask = saved.nodes.empty();
+  if (detail::sys().set_mempolicy(saved.mode, no_mask ? nullptr : m.data(), no_mask ? 0 : detail::nodemask_maxnode) != 0)
+    return Unexpected(detail::mempolicy_error("cannot restore the previous memory policy (set_mempolicy)", errno));
+  return {};
+}
+
+namespace detail {
+
+/// The memory half of a binding: saves the old policy, sets the new one, and
+/// applies OnRefused. `applied` tells whether there is something to restore.
+struct MemoryChange {
+  SavedMemoryPolicy saved{};
+  bool applied = false;
+};
+
+inline Result<MemoryChange> change_memory_policy(const MemoryOptions& o, std::vector<std::string>& warnings) {
+  GPUAFF_TRY_VOID(check_memory_options(o));
+  MemoryChange c;
+  if (o.policy == MemPolicy::none) return c;
+  auto refused = [&](const Error& e) -> Result<MemoryChange> {
+    if (o.on_refused == OnRefused::cpu_only && is_refusal(e)) {
+      warnings.push_back("memory policy " + std::string(to_string(o.policy)) + " not applied, binding CPUs only: " +
+                         std::string(e.message()));
+      return c;
+    }
+    Error out = e;
+    out.append("; nothing was changed");
+    return Unexpected(out);
+  };
+  auto saved = memory_policy();
+  if (!saved) return refused(saved.error());
+  auto set = set_memory_policy(o.policy, o.nodes);
+  if (!set) return refused(set.error());
+  c.saved = *saved;
+  c.applied = true;
+  return c;
+}
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace gpuaff

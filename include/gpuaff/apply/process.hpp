@@ -1,0 +1,189 @@
+#pragma once
+// Whole-process binding: sched_setaffinity(0) binds only the calling thread,
+// so threads that already exist (a logging thread, an OpenMP pool, a CUDA
+// helper) would stay unbound. bind_process walks /proc/self/task and binds
+// every thread, scanning again until a scan finds no thread it has not seen.
+//
+// Memory policy is per thread and the kernel only lets a thread set its own:
+// bind_process sets it for the calling thread only (threads created by that
+// thread afterwards inherit it). ProcessBinding says so in `warnings` when
+// other threads existed.
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpuaff/apply/affinity.hpp"
+#include "gpuaff/apply/mempolicy.hpp"
+#include "gpuaff/cpu_set.hpp"
+#include "gpuaff/result.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+/// What bind_process did.
+struct ProcessBinding {
+  CpuSet cpus{};
+  MemoryOptions memory{};
+  int threads_bound = 0;       ///< threads whose mask was set
+  int threads_exited = 0;      ///< threads that exited while being bound (ESRCH), which is fine
+  int passes = 0;              ///< scans of /proc/self/task
+  bool memory_applied = false; ///< the memory policy was set (for the calling thread)
+  std::vector<std::string> warnings;
+};
+
+namespace detail {
+
+/// Thread ids listed in /proc/self/task.
+/// Errors: Errc::io_error when the directory cannot be read (no /proc mounted).
+inline Result<std::vector<pid_t>> list_threads(const char* dir = "/proc/self/task") {
+  DIR* d = ::opendir(dir);
+  if (d == nullptr) {
+    int e = errno;
+    return Unexpected(make_sys_error(Errc::io_error, e, "cannot list the process's threads in ", std::string_view(dir),
+                                     " (", errno_name(e), "); is /proc mounted?"));
+  }
+  std::vector<pid_t> tids;
+  while (dirent* ent = ::readdir(d)) {
+    const char* n = ent->d_name;
+    if (n[0] < '0' || n[0] > '9') continue;
+    tids.push_back(static_cast<pid_t>(std::strtol(n, nullptr, 10)));
+  }
+  ::closedir(d);
+  std::sort(tids.begin(), tids.end());
+  return tids;
+}
+
+/// Most scans before giving up: threads appearing faster than they can be bound.
+inline constexpr int max_process_scans = 64;
+
+inline Result<ProcessBinding> bind_all_threads(const CpuSet& cpus, const MemoryOptions& memory) {
+  GPUAFF_TRY_VOID(check_binding_set(cpus));
+  GPUAFF_TRY_VOID(check_memory_options(memory));
+  ProcessBinding out;
+  out.cpus = cpus;
+  out.memory = memory;
+  GPUAFF_TRY(MemoryChange mem, change_memory_policy(memory, out.warnings));
+  AllocatedCpuSet mask(cpus);
+  struct Changed {
+    pid_t tid;
+    AllocatedCpuSet previous;
+  };
+  std::vector<Changed> changed;
+  std::vector<pid_t> seen;  // sorted
+  auto undo = [&](Error e) -> Result<ProcessBinding> {
+    for (auto it = changed.rbegin(); it != changed.rend(); ++it) (void)write_affinity(it->tid, it->previous);
+    if (mem.applied) (void)restore_memory_policy(mem.saved);
+    e.append("; every thread was put back as it was");
+    return Unexpected(e);
+  };
+  bool found_new = true;
+  while (found_new) {
+    if (out.passes == max_process_scans)
+      return undo(make_error(Errc::system_error, "threads kept appearing through ", max_process_scans,
+                             " scans of /proc/self/task; bind before starting threads"));
+    ++out.passes;
+    found_new = false;
+    auto tids = list_threads();
+    if (!tids) return undo(tids.error());
+    for (pid_t tid : *tids) {
+      auto pos = std::lower_bound(seen.begin(), seen.end(), tid);
+      if (pos != seen.end() && *pos == tid) continue;
+      seen.insert(pos, tid);
+      found_new = true;
+      auto previous = read_affinity(tid);
+      if (!previous) {
+        if (previous.error().sys_errno() == ESRCH) {
+          ++out.threads_exited;
+          continue;
+        }
+        return undo(previous.error());
+      }
+      if (int e = write_affinity(tid, mask); e != 0) {
+        if (e == ESRCH) {
+          ++out.threads_exited;
+          continue;
+        }
+        return undo(affinity_error(tid, cpus, e, CpuSet{}));
+      }
+      changed.push_back({tid, std::move(*previous)});
+      auto now = read_affinity(tid);
+      if (!now) {
+        if (now.error().sys_errno() == ESRCH) {
+          ++out.threads_exited;
+          continue;
+        }
+        return undo(now.error());
+      }
+      CpuSet got = now->to_cpu_set();
+      if (got != cpus) return undo(affinity_error(tid, cpus, 0, cpus - got));
+      ++out.threads_bound;
+    }
+  }
+  out.memory_applied = mem.applied;
+  if (mem.applied && out.threads_bound + out.threads_exited > 1)
+    out.warnings.push_back("memory policy " + std::string(to_string(memory.policy)) +
+                           " set for the calling thread only (the kernel has no call to set it for other threads); "
+                           "threads that existed before keep their policy");
+  return out;
+}
+
+}  // namespace detail
+
+/// Binds every thread of this process to `cpus` (and the calling thread's
+/// memory to `memory`), scanning /proc/self/task until no new thread appears.
+/// Threads that exit meanwhile are skipped. On any failure every thread
+/// already changed is put back: the process is never half-bound.
+/// Errors: as ScopedAffinity::create, plus Errc::io_error when /proc/self/task
+/// cannot be read and Errc::system_error when threads keep appearing.
+inline Result<ProcessBinding> bind_process(const CpuSet& cpus, const MemoryOptions& memory = {}) {
+  return detail::bind_all_threads(cpus, memory);
+}
+
+/// Re-applies a process binding after a library reset it (Intel OpenMP's
+/// KMP_AFFINITY, some BLAS builds, NCCL after communicator init). Create it
+/// once, call reapply() after each such step; drifted() tells whether needed.
+class Rebinder {
+ public:
+  /// Binds the process now. Errors: as bind_process.
+  static Result<Rebinder> create(const CpuSet& cpus, const MemoryOptions& memory = {}) {
+    GPUAFF_TRY(ProcessBinding first, bind_process(cpus, memory));
+    return Rebinder(std::move(first));
+  }
+  /// Binds every thread again (the memory policy again for the calling thread).
+  /// Errors: as bind_process.
+  Result<ProcessBinding> reapply() const { return bind_process(binding_.cpus, binding_.memory); }
+  /// Threads whose mask is no longer the bound set.
+  /// Errors: Errc::io_error (/proc/self/task), Errc::system_error.
+  Result<std::vector<pid_t>> drifted() const {
+    GPUAFF_TRY(std::vector<pid_t> tids, detail::list_threads());
+    std::vector<pid_t> out;
+    for (pid_t tid : tids) {
+      auto m = detail::read_affinity(tid);
+      if (!m) {
+        if (m.error().sys_errno() == ESRCH) continue;
+        return Unexpected(m.error());
+      }
+      if (m->to_cpu_set() != binding_.cpus) out.push_back(tid);
+    }
+    return out;
+  }
+  /// The first binding (threads bound, warnings).
+  const ProcessBinding& binding() const { return binding_; }
+
+ private:
+  explicit Rebinder(ProcessBinding b) : binding_(std::move(b)) {}
+  ProcessBinding binding_;
+};
+
+/// One-shot form of Rebinder::reapply for a binding kept from bind_process.
+inline Result<ProcessBinding> reapply_process_binding(const ProcessBinding& binding) {
+  return bind_process(binding.cpus, binding.memory);
+}
+
+}  // namespace v0
+}  // namespace gpuaff

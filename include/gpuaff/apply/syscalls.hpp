@@ -1,0 +1,81 @@
+#pragma once
+// The handful of system calls the apply layer makes, behind a table of
+// function pointers. Production code always goes through the real kernel;
+// tests swap the table (detail::ScopedSyscalls) to play a kernel that refuses
+// set_mempolicy (EPERM, as in docker's default seccomp profile) or that needs
+// a larger CPU mask, paths a test cannot otherwise reach on an ordinary machine.
+
+#include <sched.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+
+namespace gpuaff {
+inline namespace v0 {
+namespace detail {
+
+/// Each entry follows the kernel convention of its namesake: -1 and errno on
+/// failure. `tid` 0 means the calling thread.
+struct Syscalls {
+  int (*get_affinity)(pid_t tid, std::size_t bytes, cpu_set_t* mask);
+  int (*set_affinity)(pid_t tid, std::size_t bytes, const cpu_set_t* mask);
+  long (*get_mempolicy)(int* mode, unsigned long* nodemask, unsigned long maxnode);
+  long (*set_mempolicy)(int mode, const unsigned long* nodemask, unsigned long maxnode);
+};
+
+inline int real_get_affinity(pid_t tid, std::size_t bytes, cpu_set_t* mask) {
+  return ::sched_getaffinity(tid, bytes, mask);
+}
+inline int real_set_affinity(pid_t tid, std::size_t bytes, const cpu_set_t* mask) {
+  return ::sched_setaffinity(tid, bytes, mask);
+}
+// Raw syscalls: no libnuma, no <numaif.h>, so gpuaff builds where libnuma-dev
+// is absent and behaves the same in static binaries.
+inline long real_get_mempolicy(int* mode, unsigned long* nodemask, unsigned long maxnode) {
+#ifdef SYS_get_mempolicy
+  return ::syscall(SYS_get_mempolicy, mode, nodemask, maxnode, nullptr, 0UL);
+#else
+  (void)mode, (void)nodemask, (void)maxnode;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+inline long real_set_mempolicy(int mode, const unsigned long* nodemask, unsigned long maxnode) {
+#ifdef SYS_set_mempolicy
+  return ::syscall(SYS_set_mempolicy, mode, nodemask, maxnode);
+#else
+  (void)mode, (void)nodemask, (void)maxnode;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+inline constexpr Syscalls real_syscalls{&real_get_affinity, &real_set_affinity, &real_get_mempolicy,
+                                        &real_set_mempolicy};
+
+inline std::atomic<const Syscalls*> syscall_table{&real_syscalls};
+
+/// The table in use. Swapping it is for tests, done while no other thread binds.
+inline const Syscalls& sys() { return *syscall_table.load(std::memory_order_acquire); }
+
+/// Installs `table` for the lifetime of the object (tests only).
+class ScopedSyscalls {
+ public:
+  explicit ScopedSyscalls(const Syscalls& table) : previous_(syscall_table.exchange(&table)) {}
+  ScopedSyscalls(const ScopedSyscalls&) = delete;
+  ScopedSyscalls& operator=(const ScopedSyscalls&) = delete;
+  ~ScopedSyscalls() { syscall_table.store(previous_); }
+
+ private:
+  const Syscalls* previous_;
+};
+
+/// The calling thread's kernel id (gettid(2); glibc 2.30+ also has ::gettid).
+inline pid_t current_tid() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace gpuaff

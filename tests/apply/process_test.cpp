@@ -1,0 +1,148 @@
+// bind_process: every thread of the process, or none.
+#include <gpuaff/apply/process.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "apply_support.hpp"
+#include "support/check.hpp"
+
+using gpuaff::CpuSet;
+using gpuaff::Errc;
+using namespace apply_test;
+
+namespace {
+// Threads that start, report their tid, and park until released.
+class ParkedThreads {
+ public:
+  explicit ParkedThreads(int n) {
+    for (int i = 0; i < n; ++i)
+      threads_.emplace_back([this] {
+        std::unique_lock lock(m_);
+        tids_.push_back(gpuaff::detail::current_tid());
+        cv_.notify_all();
+        cv_.wait(lock, [this] { return released_; });
+      });
+    std::unique_lock lock(m_);
+    cv_.wait(lock, [&] { return static_cast<int>(tids_.size()) == n; });
+  }
+  ~ParkedThreads() {
+    {
+      std::lock_guard lock(m_);
+      released_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  std::vector<pid_t> tids() {
+    std::lock_guard lock(m_);
+    return tids_;
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::vector<pid_t> tids_;
+  bool released_ = false;
+  std::vector<std::thread> threads_;
+};
+
+void unbind_all() { REQUIRE(gpuaff::bind_process(allowed_at_start())); }
+}  // namespace
+
+TEST_CASE("bind_process reaches threads created before it") {
+  ParkedThreads parked(4);
+  CpuSet target = CpuSet::single(cpu_b());
+  auto r = gpuaff::bind_process(target);
+  REQUIRE(r);
+  CHECK(r->threads_bound >= 5);  // the 4 parked ones and this one (sanitizer runtimes add their own)
+  CHECK(r->passes >= 2);         // the last scan found nothing new
+  CHECK(r->warnings.empty());
+  for (pid_t tid : parked.tids()) CHECK(thread_status_cpus(tid) == target);
+  CHECK(thread_status_cpus(gpuaff::detail::current_tid()) == target);
+  unbind_all();
+  for (pid_t tid : parked.tids()) CHECK(thread_status_cpus(tid) == allowed_at_start());
+}
+
+namespace {
+// A kernel that refuses to change one particular thread.
+std::atomic<pid_t> refused_tid{-1};
+int refuse_one(pid_t tid, std::size_t bytes, const cpu_set_t* mask) {
+  if (tid == refused_tid.load()) {
+    errno = EPERM;
+    return -1;
+  }
+  return sched_setaffinity(tid, bytes, mask);
+}
+}  // namespace
+
+TEST_CASE("when one thread cannot be bound, every thread already bound is put back") {
+  ParkedThreads parked(3);
+  auto tids = parked.tids();
+  // Refuse the highest tid: scans go in ascending order, so the others are bound first.
+  refused_tid = *std::max_element(tids.begin(), tids.end());
+  gpuaff::detail::Syscalls fake = gpuaff::detail::real_syscalls;
+  fake.set_affinity = &refuse_one;
+  gpuaff::detail::ScopedSyscalls use(fake);
+  auto r = gpuaff::bind_process(CpuSet::single(cpu_b()));
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code() == Errc::permission_denied);
+  std::string msg(r.error().message());
+  CHECK(msg.find("thread " + std::to_string(refused_tid.load())) != std::string::npos);
+  CHECK(msg.find("put back") != std::string::npos);
+  for (pid_t tid : tids) CHECK(thread_status_cpus(tid) == allowed_at_start());
+  CHECK(thread_status_cpus(gpuaff::detail::current_tid()) == allowed_at_start());
+}
+
+TEST_CASE("the memory policy is set for the calling thread only, and bind_process says so") {
+  ParkedThreads parked(1);
+  long probe = syscall(SYS_set_mempolicy, 0, nullptr, 0UL);
+  if (probe != 0) {
+    MESSAGE("set_mempolicy is refused here; skipping");
+    return;
+  }
+  auto r = gpuaff::bind_process(allowed_at_start(), {.policy = gpuaff::MemPolicy::local});
+  REQUIRE(r);
+  CHECK(r->memory_applied);
+  REQUIRE(r->warnings.size() == 1);
+  CHECK(r->warnings[0].find("calling thread only") != std::string::npos);
+  CHECK(gpuaff::memory_policy()->mode == 4);  // MPOL_LOCAL
+  syscall(SYS_set_mempolicy, 0, nullptr, 0UL);
+}
+
+TEST_CASE("Rebinder notices threads whose mask was reset and binds them again") {
+  ParkedThreads parked(2);
+  CpuSet target = CpuSet::single(cpu_b());
+  auto rb = gpuaff::Rebinder::create(target);
+  REQUIRE(rb);
+  REQUIRE(rb->drifted());
+  CHECK(rb->drifted()->empty());
+  // What an OpenMP runtime or NCCL does: widen one thread's mask behind our back.
+  pid_t victim = parked.tids()[0];
+  cpu_set_t wide;
+  CPU_ZERO(&wide);
+  for (int c : allowed_at_start()) CPU_SET(c, &wide);
+  REQUIRE(sched_setaffinity(victim, sizeof wide, &wide) == 0);
+  if (allowed_at_start() != target) {
+    auto drift = rb->drifted();
+    REQUIRE(drift);
+    CHECK(*drift == std::vector<pid_t>{victim});
+  }
+  REQUIRE(rb->reapply());
+  CHECK(thread_status_cpus(victim) == target);
+  CHECK(rb->drifted()->empty());
+  unbind_all();
+}
+
+TEST_CASE("bind_process refuses an empty set and CPUs outside the allowed set, binding nothing") {
+  ParkedThreads parked(2);
+  CHECK(gpuaff::bind_process(CpuSet{}).error().code() == Errc::empty_result);
+  int outside = allowed_at_start().last() + 1;
+  auto r = gpuaff::bind_process(CpuSet{cpu_a(), outside});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code() == Errc::invalid_argument);
+  for (pid_t tid : parked.tids()) CHECK(thread_status_cpus(tid) == allowed_at_start());
+}

@@ -1,0 +1,120 @@
+// ScopedAffinity: a scope's binding, restored on every way out.
+#include <gpuaff/apply/scoped_affinity.hpp>
+
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+#include "apply_support.hpp"
+#include "support/check.hpp"
+
+using gpuaff::CpuSet;
+using gpuaff::Errc;
+using gpuaff::ScopedAffinity;
+using namespace apply_test;
+
+static_assert(!std::is_copy_constructible_v<ScopedAffinity>);
+static_assert(!std::is_copy_assignable_v<ScopedAffinity>);
+static_assert(std::is_nothrow_move_constructible_v<ScopedAffinity>);
+static_assert(std::is_nothrow_move_assignable_v<ScopedAffinity>);
+static_assert(std::is_nothrow_destructible_v<ScopedAffinity>);
+
+namespace {
+CpuSet mine() { return thread_status_cpus(gpuaff::detail::current_tid()); }
+}  // namespace
+
+TEST_CASE("the mask is restored when the scope ends") {
+  REQUIRE(mine() == allowed_at_start());
+  {
+    auto g = ScopedAffinity::create(CpuSet::single(cpu_b()));
+    REQUIRE(g);
+    CHECK(g->active());
+    CHECK(g->cpus() == CpuSet::single(cpu_b()));
+    CHECK(g->previous() == allowed_at_start());
+    CHECK(mine() == CpuSet::single(cpu_b()));
+  }
+  CHECK(mine() == allowed_at_start());
+}
+
+TEST_CASE("the mask is restored when an exception leaves the scope") {
+  try {
+    auto g = ScopedAffinity::create(CpuSet::single(cpu_a()));
+    REQUIRE(g);
+    CHECK(mine() == CpuSet::single(cpu_a()));
+    throw std::runtime_error("leaving");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK(mine() == allowed_at_start());
+}
+
+TEST_CASE("nested guards restore in reverse order") {
+  auto outer = ScopedAffinity::create(CpuSet::single(cpu_a()));
+  REQUIRE(outer);
+  {
+    auto inner = ScopedAffinity::create(CpuSet::single(cpu_b()));
+    REQUIRE(inner);
+    CHECK(mine() == CpuSet::single(cpu_b()));
+    CHECK(inner->previous() == CpuSet::single(cpu_a()));
+  }
+  CHECK(mine() == CpuSet::single(cpu_a()));
+  REQUIRE(outer->restore());
+  CHECK(mine() == allowed_at_start());
+  CHECK_FALSE(outer->active());
+}
+
+TEST_CASE("a moved-from guard restores nothing; the new owner restores once") {
+  auto made = ScopedAffinity::create(CpuSet::single(cpu_b()));
+  REQUIRE(made);
+  {
+    ScopedAffinity moved = std::move(*made);
+    CHECK_FALSE(made->active());
+    CHECK(moved.active());
+    // The moved-from guard going away (or restoring) must not undo the binding.
+    REQUIRE(made->restore());
+    CHECK(mine() == CpuSet::single(cpu_b()));
+  }
+  CHECK(mine() == allowed_at_start());
+}
+
+TEST_CASE("move assignment restores the target's binding before taking the source's") {
+  auto first = ScopedAffinity::create(CpuSet::single(cpu_a()));
+  REQUIRE(first);
+  ScopedAffinity a = std::move(*first);
+  {
+    // b saved cpu_a's mask; assigning b to a restores a (to the initial mask)
+    // and then holds b's saved mask (cpu_a's).
+    auto second = ScopedAffinity::create(CpuSet::single(cpu_b()));
+    REQUIRE(second);
+    a = std::move(*second);
+    CHECK(mine() == allowed_at_start());
+  }
+  REQUIRE(a.restore());
+  CHECK(mine() == CpuSet::single(cpu_a()));
+  REQUIRE(gpuaff::set_thread_affinity(allowed_at_start()));
+}
+
+TEST_CASE("release keeps the binding after the guard is gone") {
+  {
+    auto g = ScopedAffinity::create(CpuSet::single(cpu_b()));
+    REQUIRE(g);
+    g->release();
+    CHECK_FALSE(g->active());
+  }
+  CHECK(mine() == CpuSet::single(cpu_b()));
+  REQUIRE(gpuaff::set_thread_affinity(allowed_at_start()));
+}
+
+TEST_CASE("a guard that cannot bind fails and changes nothing") {
+  {
+    auto g = ScopedAffinity::create(CpuSet{});
+    REQUIRE_FALSE(g);
+    CHECK(g.error().code() == Errc::empty_result);
+  }
+  {
+    int outside = allowed_at_start().last() + 1;
+    auto g = ScopedAffinity::create(CpuSet{cpu_a(), outside});
+    REQUIRE_FALSE(g);
+    CHECK(g.error().code() == Errc::invalid_argument);
+  }
+  CHECK(mine() == allowed_at_start());
+}

@@ -1,0 +1,164 @@
+// spawn / spawn_callable: children start bound, the parent thread does not change.
+#include <gpuaff/apply/spawn.hpp>
+
+#include <signal.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "apply_support.hpp"
+#include "support/check.hpp"
+
+using gpuaff::CpuSet;
+using gpuaff::Errc;
+using gpuaff::Fallback;
+using namespace apply_test;
+
+namespace {
+CpuSet mine() { return thread_status_cpus(gpuaff::detail::current_tid()); }
+
+struct Captured {
+  std::string out;
+  gpuaff::ExitStatus status;
+  bool bound = false;
+  std::vector<std::string> warnings;
+};
+
+// Runs `argv` with stdout captured.
+Captured run_captured(const std::vector<std::string>& argv, const gpuaff::SpawnOptions& base) {
+  Captured r;
+  int fds[2];
+  REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
+  gpuaff::SpawnOptions o = base;
+  o.stdout_fd = fds[1];
+  auto child = gpuaff::spawn(argv, o);
+  close(fds[1]);
+  REQUIRE(child);
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) r.out.append(buf, static_cast<std::size_t>(n));
+  close(fds[0]);
+  auto s = child->wait();
+  REQUIRE(s);
+  r.status = *s;
+  r.bound = child->bound();
+  r.warnings = child->warnings();
+  return r;
+}
+
+CpuSet cpus_in(const std::string& status_text) {
+  auto pos = status_text.find("Cpus_allowed_list:");
+  REQUIRE(pos != std::string::npos);
+  auto end = status_text.find('\n', pos);
+  return CpuSet::parse_list(status_text.substr(pos + 18, end - pos - 18)).value();
+}
+}  // namespace
+
+TEST_CASE("a spawned command starts on the requested CPUs and the parent is unchanged") {
+  auto r = run_captured({"cat", "/proc/self/status"}, {.cpus = CpuSet::single(cpu_b())});
+  CHECK(r.status.success());
+  CHECK(r.bound);
+  CHECK(r.warnings.empty());
+  CHECK(cpus_in(r.out) == CpuSet::single(cpu_b()));
+  CHECK(mine() == allowed_at_start());
+}
+
+TEST_CASE("a command's exit code and terminating signal are reported") {
+  auto c = gpuaff::spawn({"sh", "-c", "exit 7"}, {.cpus = CpuSet::single(cpu_a())});
+  REQUIRE(c);
+  auto s = c->wait();
+  REQUIRE(s);
+  CHECK(s->exit_code == 7);
+  CHECK(s->signal == 0);
+  CHECK_FALSE(s->success());
+  CHECK_FALSE(c->wait());  // reaped once only
+  auto k = gpuaff::spawn({"sh", "-c", "kill -TERM $$"});
+  REQUIRE(k);
+  auto ks = k->wait();
+  REQUIRE(ks);
+  CHECK(ks->signal == SIGTERM);
+  CHECK(ks->exit_code == -1);
+}
+
+TEST_CASE("a command that does not exist is an error naming it") {
+  auto c = gpuaff::spawn({"gpuaff-no-such-command-xyz"}, {.cpus = CpuSet::single(cpu_a())});
+  REQUIRE_FALSE(c);
+  CHECK(c.error().code() == Errc::not_found);
+  CHECK(std::string(c.error().message()).find("gpuaff-no-such-command-xyz") != std::string::npos);
+  CHECK(mine() == allowed_at_start());
+  CHECK(gpuaff::spawn({}).error().code() == Errc::invalid_argument);
+}
+
+TEST_CASE("spawn_callable reports the exit code") {
+  auto c = gpuaff::spawn_callable([] { return 42; }, {.cpus = CpuSet::single(cpu_b())});
+  REQUIRE(c);
+  CHECK(c->bound());
+  CHECK(c->cpus() == CpuSet::single(cpu_b()));
+  auto s = c->wait();
+  REQUIRE(s);
+  CHECK(s->exit_code == 42);
+  CHECK_FALSE(s->threw);
+  CHECK(mine() == allowed_at_start());
+}
+
+TEST_CASE("spawn_callable runs the function on the requested CPUs") {
+  CpuSet want = CpuSet::single(cpu_b());
+  // The child answers through its exit code: 0 when its own /proc view matches.
+  auto c = gpuaff::spawn_callable([want] { return status_cpus("self") == want ? 0 : 3; }, {.cpus = want});
+  REQUIRE(c);
+  CHECK(c->wait()->exit_code == 0);
+}
+
+TEST_CASE("spawn_callable reports an exception's text") {
+  auto c = gpuaff::spawn_callable([]() -> int { throw std::runtime_error("worker 3 could not open its shard"); });
+  REQUIRE(c);
+  auto s = c->wait();
+  REQUIRE(s);
+  CHECK(s->threw);
+  CHECK(s->exit_code == 1);
+  CHECK(s->exception == "worker 3 could not open its shard");
+  CHECK_FALSE(s->success());
+  auto odd = gpuaff::spawn_callable([]() -> int { throw 5; });
+  REQUIRE(odd);
+  auto os = odd->wait();
+  REQUIRE(os);
+  CHECK(os->threw);
+  CHECK(os->exception.find("not derived from std::exception") != std::string::npos);
+}
+
+TEST_CASE("Fallback::error: a binding that cannot be applied starts no child") {
+  int outside = allowed_at_start().last() + 1;
+  auto c = gpuaff::spawn({"true"}, {.cpus = CpuSet::single(outside), .fallback = Fallback::error});
+  REQUIRE_FALSE(c);
+  CHECK(c.error().code() == Errc::invalid_argument);
+  CHECK(std::string(c.error().message()).find("CPUs " + std::to_string(outside)) != std::string::npos);
+  auto f = gpuaff::spawn_callable([] { return 0; }, {.cpus = CpuSet::single(outside)});
+  REQUIRE_FALSE(f);
+  CHECK(mine() == allowed_at_start());
+}
+
+TEST_CASE("Fallback::unbound: the child runs with the parent's mask and a warning says why") {
+  int outside = allowed_at_start().last() + 1;
+  auto r = run_captured({"cat", "/proc/self/status"}, {.cpus = CpuSet{cpu_a(), outside}, .fallback = Fallback::unbound});
+  CHECK(r.status.success());
+  CHECK_FALSE(r.bound);
+  REQUIRE(r.warnings.size() == 1);
+  CHECK(r.warnings[0].find("started unbound") != std::string::npos);
+  CHECK(r.warnings[0].find(std::to_string(outside)) != std::string::npos);
+  CHECK(cpus_in(r.out) == allowed_at_start());  // never half-bound: not {cpu_a}
+  CHECK(mine() == allowed_at_start());
+}
+
+TEST_CASE("memory-only options keep the parent's CPUs for the child") {
+  if (syscall(SYS_set_mempolicy, 0, nullptr, 0UL) != 0) return;
+  // The child checks its own policy: MPOL_INTERLEAVE (3) over node 0.
+  auto c = gpuaff::spawn_callable(
+      [] {
+        auto p = gpuaff::memory_policy();
+        return p && p->mode == 3 && p->nodes == CpuSet{0} && status_cpus("self") == allowed_at_start() ? 0 : 4;
+      },
+      {.memory = {.policy = gpuaff::MemPolicy::interleave, .nodes = CpuSet{0}}});
+  REQUIRE(c);
+  CHECK(c->wait()->exit_code == 0);
+  CHECK(gpuaff::memory_policy()->mode == 0);
+}
