@@ -1,3 +1,17 @@
 #pragma once
-// (filled in as this layer lands)
+// Binding policies: pure, constexpr functions from a Topology and a GPU to
+// the CPUs to bind. PyTorch's node, socket, exclusive and core-complex modes;
+// NVIDIA gpu_affinity's all, single, single-unique, unique-interleaved and
+// unique-contiguous; run-time choice by name (PolicyKind, parse_policy,
+// PolicySpec) and the checked entry points gpuaff::bind and bind_all.
+// Semantics, and where they differ from the originals: docs/policies.md.
+
 #include "gpuaff/topology.hpp"
+#include "gpuaff/policy/common.hpp"
+#include "gpuaff/policy/locality.hpp"
+#include "gpuaff/policy/node.hpp"
+#include "gpuaff/policy/socket.hpp"
+#include "gpuaff/policy/exclusive.hpp"
+#include "gpuaff/policy/core_complex.hpp"
+#include "gpuaff/policy/nvidia.hpp"
+#include "gpuaff/policy/dispatch.hpp"

@@ -1,0 +1,129 @@
+#pragma once
+// Choosing a policy at run time (--policy NAME) and the one `bind` every
+// policy, built-in or user-written, goes through.
+
+#include <array>
+#include <string_view>
+#include <vector>
+
+#include "gpuaff/policy/common.hpp"
+#include "gpuaff/policy/core_complex.hpp"
+#include "gpuaff/policy/exclusive.hpp"
+#include "gpuaff/policy/locality.hpp"
+#include "gpuaff/policy/node.hpp"
+#include "gpuaff/policy/nvidia.hpp"
+#include "gpuaff/policy/socket.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+enum class PolicyKind {
+  node,
+  socket,
+  exclusive,
+  core_complex,
+  all,
+  single,
+  single_unique,
+  unique_interleaved,
+  unique_contiguous,
+};
+
+inline constexpr std::array<PolicyKind, 9> all_policy_kinds{
+    PolicyKind::node,          PolicyKind::socket, PolicyKind::exclusive,     PolicyKind::core_complex,
+    PolicyKind::all,           PolicyKind::single, PolicyKind::single_unique, PolicyKind::unique_interleaved,
+    PolicyKind::unique_contiguous};
+
+/// The name used on the command line: "node", "core-complex", "unique-contiguous", ...
+constexpr std::string_view to_string(PolicyKind k) {
+  switch (k) {
+    case PolicyKind::node: return "node";
+    case PolicyKind::socket: return "socket";
+    case PolicyKind::exclusive: return "exclusive";
+    case PolicyKind::core_complex: return "core-complex";
+    case PolicyKind::all: return "all";
+    case PolicyKind::single: return "single";
+    case PolicyKind::single_unique: return "single-unique";
+    case PolicyKind::unique_interleaved: return "unique-interleaved";
+    case PolicyKind::unique_contiguous: return "unique-contiguous";
+  }
+  return "unknown";
+}
+
+/// Parses a policy name as CONTRACT.md writes it ("core-complex"); NVIDIA's
+/// spelling with '_' ("unique_contiguous") is accepted too.
+/// Errors: Errc::invalid_argument naming the text and listing the valid names.
+constexpr Result<PolicyKind> parse_policy(std::string_view name) {
+  for (PolicyKind k : all_policy_kinds) {
+    std::string_view want = to_string(k);
+    if (name.size() != want.size()) continue;
+    bool same = true;
+    for (std::size_t i = 0; i < name.size() && same; ++i)
+      same = name[i] == want[i] || (name[i] == '_' && want[i] == '-');
+    if (same) return k;
+  }
+  return fail(Errc::invalid_argument, "unknown policy '", name.substr(0, 40),
+              "'; valid policies: node, socket, exclusive, core-complex, all, single, single-unique, "
+              "unique-interleaved, unique-contiguous");
+}
+
+/// A policy chosen at run time; `nvidia` is read by the five NVIDIA modes only.
+struct PolicySpec {
+  PolicyKind kind = PolicyKind::node;
+  NvidiaOptions nvidia{};
+};
+
+/// Binds GPU `gpu` with any BindingPolicy, and checks what the policy gives:
+/// never empty, never outside Topology::usable().
+/// Errors: the policy's own; Errc::empty_result for an empty set;
+/// Errc::invalid_argument when a (user-written) policy returns CPUs that are
+/// not allowed or not online.
+template <BindingPolicy P>
+constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const P& policy, const JobOptions& job = {}) {
+  GPUAFF_TRY_VOID(detail::check_gpu(topo, gpu, job));
+  GPUAFF_TRY(CpuSet cpus, policy.bind(topo, gpu, job));
+  if (cpus.empty())
+    return fail(Errc::empty_result, "the policy gives ", detail::gpu_label(topo, gpu),
+                " no CPU; an empty mask is never applied");
+  CpuSet usable = topo.usable();
+  if (!cpus.is_subset_of(usable))
+    return fail(Errc::invalid_argument, "the policy gives ", detail::gpu_label(topo, gpu), " CPUs ",
+                detail::cpulist_text(cpus - usable), " that are not allowed and online (usable: ",
+                detail::cpulist_text(usable), ")");
+  return cpus;
+}
+
+/// Binds GPU `gpu` with the policy `spec` names.
+/// Errors: those of the chosen policy (see each policy's bind).
+constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const PolicySpec& spec, const JobOptions& job = {}) {
+  switch (spec.kind) {
+    case PolicyKind::node: return bind(topo, gpu, NodePolicy{}, job);
+    case PolicyKind::socket: return bind(topo, gpu, SocketPolicy{}, job);
+    case PolicyKind::exclusive: return bind(topo, gpu, ExclusivePolicy{}, job);
+    case PolicyKind::core_complex: return bind(topo, gpu, CoreComplexPolicy{}, job);
+    case PolicyKind::all: return bind(topo, gpu, AllPolicy{spec.nvidia}, job);
+    case PolicyKind::single: return bind(topo, gpu, SinglePolicy{spec.nvidia}, job);
+    case PolicyKind::single_unique: return bind(topo, gpu, SingleUniquePolicy{spec.nvidia}, job);
+    case PolicyKind::unique_interleaved: return bind(topo, gpu, UniqueInterleavedPolicy{spec.nvidia}, job);
+    case PolicyKind::unique_contiguous: return bind(topo, gpu, UniqueContiguousPolicy{spec.nvidia}, job);
+  }
+  return fail(Errc::invalid_argument, "unknown policy kind ", static_cast<int>(spec.kind));
+}
+
+/// The binding of every participating GPU (0..nproc-1, or every visible GPU),
+/// in GPU order: the table `gpuaff bind` can print.
+/// Errors: the first GPU's error, prefixed with its index.
+constexpr Result<std::vector<CpuSet>> bind_all(const Topology& topo, const PolicySpec& spec, const JobOptions& job = {}) {
+  GPUAFF_TRY(int participating, detail::participating_gpus(topo, job));
+  std::vector<CpuSet> out;
+  out.reserve(static_cast<std::size_t>(participating));
+  for (int g = 0; g < participating; ++g) {
+    auto r = bind(topo, g, spec, job);
+    if (!r) return fail(r.error().code(), "GPU ", g, ": ", r.error().message());
+    out.push_back(*r);
+  }
+  return out;
+}
+
+}  // namespace v0
+}  // namespace gpuaff

@@ -1,0 +1,178 @@
+#pragma once
+// Where a GPU is: its NUMA node (resolve_gpu_node), the memory nodes to bind
+// for it (memory_nodes), the GPUs that share its node, and binding a PCI
+// device that is not a visible GPU (with_pci_target).
+
+#include <vector>
+
+#include "gpuaff/policy/common.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+namespace detail {
+
+/// resolve_gpu_node without the participation check (peers are checked by the caller).
+constexpr Result<int> resolve_node_of(const Topology& topo, int gpu, const JobOptions& job) {
+  const PciDevice& d = topo.gpus[static_cast<std::size_t>(gpu)].pci;
+  if (d.numa_node >= 0) {
+    if (topo.find_node(d.numa_node) != nullptr) return d.numa_node;
+    return fail(Errc::not_found, gpu_label(topo, gpu), " reports NUMA node ", d.numa_node,
+                ", which the topology does not have (nodes: ", node_ids_text(topo),
+                "); the recording may be incomplete: record it again with gpuaff record");
+  }
+  if (topo.nodes.empty())
+    return fail(Errc::not_found, gpu_label(topo, gpu), " has no NUMA node (numa_node -1) and ", topo.origin.view(),
+                " lists no NUMA node; check the topology source");
+  // 1. Only one node has CPUs: whatever the firmware forgot, the GPU's CPUs
+  //    are there (memory-only nodes such as GPU memory are never candidates).
+  int cpu_nodes = 0;
+  int only = -1;
+  for (const NumaNode& n : topo.nodes) {
+    if (n.cpus.empty()) continue;
+    ++cpu_nodes;
+    only = n.id;
+  }
+  if (cpu_nodes == 1) return only;
+  // 2. local_cpulist names exactly one node. With numa_node -1 the kernel
+  //    reports every online CPU, so this holds only where the firmware gave
+  //    a narrower affinity. Compared on online CPUs: a recording may list
+  //    offline CPUs in one file and not the other.
+  CpuSet local = d.local_cpus & topo.online;
+  if (d.has_local_cpus && local.any()) {
+    for (const NumaNode& n : topo.nodes)
+      if (n.cpus.any() && (n.cpus & topo.online) == local) return n.id;
+  }
+  // 3. The user named the node.
+  if (job.assume_node >= 0) {
+    if (topo.find_node(job.assume_node) != nullptr) return job.assume_node;
+    return fail(Errc::invalid_argument, "--unknown-node ", job.assume_node,
+                " names a NUMA node this machine does not have (nodes: ", node_ids_text(topo), ")");
+  }
+  if (job.assume_node < -1)
+    return fail(Errc::invalid_argument, "--unknown-node ", job.assume_node, " is not a node id (use 0 or above)");
+  // 4. PyTorch's rule: node 0. Where there is no node 0 (sparse ids), the
+  //    lowest-numbered node with CPUs, so that the binding is not empty.
+  if (job.unknown_node == UnknownNode::node0) {
+    if (topo.find_node(0) != nullptr) return 0;
+    for (const NumaNode& n : topo.nodes)
+      if (n.cpus.any()) return n.id;
+    return topo.nodes.front().id;
+  }
+  if (d.has_local_cpus)
+    return fail(Errc::unknown_locality, gpu_label(topo, gpu), " does not say which NUMA node it is on (numa_node -1, local_cpulist ",
+                cpulist_text(d.local_cpus), " matches no single node of ", topo.nodes.size(),
+                "); pass --unknown-node N to name its node, --unknown-node node0 for PyTorch's behaviour, or --fallback unbound");
+  return fail(Errc::unknown_locality, gpu_label(topo, gpu), " does not say which NUMA node it is on (numa_node -1, no local_cpulist, ",
+              topo.nodes.size(),
+              " nodes); pass --unknown-node N to name its node, --unknown-node node0 for PyTorch's behaviour, or --fallback unbound");
+}
+
+/// The GPU's node, its position among the participating GPUs on that node
+/// (in index order), and how many participating GPUs the node has.
+struct NodeShare {
+  int node = -1;
+  int rank = 0;
+  int count = 0;
+};
+
+/// The resolved node of every participating GPU (index = GPU).
+/// Errors: those of resolve_gpu_node, for the first GPU that fails, with context.
+constexpr Result<std::vector<int>> participating_nodes(const Topology& topo, int participating, const JobOptions& job,
+                                                       std::string_view why) {
+  std::vector<int> nodes;
+  nodes.reserve(static_cast<std::size_t>(participating));
+  for (int i = 0; i < participating; ++i) {
+    auto r = resolve_node_of(topo, i, job);
+    if (!r) return fail(r.error().code(), why, ", every GPU of the job needs a known node: ", r.error().message());
+    nodes.push_back(*r);
+  }
+  return nodes;
+}
+
+/// Errors: those of check_gpu and resolve_gpu_node (for this GPU or a peer).
+constexpr Result<NodeShare> node_share(const Topology& topo, int gpu, const JobOptions& job) {
+  GPUAFF_TRY(int participating, check_gpu(topo, gpu, job));
+  GPUAFF_TRY(int node, resolve_node_of(topo, gpu, job));
+  NodeShare s;
+  s.node = node;
+  for (int i = 0; i < participating; ++i) {
+    if (i == gpu) {
+      s.rank = s.count++;
+      continue;
+    }
+    auto other = resolve_node_of(topo, i, job);
+    if (!other)
+      return fail(other.error().code(), "to split node ", node, " among its GPUs, every GPU of the job needs a known node: ",
+                  other.error().message());
+    if (*other == node) ++s.count;
+  }
+  return s;
+}
+
+}  // namespace detail
+
+/// The NUMA node of GPU `gpu`:
+///  - its PCI numa_node when that is >= 0 (it must be a node of the topology);
+///  - numa_node -1 (VMs, single-node firmware): the only node with CPUs, if
+///    there is one; else the node whose CPUs equal the device's local_cpulist
+///    (on online CPUs); else JobOptions::assume_node; else, with
+///    UnknownNode::node0, node 0 (or the lowest node with CPUs if there is no
+///    node 0); else an error.
+/// Errors: Errc::not_found (no such GPU, or a numa_node the topology lacks),
+/// Errc::invalid_argument (GPU beyond --nproc, bad nproc, bad assume_node),
+/// Errc::unknown_locality (numa_node -1 and nothing settles it; the message
+/// says which flags do).
+constexpr Result<int> resolve_gpu_node(const Topology& topo, int gpu, const JobOptions& job = {}) {
+  GPUAFF_TRY_VOID(detail::check_gpu(topo, gpu, job));
+  return detail::resolve_node_of(topo, gpu, job);
+}
+
+/// The NUMA nodes to bind memory to for GPU `gpu`: its resolved node (a CPU
+/// node; on GB200/GH200 a GPU's PCI numa_node is its Grace CPU node, not the
+/// GPU-memory nodes).
+/// Errors: those of resolve_gpu_node; Errc::empty_result when the node is not
+/// in the process's allowed memory nodes (Mems_allowed_list), where
+/// set_mempolicy would fail.
+constexpr Result<NodeSet> memory_nodes(const Topology& topo, int gpu, const JobOptions& job = {}) {
+  GPUAFF_TRY(int node, resolve_gpu_node(topo, gpu, job));
+  if (!NodeSet::valid_id(node))
+    return fail(Errc::out_of_range, "NUMA node ", node, " of ", detail::gpu_label(topo, gpu), " is beyond the ",
+                NodeSet::capacity, " nodes gpuaff supports");
+  if (topo.mems_allowed.any() && !topo.mems_allowed.test(node))
+    return fail(Errc::empty_result, detail::gpu_label(topo, gpu), " is on NUMA node ", node,
+                ", but this process may allocate only on nodes ", detail::cpulist_text(topo.mems_allowed),
+                " (Mems_allowed_list); use --membind none, or allow node ", node, "'s memory (cgroup cpuset.mems)");
+  return NodeSet::single(node);
+}
+
+/// Makes PCI device `address` bindable. A visible GPU keeps the topology as
+/// it is (so the GPUs sharing its node still count) and `*gpu_index` becomes
+/// its index. Any other device the topology holds (a NIC, a GPU hidden by
+/// CUDA_VISIBLE_DEVICES) becomes the single GPU of a copy of the topology,
+/// with index 0: bind it with JobOptions::nproc 0 or 1.
+/// Errors: Errc::not_found when the topology does not hold the device (the
+/// reader loads non-GPU devices only when asked: SysfsOptions::extra_pci).
+constexpr Result<Topology> with_pci_target(const Topology& topo, PciAddress address, int* gpu_index) {
+  for (std::size_t i = 0; i < topo.gpus.size(); ++i) {
+    if (topo.gpus[i].address() == address) {
+      if (gpu_index != nullptr) *gpu_index = static_cast<int>(i);
+      return topo;
+    }
+  }
+  const PciDevice* d = topo.find_pci(address);
+  if (d == nullptr)
+    return fail(Errc::not_found, "PCI device ", address.to_string(), " is not in the topology of ", topo.origin.view(),
+                "; check the address with lspci -D");
+  Topology out = topo;
+  out.gpus.clear();
+  Gpu g;
+  g.index = 0;
+  g.pci = *d;
+  out.gpus.push_back(g);
+  if (gpu_index != nullptr) *gpu_index = 0;
+  return out;
+}
+
+}  // namespace v0
+}  // namespace gpuaff

@@ -1,0 +1,43 @@
+#pragma once
+// PyTorch's `--numa-binding=socket`: the allowed CPUs of every NUMA node in
+// the socket of the GPU's node.
+
+#include "gpuaff/policy/common.hpp"
+#include "gpuaff/policy/locality.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+/// s = the package of the lowest allowed CPU of the GPU's node; the result is
+/// the union of the allowed CPUs of every node whose lowest allowed CPU is in s.
+///
+/// Nodes with no allowed CPU (memory-only nodes such as GB200 GPU memory, HBM
+/// or CXL; nodes outside a container's cpuset) are skipped: they have no
+/// lowest CPU, and PyTorch's version of this rule crashes on them.
+struct SocketPolicy {
+  /// Errors: those of resolve_gpu_node; Errc::empty_result when the GPU's own
+  /// node has no allowed CPU; Errc::not_found when the topology places that
+  /// CPU in no package (no socket information).
+  constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const JobOptions& job) const {
+    GPUAFF_TRY(int node, resolve_gpu_node(topo, gpu, job));
+    CpuSet usable = topo.usable();
+    const NumaNode* own = topo.find_node(node);
+    CpuSet start = own->cpus & usable;
+    if (start.empty()) return detail::no_allowed_cpu(topo, gpu, node, "socket");
+    const Package* pkg = topo.package_of_cpu(start.first());
+    if (pkg == nullptr)
+      return fail(Errc::not_found, "socket: CPU ", start.first(), " of NUMA node ", node, " (", detail::gpu_label(topo, gpu),
+                  ") belongs to no package in ", topo.origin.view(), "; without socket information use --policy node");
+    CpuSet out;
+    for (const NumaNode& n : topo.nodes) {
+      CpuSet cpus = n.cpus & usable;
+      if (cpus.empty()) continue;  // memory-only or not allowed: no lowest CPU to place
+      if (pkg->cpus.test(cpus.first())) out |= cpus;
+    }
+    return out;
+  }
+};
+static_assert(BindingPolicy<SocketPolicy>);
+
+}  // namespace v0
+}  // namespace gpuaff
