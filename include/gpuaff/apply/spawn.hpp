@@ -253,23 +253,24 @@ inline Result<Child> spawn_callable(std::function<int()> fn, const SpawnOptions&
   pid_t pid = ::fork();
   if (pid == 0) {
     ::close(report[0]);
-    int code = 1;
-    const char* what = nullptr;
-    try {
-      code = fn() & 0xff;
-    } catch (const std::exception& ex) {
-      what = ex.what();
-    } catch (...) {
-      what = "an exception not derived from std::exception";
-    }
-    if (what != nullptr) {
+    // The text is written inside the handler: what() dies with the exception.
+    auto report_exception = [fd = report[1]](const char* what) {
       // One write below PIPE_BUF: atomic, and never blocks on a full pipe.
       char msg[4000];
       msg[0] = 'E';
       std::size_t n = ::strnlen(what, sizeof msg - 1);
       std::memcpy(msg + 1, what, n);
-      ssize_t w = ::write(report[1], msg, n + 1);
+      ssize_t w = ::write(fd, msg, n + 1);
       (void)w;
+    };
+    int code = 1;
+    try {
+      code = fn() & 0xff;
+    } catch (const std::exception& ex) {
+      report_exception(ex.what());
+      code = 1;
+    } catch (...) {
+      report_exception("an exception not derived from std::exception");
       code = 1;
     }
     ::_exit(code);
