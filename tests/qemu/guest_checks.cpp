@@ -15,14 +15,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <fcntl.h>
+
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <latch>
+#include <mutex>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "gpuaff/gpuaff.hpp"
@@ -227,6 +233,93 @@ std::vector<int> distinct_nodes(const std::vector<int>& status) {
   return out;
 }
 
+/// The calling thread's memory policy as "mode nodes", e.g. "bind 1" or "default -".
+std::string memory_policy_text() {
+  int mode = -1;
+  unsigned long mask[4] = {0, 0, 0, 0};
+  if (syscall(SYS_get_mempolicy, &mode, mask, sizeof mask * 8, nullptr, 0UL) != 0) return "unreadable";
+  CpuSet nodes;
+  for (int n = 0; n < 256; ++n)
+    if ((mask[n / 64] >> (n % 64)) & 1UL) nodes.set(n);
+  const char* names[] = {"default", "preferred", "bind", "interleave", "local"};
+  int m = mode & ~(MPOL_F_STATIC_NODES | MPOL_F_RELATIVE_NODES);
+  std::string out = m >= 0 && m < 5 ? names[m] : std::to_string(mode);
+  return out + " " + (nodes.empty() ? std::string("-") : nodes.to_list());
+}
+
+/// The CPU mask of thread `tid` (any thread of this process).
+CpuSet affinity_of(pid_t tid) {
+  cpu_set_t raw;
+  CPU_ZERO(&raw);
+  if (sched_getaffinity(tid, sizeof raw, &raw) != 0) return {};
+  return CpuSet::from_cpu_set_t(raw);
+}
+
+std::vector<pid_t> thread_ids() {
+  std::vector<pid_t> out;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') out.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+    closedir(d);
+  }
+  return out;
+}
+
+/// Everything readable from `fd` until EOF; closes it.
+std::string drain(int fd) {
+  std::string out;
+  char buf[4096];
+  while (true) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      out.append(buf, static_cast<std::size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      break;
+    }
+  }
+  close(fd);
+  return out;
+}
+
+/// Threads that block until release(): "threads that already exist" for bind_process.
+class IdleThreads {
+ public:
+  explicit IdleThreads(int n) {
+    for (int i = 0; i < n; ++i)
+      threads_.emplace_back([this] {
+        std::unique_lock lock(mutex_);
+        ++started_;
+        changed_.notify_all();
+        changed_.wait(lock, [this] { return released_; });
+      });
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return started_ == n; });
+  }
+  ~IdleThreads() { release(); }
+  IdleThreads(const IdleThreads&) = delete;
+  IdleThreads& operator=(const IdleThreads&) = delete;
+  void release() {
+    {
+      std::lock_guard lock(mutex_);
+      released_ = true;
+    }
+    changed_.notify_all();
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int started_ = 0;
+  bool released_ = false;
+  std::vector<std::thread> threads_;
+};
+
+std::string show_error(const gpuaff::Error& e) { return std::string(e.message()); }
+
 long set_mempolicy_raw(int mode, const CpuSet& nodes) {
   unsigned long mask[4] = {0, 0, 0, 0};
   for (int n : nodes) mask[n / 64] |= 1UL << (n % 64);
@@ -340,9 +433,200 @@ TEST_CASE("with the default policy, first touch lands on the node of the running
   REQUIRE(set_affinity(before));
 }
 
+
+// ============================================================================
+// gpuaff's apply layer on the real kernel.
 // ============================================================================
 
+TEST_CASE("ScopedAffinity binds the thread and its memory to each node, then restores both") {
+  const CpuSet before = current_affinity();
+  REQUIRE(before == all_cpus());
+  REQUIRE(memory_policy_text() == "default -");
+  for (const auto& n : shape().nodes) {
+    if (n.cpus.empty()) continue;
+    CAPTURE(n.id);
+    {
+      auto guard = gpuaff::ScopedAffinity::create(
+          n.cpus, {.policy = gpuaff::MemPolicy::bind, .nodes = gpuaff::NodeSet::single(n.id)});
+      REQUIRE_MESSAGE(guard.has_value(), (guard ? std::string() : show_error(guard.error())));
+      CHECK(current_affinity().to_list() == n.cpus.to_list());
+      CHECK(memory_policy_text() == "bind " + std::to_string(n.id));
+      Pages buf(16);
+      REQUIRE(buf.ok());
+      buf.touch();
+      CHECK(distinct_nodes(buf.nodes()) == std::vector<int>{n.id});
+    }
+    CHECK(current_affinity().to_list() == before.to_list());
+    CHECK(memory_policy_text() == "default -");
+  }
+}
+
+TEST_CASE("nested guards restore the outer binding, then the original one") {
+  const auto& outer = shape().nodes.front();
+  const auto& inner = shape().nodes[1];
+  {
+    auto a = gpuaff::ScopedAffinity::create(outer.cpus, {.policy = gpuaff::MemPolicy::bind,
+                                                         .nodes = gpuaff::NodeSet::single(outer.id)});
+    REQUIRE(a.has_value());
+    {
+      auto b = gpuaff::ScopedAffinity::create(inner.cpus, {.policy = gpuaff::MemPolicy::bind,
+                                                           .nodes = gpuaff::NodeSet::single(inner.id)});
+      REQUIRE(b.has_value());
+      CHECK(current_affinity().to_list() == inner.cpus.to_list());
+      CHECK(memory_policy_text() == "bind " + std::to_string(inner.id));
+    }
+    CHECK(current_affinity().to_list() == outer.cpus.to_list());
+    CHECK(memory_policy_text() == "bind " + std::to_string(outer.id));
+  }
+  CHECK(current_affinity().to_list() == all_cpus().to_list());
+  CHECK(memory_policy_text() == "default -");
+}
+
+TEST_CASE("memory bound or preferred away from the CPUs lands there, on a memory-only node too") {
+  // The CPUs stay on the first node, so first touch alone would put every page
+  // there: pages found elsewhere prove the policy took effect.
+  const auto& home = shape().nodes.front();
+  for (gpuaff::MemPolicy policy : {gpuaff::MemPolicy::bind, gpuaff::MemPolicy::preferred}) {
+    for (const auto& target : shape().nodes) {
+      if (target.id == home.id) continue;
+      CAPTURE(gpuaff::to_string(policy));
+      CAPTURE(target.id);
+      auto guard = gpuaff::ScopedAffinity::create(
+          home.cpus, {.policy = policy, .nodes = gpuaff::NodeSet::single(target.id)});
+      REQUIRE_MESSAGE(guard.has_value(), (guard ? std::string() : show_error(guard.error())));
+      Pages buf(16);
+      REQUIRE(buf.ok());
+      buf.touch();
+      CHECK(distinct_nodes(buf.nodes()) == std::vector<int>{target.id});
+    }
+  }
+}
+
+TEST_CASE("interleave spreads a buffer's pages evenly over every node") {
+  const CpuSet all_nodes = node_ids(false);
+  const int per_node = 8;
+  auto guard = gpuaff::ScopedAffinity::create(all_cpus(),
+                                              {.policy = gpuaff::MemPolicy::interleave, .nodes = all_nodes});
+  REQUIRE_MESSAGE(guard.has_value(), (guard ? std::string() : show_error(guard.error())));
+  Pages buf(per_node * all_nodes.count());
+  REQUIRE(buf.ok());
+  buf.touch();
+  auto where = buf.nodes();
+  REQUIRE(!where.empty());
+  for (int node : all_nodes) {
+    CAPTURE(node);
+    int count = 0;
+    for (int w : where) count += w == node ? 1 : 0;
+    CHECK(count == per_node);
+  }
+}
+
+TEST_CASE("bind_process binds the threads that already run, and binding back restores them") {
+  const CpuSet before = current_affinity();
+  const auto& target = shape().nodes[1];
+  IdleThreads idle(3);
+  REQUIRE(thread_ids().size() == 4);
+  auto bound = gpuaff::bind_process(target.cpus);
+  REQUIRE_MESSAGE(bound.has_value(), (bound ? std::string() : show_error(bound.error())));
+  CHECK(bound->threads_bound == 4);
+  for (pid_t tid : thread_ids()) {
+    CAPTURE(tid);
+    CHECK(affinity_of(tid).to_list() == target.cpus.to_list());
+  }
+  // A thread started afterwards inherits the binding from its creator.
+  CpuSet seen_by_new_thread;
+  std::thread([&] { seen_by_new_thread = current_affinity(); }).join();
+  CHECK(seen_by_new_thread.to_list() == target.cpus.to_list());
+
+  auto back = gpuaff::bind_process(before);
+  REQUIRE(back.has_value());
+  for (pid_t tid : thread_ids()) {
+    CAPTURE(tid);
+    CHECK(affinity_of(tid).to_list() == before.to_list());
+  }
+}
+
+TEST_CASE("children spawned in parallel under guards on every node start on their node") {
+  // One thread per CPU node, all released at once: each binds itself under a
+  // guard and starts a child, while the others do the same with other masks.
+  // Affinity and memory policy are per thread, so each child must report its
+  // own node, and each thread must be back on all CPUs afterwards.
+  std::vector<NodeExpect> nodes;
+  for (const auto& n : shape().nodes)
+    if (!n.cpus.empty()) nodes.push_back(n);
+  struct Outcome {
+    std::string error;
+    std::string command_report;  // from the exec'd child (spawn)
+    int callable_exit = -1;      // from the forked child (spawn_callable): 0 = right node
+    CpuSet thread_after;
+  };
+  std::vector<Outcome> out(nodes.size());
+  std::latch go(static_cast<std::ptrdiff_t>(nodes.size()));
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    threads.emplace_back([&, i] {
+      const NodeExpect& n = nodes[i];
+      const gpuaff::MemoryOptions memory{.policy = gpuaff::MemPolicy::bind, .nodes = gpuaff::NodeSet::single(n.id)};
+      go.arrive_and_wait();
+      int fds[2];
+      if (pipe2(fds, O_CLOEXEC) != 0) {
+        out[i].error = "pipe2 failed";
+        return;
+      }
+      {
+        auto guard = gpuaff::ScopedAffinity::create(n.cpus, memory);
+        if (!guard) {
+          out[i].error = show_error(guard.error());
+          close(fds[0]);
+          close(fds[1]);
+          return;
+        }
+        // No cpus in the options: the child takes the guarded thread's mask and policy.
+        auto child = gpuaff::spawn({"/bin/guest_checks", "--child-report"}, {.stdout_fd = fds[1]});
+        close(fds[1]);
+        if (!child) {
+          out[i].error = show_error(child.error());
+          close(fds[0]);
+          return;
+        }
+        out[i].command_report = drain(fds[0]);
+        (void)child->wait();
+      }
+      // spawn_callable binds the forking thread itself, from the options.
+      const CpuSet want = n.cpus;
+      const std::string want_policy = "bind " + std::to_string(n.id);
+      auto forked = gpuaff::spawn_callable(
+          [want, want_policy] { return current_affinity() == want && memory_policy_text() == want_policy ? 0 : 1; },
+          {.cpus = n.cpus, .memory = memory});
+      if (!forked) {
+        out[i].error = show_error(forked.error());
+        return;
+      }
+      auto status = forked->wait();
+      out[i].callable_exit = status ? status->exit_code : -2;
+      out[i].thread_after = current_affinity();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    CAPTURE(nodes[i].id);
+    CHECK(out[i].error == "");
+    CHECK(out[i].command_report ==
+          "cpus=" + nodes[i].cpus.to_list() + " mempolicy=bind " + std::to_string(nodes[i].id) + "\n");
+    CHECK(out[i].callable_exit == 0);
+    CHECK(out[i].thread_after.to_list() == all_cpus().to_list());
+  }
+}
+
+// ============================================================================
+
+int child_report() {
+  std::printf("cpus=%s mempolicy=%s\n", current_affinity().to_list().c_str(), memory_policy_text().c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string_view(argv[1]) == "--child-report") return child_report();
   const char* name = std::getenv("GPUAFF_QEMU_SHAPE");
   static const Shape shapes[] = {shape_2s2n(), shape_1s4n()};
   for (const auto& s : shapes)
