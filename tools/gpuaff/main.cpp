@@ -1,11 +1,241 @@
-// gpuaff: the command-line tool (work in progress).
+// gpuaff: bind GPU processes to the right CPUs and NUMA memory.
+// This file only parses the command line (CLI11) and dispatches to
+// commands.cpp; the CLI contract is docs/cli.md and CONTRACT.md section 3.
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
 #include <CLI/CLI.hpp>
 
+#include "commands.hpp"
+#include "exit_codes.hpp"
 #include "gpuaff/version.hpp"
 
-int main(int argc, char** argv) {
-  CLI::App app{"gpuaff: bind GPU processes to the right CPUs and NUMA memory", "gpuaff"};
-  app.set_version_flag("--version", gpuaff::version_string);
-  CLI11_PARSE(app, argc, argv);
-  return 0;
+namespace {
+
+using namespace gpuaff::cli;
+
+constexpr const char* exit_codes_help =
+    "Exit codes:\n"
+    "  0    success\n"
+    "  1    internal error (a bug in gpuaff; please report it)\n"
+    "  2    usage: bad flag or value, bad or missing launcher variable (--local-rank)\n"
+    "  3    the topology cannot be read: missing root, unreadable or malformed file\n"
+    "  4    no such GPU or PCI device, or its NUMA node is unknown (see --unknown-node)\n"
+    "  5    cannot bind: empty result, too few cores, CPUs not allowed here\n"
+    "  6    the system refused: permission denied, failed system call, unsupported\n"
+    "  126  exec: the command cannot be executed\n"
+    "  127  exec: the command was not found\n"
+    "Errors are one line on stderr, \"gpuaff: <what is wrong>; <what to do>\"; stdout stays empty.\n";
+
+constexpr const char* policies_help =
+    "node, socket, exclusive, core-complex (PyTorch numa binding); all, single, single-unique, "
+    "unique-interleaved, unique-contiguous (NVIDIA gpu_affinity modes)";
+
+/// Accepts a non-negative decimal integer (CLI11's NonNegativeNumber prints DBL_MAX in its message).
+const CLI::Validator non_negative(
+    [](std::string& s) -> std::string {
+      bool ok = !s.empty() && s.size() <= 9 && s.find_first_not_of("0123456789") == std::string::npos;
+      return ok ? std::string() : "expected a non-negative integer, got '" + s + "'";
+    },
+    "");
+
+void add_policy_options(CLI::App& app, PlanOptions& o, const std::string& policy_help) {
+  app.add_option("--policy", o.policy, policy_help)->type_name("P")->capture_default_str();
+  app.add_option("--scope", o.scope, "NVIDIA modes: the GPU's node or its whole socket")
+      ->check(CLI::IsMember({"node", "socket"}))
+      ->capture_default_str();
+  app.add_option("--smt", o.smt, "NVIDIA modes: every hardware thread of a chosen core, or one")
+      ->check(CLI::IsMember({"all", "one"}))
+      ->capture_default_str();
+  app.add_flag("--balanced,!--no-balanced", o.balanced,
+               "NVIDIA modes: every GPU gets the same number of cores (default: balanced)");
+  app.add_option("--min-cores", o.min_cores, "NVIDIA modes: fail when a GPU gets fewer physical cores")
+      ->type_name("N")
+      ->check(non_negative);
+  app.add_option("--max-cores", o.max_cores, "NVIDIA modes: keep at most N physical cores per GPU")
+      ->type_name("N")
+      ->check(non_negative);
+  app.add_option("--nproc", o.nproc, "only GPUs 0..N-1 take part (the job's processes on this machine); default: all")
+      ->type_name("N")
+      ->check(non_negative);
+  app.add_option_function<std::string>(
+         "--visible-devices", [&o](const std::string& v) { o.source.visible.list = v; },
+         "GPUs the job sees, like CUDA_VISIBLE_DEVICES (indices or GPU-/MIG- UUID prefixes); overrides "
+         "CUDA_/HIP_/ROCR_VISIBLE_DEVICES")
+      ->type_name("LIST");
+  app.add_option("--unknown-node", o.unknown_node,
+                 "GPUs whose PCI numa_node is -1 (VMs): error, node0 (as PyTorch does), or a node id N")
+      ->type_name("error|node0|N")
+      ->capture_default_str();
+}
+
+void add_target_options(CLI::App& app, PlanOptions& o) {
+  auto* gpu = app.add_option("--gpu", o.gpu, "the GPU: its index among the visible GPUs")
+                  ->type_name("N")
+                  ->check(non_negative);
+  auto* pci = app.add_option("--pci", o.pci, "the device by PCI address (any device, a NIC too)")->type_name("BDF");
+  gpu->excludes(pci);
+  pci->excludes(gpu);
+}
+
+/// "gpuaff: <what>; see 'gpuaff <command> --help'" for a parse error.
+int usage_error(const CLI::App& app, const CLI::Error& e) {
+  std::string where = "gpuaff";
+  for (const CLI::App* sub : app.get_subcommands()) where += " " + sub->get_name();
+  std::string line = "gpuaff: " + one_line(e.what()) + "; see '" + where + " --help'\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  return exit_usage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  CLI::App app{"gpuaff binds GPU processes to the CPUs and NUMA memory closest to their GPU.", "gpuaff"};
+  app.set_version_flag("--version", std::string("gpuaff ") + gpuaff::version_string);
+  app.require_subcommand(1);
+  app.footer(std::string("Examples:\n"
+                         "  gpuaff topo                               this machine, GPUs, nodes, bindings\n"
+                         "  gpuaff bind --gpu 0 --policy exclusive     CPUs for GPU 0, one line\n"
+                         "  torchrun --nproc-per-node 8 --no-python gpuaff exec --local-rank -- python train.py\n"
+                         "  gpuaff record --out /tmp/machine           record this machine for a bug report\n"
+                         "Run 'gpuaff <command> --help' for each command's options.\n") +
+             exit_codes_help);
+
+  // ---- bind
+  BindArgs bind_args;
+  auto* bind = app.add_subcommand("bind", "Print the CPUs (and memory nodes) a GPU's process should use");
+  add_source_options(*bind, bind_args.plan.source);
+  add_target_options(*bind, bind_args.plan);
+  add_policy_options(*bind, bind_args.plan, std::string("binding policy: ") + policies_help);
+  bind->add_option("--format", bind_args.format,
+                   "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... "
+                   "--membind=...; json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, "
+                   "recommended_threads")
+      ->check(CLI::IsMember({"cpulist", "mask", "numactl", "json"}))
+      ->capture_default_str();
+  bind->footer(std::string("Examples:\n"
+                           "  gpuaff bind --gpu 0                              CPUs of GPU 0's NUMA node\n"
+                           "  gpuaff bind --gpu 3 --policy exclusive            GPU 3's share of its node's cores\n"
+                           "  gpuaff bind --pci 0000:17:00.0 --format numactl   for: numactl $(gpuaff bind ...) cmd\n"
+                           "  gpuaff bind --gpu 1 --policy unique-contiguous --smt one --nproc 4\n"
+                           "  gpuaff bind --root fixtures/dgx-h100 --gpu 7 --format json\n") +
+               exit_codes_help);
+
+  // ---- topo
+  TopoArgs topo_args;
+  auto* topo = app.add_subcommand("topo", "Describe the machine: CPUs, NUMA nodes, GPUs, and every policy's binding");
+  add_source_options(*topo, topo_args.plan.source);
+  add_policy_options(*topo, topo_args.plan,
+                     std::string("the policy drawn in the core picture (default exclusive: it shows which "
+                                 "cores each GPU owns; node would mark shared cores '+'): ") +
+                         policies_help);
+  topo->add_option("--format", topo_args.format, "text: a report for people and bug reports; json: one object")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  topo->add_option("--color", topo_args.color,
+                   "colour the picture: auto (on a terminal, unless NO_COLOR is set), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  topo->footer(std::string("Examples:\n"
+                           "  gpuaff topo                                  this machine\n"
+                           "  gpuaff topo --root fixtures/p4d.24xlarge      a recorded machine\n"
+                           "  gpuaff topo --policy unique-contiguous --nproc 4\n"
+                           "  gpuaff topo --format json > machine.json      then: gpuaff bind --topology machine.json ...\n") +
+               exit_codes_help);
+
+  // ---- exec
+  ExecArgs exec_args;
+  auto* exec = app.add_subcommand("exec", "Bind this process (every thread, and memory if asked), then run COMMAND");
+  add_source_options(*exec, exec_args.plan.source);
+  add_target_options(*exec, exec_args.plan);
+  auto* local_rank = exec->add_flag("--local-rank", exec_args.plan.local_rank,
+                                    "the GPU index is the first set of LOCAL_RANK, SLURM_LOCALID, "
+                                    "OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, PMI_LOCAL_RANK, PALS_LOCAL_RANKID");
+  local_rank->excludes("--gpu")->excludes("--pci");
+  exec->get_option("--gpu")->excludes(local_rank);
+  exec->get_option("--pci")->excludes(local_rank);
+  add_policy_options(*exec, exec_args.plan, std::string("binding policy: ") + policies_help);
+  exec->add_option("--membind", exec_args.membind,
+                   "memory policy: none (kernel default: first touch), local (only the GPU's node(s); 'bind' "
+                   "is a synonym), preferred (the GPU's node first), interleave (over the GPU's nodes)")
+      ->check(CLI::IsMember({"none", "local", "bind", "preferred", "interleave"}))
+      ->capture_default_str();
+  exec->add_option("--fallback", exec_args.fallback,
+                   "when binding fails: error (exit with the error), or unbound (one warning line, then run "
+                   "COMMAND anyway; a refused memory policy keeps the CPU binding)")
+      ->check(CLI::IsMember({"error", "unbound"}))
+      ->capture_default_str();
+  exec->add_flag("--omp-threads", exec_args.omp_threads,
+                 "set OMP_NUM_THREADS to the recommended thread count of the binding");
+  exec->add_flag("--verbose", exec_args.verbose, "say on stderr what was bound");
+  exec->add_option("command", exec_args.command, "the command and its arguments, after --")->type_name("COMMAND...");
+  exec->footer(std::string("Examples:\n"
+                           "  gpuaff exec --gpu 0 -- ./trainer --epochs 3\n"
+                           "  torchrun --nproc-per-node 8 --no-python gpuaff exec --local-rank --policy exclusive -- "
+                           "python train.py\n"
+                           "  srun --ntasks-per-node 8 gpuaff exec --local-rank -- ./trainer\n"
+                           "  mpirun -np 8 gpuaff exec --local-rank --policy core-complex --membind local -- ./trainer\n"
+                           "  gpuaff exec --local-rank --fallback unbound --verbose -- python train.py\n"
+                           "COMMAND is run with execvp (PATH is searched; no shell, no temporary files).\n") +
+               exit_codes_help);
+
+  // ---- record
+  RecordArgs record_args;
+  auto* record = app.add_subcommand("record", "Copy the files gpuaff reads into DIR, to replay with --root DIR");
+  record->add_option("--out", record_args.out, "the directory to write (created)")->type_name("DIR")->required();
+  record->add_option("--root", record_args.root, "the root to record (default: this machine)")
+      ->type_name("DIR")
+      ->capture_default_str();
+  record->add_option("--pci", record_args.pci, "also record these non-GPU devices (e.g. the NIC used with --pci)")
+      ->type_name("BDF");
+  record->add_flag("--force", record_args.force, "write into DIR even when it is not empty");
+  record->footer(std::string("Examples:\n"
+                             "  gpuaff record --out /tmp/node17 && tar czf node17.tgz -C /tmp node17\n"
+                             "  gpuaff topo --root /tmp/node17                 replay it anywhere\n") +
+                 exit_codes_help);
+
+  auto is_command = [&](const std::string& name) {
+    for (const CLI::App* sub : app.get_subcommands({}))
+      if (sub->check_name(name)) return true;
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
+    std::string line = std::string("gpuaff: unknown command '") + argv[1] +
+                       "'; use bind, topo, exec or record (see 'gpuaff --help')\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    return exit_usage;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version: printed on stdout, exit 0
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    return usage_error(app, e);
+  }
+
+  if (bind->parsed()) {
+    if (!bind_args.plan.gpu && bind_args.plan.pci.empty()) {
+      return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument,
+                                             "bind needs --gpu N or --pci BDF; see 'gpuaff bind --help'"));
+    }
+    return run_bind(bind_args);
+  }
+  if (topo->parsed()) return run_topo(topo_args);
+  if (exec->parsed()) {
+    const auto& p = exec_args.plan;
+    if (!p.gpu && p.pci.empty() && !p.local_rank) {
+      return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument,
+                                             "exec needs --gpu N, --pci BDF or --local-rank; see 'gpuaff exec --help'"));
+    }
+    return run_exec(exec_args);
+  }
+  if (record->parsed()) return run_record(record_args);
+  return exit_usage;
+} catch (const std::exception& e) {
+  std::string line = "gpuaff: internal error: " + one_line(e.what()) + "; please report this with 'gpuaff topo' output\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  return exit_internal;
 }

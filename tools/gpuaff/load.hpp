@@ -1,0 +1,104 @@
+#pragma once
+// The one place where gpuaff's commands get a Topology. Every command that
+// reads a machine registers its source flags with add_source_options() and
+// loads with load_topology(), so a new source (hwloc) is added here and
+// nowhere else.
+
+#include <sys/stat.h>
+
+#include <string>
+#include <vector>
+
+#include "gpuaff/gpus.hpp"
+#include "gpuaff/result.hpp"
+#if __has_include("gpuaff/source/json.hpp")
+#include "gpuaff/source/json.hpp"
+#define GPUAFF_CLI_HAS_JSON 1
+#endif
+#include "gpuaff/source/sysfs.hpp"
+#include "gpuaff/topology.hpp"
+
+namespace gpuaff::cli {
+
+struct SourceOptions {
+  std::string root;           ///< --root DIR; empty: the live machine ("/")
+  std::string topology_file;  ///< --topology FILE.json
+  VisibleDevices visible{};   ///< --visible-devices, else the environment
+  std::vector<PciAddress> extra_pci{};  ///< --pci targets the reader must also read
+};
+
+/// Registers --root and --topology (they exclude each other). App is CLI::App;
+/// a template so that this header does not need CLI11.
+template <class App>
+void add_source_options(App& app, SourceOptions& o) {
+  auto* root = app.add_option("--root", o.root,
+                              "Read the machine from a recorded root (a directory laid out like /, see "
+                              "'gpuaff record'); default: this machine")
+                   ->type_name("DIR");
+  auto* json = app.add_option("--topology", o.topology_file,
+                              "Read the machine from a JSON file written by 'gpuaff topo --format json'")
+                   ->type_name("FILE.json");
+  root->excludes(json);
+  json->excludes(root);
+}
+
+namespace detail {
+
+/// Reads the machine with every GPU visible. A file that is missing here is a
+/// broken root, not a missing device, so Errc::not_found becomes Errc::io_error
+/// (exit code 3, "the topology cannot be read").
+inline Result<Topology> read_machine(const SourceOptions& o, const std::vector<PciAddress>& extra_pci) {
+  VisibleDevices every_gpu{.list = std::nullopt, .use_environment = false};
+  Result<Topology> topo = Unexpected<Error>(make_error(Errc::io_error, "no source"));
+  if (!o.topology_file.empty()) {
+#ifdef GPUAFF_CLI_HAS_JSON
+    JsonSource source(JsonSource::Options{.path = o.topology_file, .visible = every_gpu});
+    topo = source.load();
+#else
+    return fail(Errc::unsupported, "--topology: this gpuaff was built without JSON support; use --root DIR");
+#endif
+  } else {
+    std::string root = o.root.empty() ? std::string("/") : o.root;
+    struct stat st {};
+    if (::stat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return fail(Errc::io_error, "topology root '", root,
+                  "' is not a directory; pass --root with a tree made by 'gpuaff record --out DIR', or leave "
+                  "--root out to read this machine");
+    }
+    SysfsSource source(SysfsOptions{.root = root, .visible = every_gpu, .extra_pci = extra_pci});
+    topo = source.load();
+  }
+  if (!topo && topo.error().code() == Errc::not_found) {
+    return Unexpected<Error>(Error(Errc::io_error, topo.error().message(), topo.error().sys_errno()));
+  }
+  return topo;
+}
+
+}  // namespace detail
+
+/// Loads the topology the options name, in three steps whose errors fall in
+/// different classes (and exit codes): read the machine with every GPU
+/// (Errc::io_error, parse_error, out_of_range: the topology is broken); read the
+/// --pci devices that are not GPUs (Errc::not_found: no such device); apply
+/// --visible-devices or CUDA_/HIP_/ROCR_VISIBLE_DEVICES (Errc::invalid_argument
+/// for a garbage list, Errc::not_found for a UUID that matches no GPU).
+inline Result<Topology> load_topology(const SourceOptions& o) {
+  GPUAFF_TRY(Topology topo, detail::read_machine(o, {}));
+  std::vector<PciAddress> missing;
+  for (const auto& a : o.extra_pci)
+    if (topo.find_pci(a) == nullptr) missing.push_back(a);
+  if (!missing.empty()) {
+    if (!o.topology_file.empty()) {
+      return fail(Errc::not_found, "PCI device ", missing.front().to_string(), " is not in ", o.topology_file,
+                  "; list the devices with 'gpuaff topo --topology ", o.topology_file, "'");
+    }
+    SysfsSource source(SysfsOptions{.root = o.root.empty() ? std::string("/") : o.root,
+                                    .visible = VisibleDevices{.list = std::nullopt, .use_environment = false},
+                                    .extra_pci = o.extra_pci});
+    GPUAFF_TRY(topo, source.load());
+  }
+  GPUAFF_TRY(topo.gpus, select_visible_gpus(topo.gpus, o.visible.with_environment()));
+  return topo;
+}
+
+}  // namespace gpuaff::cli

@@ -1,0 +1,266 @@
+#include "report.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include "gpuaff/version.hpp"
+
+namespace gpuaff::cli {
+namespace {
+
+std::string list_or(const CpuSet& s, std::string_view empty) { return s.empty() ? std::string(empty) : s.to_list(); }
+
+std::string pad(std::string s, std::size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+std::string pad_left(std::string s, std::size_t width) {
+  if (s.size() < width) s.insert(0, width - s.size(), ' ');
+  return s;
+}
+
+std::string hex(unsigned value, int digits) {
+  static constexpr char d[] = "0123456789abcdef";
+  std::string s(static_cast<std::size_t>(digits), '0');
+  for (int i = digits - 1; i >= 0; --i, value >>= 4) s[static_cast<std::size_t>(i)] = d[value & 0xf];
+  return "0x" + s;
+}
+
+/// A fixed-width table: the first row is the header.
+std::string render_table(const std::vector<std::vector<std::string>>& rows, std::string_view indent) {
+  std::vector<std::size_t> width;
+  for (const auto& r : rows) {
+    if (width.size() < r.size()) width.resize(r.size(), 0);
+    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line(indent);
+    for (std::size_t i = 0; i < r.size(); ++i) line += i + 1 == r.size() ? r[i] : pad(r[i], width[i] + 2);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + '\n';
+  }
+  return out;
+}
+
+std::string smt_summary(const Topology& topo) {
+  if (topo.cores.empty()) return "unknown (no cores read)";
+  int lo = topo.cores.front().threads.count();
+  int hi = lo;
+  for (const auto& c : topo.cores) {
+    lo = std::min(lo, c.threads.count());
+    hi = std::max(hi, c.threads.count());
+  }
+  std::string cores = std::to_string(topo.cores.size()) + " physical cores";
+  if (hi == 1) return "off, " + cores;
+  if (lo == hi) return "on, " + std::to_string(hi) + " threads per core, " + cores;
+  return "mixed, " + std::to_string(lo) + " to " + std::to_string(hi) + " threads per core, " + cores;
+}
+
+// ANSI colours for GPU cells, cycled; bold on a coloured background reads on
+// light and dark terminals alike.
+constexpr std::string_view palette[] = {"\033[1;97;41m", "\033[1;30;42m", "\033[1;30;43m", "\033[1;97;44m",
+                                        "\033[1;97;45m", "\033[1;30;46m", "\033[1;30;47m", "\033[1;97;100m"};
+constexpr std::string_view reset = "\033[0m";
+constexpr std::string_view dim = "\033[2m";
+
+std::string picture(const Topology& topo, const ReportOptions& o) {
+  std::string out;
+  const auto& row = o.picture;
+  std::size_t gpus = row.per_gpu.size();
+  int max_index = gpus == 0 ? 0 : static_cast<int>(gpus) - 1;
+  std::size_t cell = std::to_string(max_index).size();
+  bool color = o.color == Color::always;
+
+  out += "Picture: policy " + row.policy +
+         ", one cell per physical core in CPU order; the cell is the GPU the core goes to\n"
+         "  ('.' no GPU, '+' several GPUs, 'x' not usable: offline or outside the allowed set)\n";
+  std::vector<std::string> failed;
+  for (std::size_t g = 0; g < gpus; ++g)
+    if (!row.per_gpu[g]) failed.push_back("GPU " + std::to_string(g) + ": " + std::string(row.per_gpu[g].error().message()));
+  for (const auto& f : failed) out += "  not drawn, " + f + '\n';
+
+  // Group the cores by (package, node) in the order of the ids.
+  std::map<std::pair<int, int>, std::vector<const Core*>> groups;
+  for (const auto& core : topo.cores) groups[{core.package, topo.node_of_cpu(core.first())}].push_back(&core);
+  CpuSet usable = topo.usable();
+  for (const auto& [key, cores] : groups) {
+    auto [package, node] = key;
+    out += "  package " + (package < 0 ? std::string("?") : std::to_string(package)) + ", node " +
+           (node < 0 ? std::string("?") : std::to_string(node)) + ":\n";
+    for (std::size_t start = 0; start < cores.size(); start += static_cast<std::size_t>(std::max(1, o.wrap_cells))) {
+      std::size_t end = std::min(cores.size(), start + static_cast<std::size_t>(std::max(1, o.wrap_cells)));
+      std::string line = "    cpu " + pad_left(std::to_string(cores[start]->first()), 4) + " ";
+      for (std::size_t i = start; i < end; ++i) {
+        const Core& core = *cores[i];
+        int owner = -1;
+        int owners = 0;
+        for (std::size_t g = 0; g < gpus; ++g)
+          if (row.per_gpu[g] && row.per_gpu[g]->intersects(core.threads)) {
+            if (owners++ == 0) owner = static_cast<int>(g);
+          }
+        std::string text;
+        std::string_view style;
+        if (!core.threads.intersects(usable)) {
+          text = "x";
+          style = dim;
+        } else if (owners == 0) {
+          text = ".";
+          style = dim;
+        } else if (owners > 1) {
+          text = "+";
+        } else {
+          text = std::to_string(owner);
+          style = palette[static_cast<std::size_t>(owner) % std::size(palette)];
+        }
+        text = pad_left(text, cell);
+        line += ' ';
+        if (color && !style.empty()) line += std::string(style) + text + std::string(reset);
+        else line += text;
+      }
+      out += line + '\n';
+    }
+  }
+  if (groups.empty()) out += "  (no cores)\n";
+  return out;
+}
+
+std::string bindings_table(const Topology& topo, const ReportOptions& o) {
+  std::string out = "Bindings per policy";
+  if (!o.job.empty()) out += " (" + o.job + ")";
+  out += ":\n";
+  if (topo.gpus.empty()) return out + "  (no visible GPUs)\n";
+  // Errors become footnotes so the table stays narrow; equal messages share one.
+  std::vector<std::string> notes;
+  auto note = [&](const Error& e) {
+    std::string m(e.message());
+    auto it = std::find(notes.begin(), notes.end(), m);
+    std::size_t n = static_cast<std::size_t>(it - notes.begin());
+    if (it == notes.end()) notes.push_back(m);
+    return "error [" + std::to_string(n + 1) + "]";
+  };
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header{"policy"};
+  for (std::size_t g = 0; g < topo.gpus.size(); ++g) header.push_back("GPU " + std::to_string(g));
+  rows.push_back(header);
+  for (const auto& p : o.table) {
+    std::vector<std::string> r{p.policy};
+    for (const auto& res : p.per_gpu) r.push_back(res ? list_or(*res, "(empty)") : note(res.error()));
+    rows.push_back(r);
+  }
+  std::size_t width = 0;
+  for (const auto& r : rows) {
+    std::size_t w = 2;
+    for (const auto& c : r) w += c.size() + 2;
+    width = std::max(width, w);
+  }
+  if (width <= 120) {
+    out += render_table(rows, "  ");
+  } else {
+    // Too wide for a terminal or an issue tracker: one line per policy and GPU.
+    for (std::size_t i = 1; i < rows.size(); ++i) {
+      out += "  " + rows[i][0] + '\n';
+      std::vector<std::vector<std::string>> sub;
+      for (std::size_t g = 1; g < rows[i].size(); ++g) sub.push_back({rows[0][g], rows[i][g]});
+      out += render_table(sub, "    ");
+    }
+  }
+  for (std::size_t i = 0; i < notes.size(); ++i) out += "  [" + std::to_string(i + 1) + "] " + notes[i] + '\n';
+  return out;
+}
+
+}  // namespace
+
+std::string render_report(const Topology& topo, const ReportOptions& o) {
+  std::string out;
+  out += "gpuaff " + std::string(version_string) + " topology report\n";
+  out += "origin:        " + std::string(topo.origin.view()) + '\n';
+  CpuSet usable = topo.usable();
+  out += "CPUs online:   " + list_or(topo.online, "(none)") + " (" + std::to_string(topo.online.count()) + ")\n";
+  out += "CPUs allowed:  " + list_or(topo.allowed, "(none)") + " (" + std::to_string(topo.allowed.count()) +
+         "; usable, allowed and online: " + std::to_string(usable.count()) + ")\n";
+  out += "memory nodes allowed: " + (topo.mems_allowed.empty() ? std::string("unknown") : topo.mems_allowed.to_list()) +
+         '\n';
+  out += "packages:      " + std::to_string(topo.packages.size());
+  for (const auto& p : topo.packages)
+    out += (&p == &topo.packages.front() ? "  " : "; ") + (p.id < 0 ? std::string("?") : std::to_string(p.id)) + ": " +
+           list_or(p.cpus, "(none)");
+  out += '\n';
+  out += "SMT:           " + smt_summary(topo) + '\n';
+  if (!topo.core_complexes.empty()) {
+    out += "core complexes: " + std::to_string(topo.core_complexes.size()) + " (L" +
+           std::to_string(topo.core_complexes.front().level) + " groups)\n";
+  }
+
+  out += "\nGPUs (" + std::to_string(topo.gpus.size()) + " visible):\n";
+  if (topo.gpus.empty()) {
+    out += "  (none)\n";
+  } else {
+    std::vector<std::vector<std::string>> rows{{"index", "pci", "vendor:device", "node", "local CPUs", "uuid"}};
+    for (const auto& g : topo.gpus) {
+      rows.push_back({std::to_string(g.index), std::string(g.address().to_string().view()),
+                      hex(g.pci.vendor, 4).substr(2) + ":" + hex(g.pci.device, 4).substr(2),
+                      g.numa_node() < 0 ? std::string("unknown (-1)") : std::to_string(g.numa_node()),
+                      g.pci.has_local_cpus ? list_or(g.pci.local_cpus, "(none)") : std::string("-"),
+                      g.uuid.size() == 0 ? std::string("-") : std::string(g.uuid.view())});
+    }
+    out += render_table(rows, "  ");
+  }
+  // Devices read but not visible as GPUs: hidden by *_VISIBLE_DEVICES, or named with --pci.
+  std::vector<std::vector<std::string>> others{{"pci", "class", "vendor:device", "node", "note"}};
+  for (const auto& d : topo.pci_devices) {
+    bool visible = std::any_of(topo.gpus.begin(), topo.gpus.end(), [&](const Gpu& g) { return g.address() == d.address; });
+    if (visible) continue;
+    others.push_back({std::string(d.address.to_string().view()), hex(d.class_code, 6),
+                      hex(d.vendor, 4).substr(2) + ":" + hex(d.device, 4).substr(2),
+                      d.numa_node < 0 ? std::string("unknown (-1)") : std::to_string(d.numa_node),
+                      d.is_gpu() ? "GPU, not visible" : "not a GPU"});
+  }
+  if (others.size() > 1) {
+    out += "other PCI devices:\n";
+    out += render_table(others, "  ");
+  }
+
+  out += "\nNUMA nodes (" + std::to_string(topo.nodes.size()) + "):\n";
+  if (topo.nodes.empty()) {
+    out += "  (none)\n";
+  } else {
+    std::vector<std::vector<std::string>> rows{{"node", "cpus", "usable", "package", "gpus"}};
+    for (const auto& n : topo.nodes) {
+      std::string packages;
+      for (const auto& p : topo.packages)
+        if (p.cpus.intersects(n.cpus)) packages += (packages.empty() ? "" : ",") + std::to_string(p.id);
+      std::string gpus;
+      for (const auto& g : topo.gpus)
+        if (g.numa_node() == n.id) gpus += (gpus.empty() ? "" : ",") + std::to_string(g.index);
+      rows.push_back({std::to_string(n.id), n.memory_only() ? std::string("(memory only)") : n.cpus.to_list(),
+                      n.memory_only() ? std::string("-") : list_or(n.cpus & usable, "(none)"),
+                      packages.empty() ? std::string("-") : packages, gpus.empty() ? std::string("-") : gpus});
+    }
+    out += render_table(rows, "  ");
+    bool any_distance = std::any_of(topo.nodes.begin(), topo.nodes.end(), [](const NumaNode& n) { return !n.distances.empty(); });
+    if (any_distance) {
+      out += "distances:\n";
+      std::vector<std::vector<std::string>> d{{"from\\to"}};
+      for (const auto& n : topo.nodes) d[0].push_back(std::to_string(n.id));
+      for (const auto& from : topo.nodes) {
+        std::vector<std::string> r{std::to_string(from.id)};
+        for (const auto& to : topo.nodes) {
+          int v = topo.distance(from.id, to.id);
+          r.push_back(v < 0 ? "?" : std::to_string(v));
+        }
+        d.push_back(r);
+      }
+      out += render_table(d, "  ");
+    }
+  }
+
+  out += '\n' + bindings_table(topo, o);
+  out += '\n' + picture(topo, o);
+  return out;
+}
+
+}  // namespace gpuaff::cli

@@ -1,0 +1,35 @@
+#pragma once
+// The text report of `gpuaff topo`: what a machine looks like and what each
+// policy gives each GPU, in a form that can be pasted into a bug report.
+// Rendering is pure: the bindings are computed by the caller and passed in,
+// so the renderer only formats a Topology and those results.
+
+#include <string>
+#include <vector>
+
+#include "gpuaff/cpu_set.hpp"
+#include "gpuaff/result.hpp"
+#include "gpuaff/topology.hpp"
+
+namespace gpuaff::cli {
+
+/// What one policy gives each visible GPU (index = GPU index).
+struct PolicyRow {
+  std::string policy;
+  std::vector<Result<CpuSet>> per_gpu;
+};
+
+enum class Color { never, always };
+
+struct ReportOptions {
+  Color color = Color::never;
+  std::string job;                 ///< one line describing the job options used for the table
+  std::vector<PolicyRow> table;    ///< every policy
+  PolicyRow picture;               ///< the policy drawn in the core grid
+  int wrap_cells = 32;             ///< cores per line in the picture
+};
+
+/// The whole report, ending in a newline.
+std::string render_report(const Topology& topo, const ReportOptions& options);
+
+}  // namespace gpuaff::cli
