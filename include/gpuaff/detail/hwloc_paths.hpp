@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <string>
@@ -35,6 +36,8 @@ inline namespace v0 {
 struct HwlocRecordSummary {
   int files_copied = 0;                ///< regular files written under the output root
   int links_made = 0;                  ///< symlinks recreated (sys/bus/pci/devices/*, HMAT initiators)
+  std::uint64_t bytes = 0;             ///< bytes written to regular files
+  std::vector<std::string> paths{};    ///< root-relative paths of the files written (links resolved)
   std::vector<std::string> unreadable{};  ///< root-relative files that exist but could not be read (EACCES)
 };
 
@@ -144,6 +147,27 @@ inline int hwloc_copy_one(const std::string& from, const std::string& to, std::s
                           HwlocRecordSummary& summary, int* write_error) {
   std::string cur;  // root-relative path resolved so far (in the source tree)
   std::string todo = hwloc_normalize(rel);
+  if (todo.compare(0, 5, "proc/") == 0) {
+    // proc/self is a link to this process's pid: keep the path as named
+    std::string data;
+    if (int e = hwloc_read_file(hwloc_join(from, todo), data); e != 0) return e;
+    std::string acc = to;
+    for (std::size_t p = 0; (p = todo.find('/', p)) != std::string::npos; ++p) {
+      acc = hwloc_join(to, todo.substr(0, p));
+      if (::mkdir(acc.c_str(), 0755) != 0 && errno != EEXIST) {
+        *write_error = errno;
+        return errno;
+      }
+    }
+    if (int e = hwloc_write_file(hwloc_join(to, todo), data); e != 0) {
+      *write_error = e;
+      return e;
+    }
+    ++summary.files_copied;
+    summary.bytes += data.size();
+    summary.paths.push_back(todo);
+    return 0;
+  }
   int hops = 0;
   while (!todo.empty()) {
     std::size_t slash = todo.find('/');
@@ -201,6 +225,8 @@ inline int hwloc_copy_one(const std::string& from, const std::string& to, std::s
       return e;
     }
     ++summary.files_copied;
+    summary.bytes += data.size();
+    summary.paths.push_back(next);
     return 0;
   }
   return 0;
@@ -376,6 +402,8 @@ inline Result<HwlocRecordSummary> copy_hwloc_extras(const std::string& from, con
                                               "' while recording for hwloc: ", std::string_view(std::strerror(e))));
     }
     ++summary.files_copied;
+    summary.bytes += mounts.size();
+    summary.paths.emplace_back("proc/mounts");
   }
   return summary;
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gpuaff/detail/fs.hpp"
+#include "gpuaff/detail/hwloc_paths.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/sysfs.hpp"
 #include "gpuaff/topology.hpp"
@@ -31,6 +32,7 @@ struct RecordOptions {
   std::string root = "/";               ///< what to record; "/" is this machine
   std::vector<PciAddress> extra_pci{};  ///< non-GPU devices to record too (for --pci)
   bool allow_non_empty = false;         ///< write into a directory that already has entries
+  bool for_hwloc = true;                ///< also copy what hwloc needs to load the recording (detail/hwloc_paths.hpp)
 };
 
 struct RecordSummary {
@@ -172,6 +174,13 @@ inline Result<RecordSummary> record_topology(const RecordOptions& options) {
   ++summary.files;
   summary.bytes += status.size();
   summary.paths.emplace_back("proc/self/status");
+  if (options.for_hwloc) {
+    GPUAFF_TRY(auto extra, copy_hwloc_extras(options.root, out));
+    summary.files += extra.files_copied;
+    summary.symlinks += extra.links_made;
+    summary.bytes += extra.bytes;
+    summary.paths.insert(summary.paths.end(), extra.paths.begin(), extra.paths.end());
+  }
   summary.topology = t;
   return summary;
 }
