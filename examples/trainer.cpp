@@ -1,0 +1,211 @@
+// A trainer-style launcher: one worker process per GPU, each started on the
+// CPUs (and, if asked, the NUMA memory) of its GPU.
+//
+//   trainer [--root DIR] [--policy NAME] [--smt all|one] [--nproc N]
+//           [--visible-devices LIST] [--membind none|local|bind|preferred|interleave]
+//           [--cpu-only-if-refused] [--map-to-local]
+//
+// It loads the topology (the live machine, or a recorded root such as
+// fixtures/dgx-h100), computes every GPU's binding with a policy, and starts
+// each worker under a ScopedAffinity guard, so the worker runs on its CPUs
+// from its first instruction while the launcher's own mask is restored after
+// each start. Every worker prints the Cpus_allowed_list the kernel shows for
+// it, and the launcher checks it against the plan.
+//
+// --map-to-local is a test mode for running a recorded machine's plan here:
+// CPU k of the recording becomes the (k mod n)-th CPU this process may use
+// (n = how many it may use), and memory node m the (m mod n)-th allowed node.
+// On a 2-CPU machine, recorded CPUs 0,2,4,... become CPU 0 and 1,3,5,... CPU 1.
+
+#include <gpuaff/gpuaff.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+struct Args {
+  std::string root = "/";
+  gpuaff::PolicySpec policy{};
+  gpuaff::JobOptions job{};
+  std::optional<std::string> visible;
+  gpuaff::MemoryOptions memory{};
+  bool map_to_local = false;
+};
+
+[[noreturn]] void usage_error(const std::string& what) {
+  std::fprintf(stderr, "trainer: %s\n", what.c_str());
+  std::exit(2);
+}
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage_error("option " + std::string(arg) + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--root") {
+      a.root = value();
+    } else if (arg == "--policy") {
+      auto k = gpuaff::parse_policy(value());
+      if (!k) usage_error(std::string(k.error().message()));
+      a.policy.kind = *k;
+    } else if (arg == "--smt") {
+      std::string v = value();
+      if (v != "all" && v != "one") usage_error("--smt takes all or one, not '" + v + "'");
+      a.policy.nvidia.smt = v == "one" ? gpuaff::Smt::one : gpuaff::Smt::all;
+    } else if (arg == "--nproc") {
+      std::string v = value();
+      char* end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0' || n < 1 || n > 4096) usage_error("--nproc takes a positive number, not '" + v + "'");
+      a.job.nproc = static_cast<int>(n);
+    } else if (arg == "--visible-devices") {
+      a.visible = value();
+    } else if (arg == "--membind") {
+      auto p = gpuaff::parse_mem_policy(value());
+      if (!p) usage_error(std::string(p.error().message()));
+      a.memory.policy = *p;
+    } else if (arg == "--cpu-only-if-refused") {
+      a.memory.on_refused = gpuaff::OnRefused::cpu_only;
+    } else if (arg == "--map-to-local") {
+      a.map_to_local = true;
+    } else {
+      usage_error("unknown option '" + std::string(arg) + "' (see the comment at the top of examples/trainer.cpp)");
+    }
+  }
+  return a;
+}
+
+/// The value of a "Key:\tlist" line of /proc/self/status.
+gpuaff::CpuSet status_list(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  std::string prefix = std::string(key) + ":";
+  while (std::getline(in, line))
+    if (line.rfind(prefix, 0) == 0) {
+      auto s = gpuaff::CpuSet::parse_list(line.substr(prefix.size()));
+      if (s) return *s;
+    }
+  return {};
+}
+
+/// Test mode: id k -> the (k mod n)-th member of `local`.
+gpuaff::CpuSet map_onto(const gpuaff::CpuSet& planned, const gpuaff::CpuSet& local) {
+  gpuaff::CpuSet out;
+  int n = local.count();
+  if (n == 0) return planned;
+  for (int k : planned) out.set(local.nth(k % n));
+  return out;
+}
+
+/// The worker: what a training process would do first is look at where it runs.
+int worker(int gpu, const gpuaff::CpuSet& expected) {
+  gpuaff::CpuSet actual = status_list("Cpus_allowed_list");
+  std::string line = "worker " + std::to_string(gpu) + " expected " + expected.to_list() + " Cpus_allowed_list " +
+                     actual.to_list() + "\n";
+  // One write: lines of concurrent workers do not interleave.
+  ssize_t w = ::write(STDOUT_FILENO, line.data(), line.size());
+  (void)w;
+  return actual == expected ? 0 : 3;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args = parse_args(argc, argv);
+
+  gpuaff::SysfsOptions source_options{.root = args.root};
+  if (args.visible) source_options.visible.list = args.visible;
+  gpuaff::SysfsSource source(std::move(source_options));
+  auto topo = source.load();
+  if (!topo) {
+    std::fprintf(stderr, "trainer: %s\n", topo.error().what());
+    return 1;
+  }
+  if (topo->gpus.empty()) {
+    std::fprintf(stderr, "trainer: no GPU in %s; nothing to launch\n", args.root.c_str());
+    return 1;
+  }
+  int count = args.job.nproc > 0 ? args.job.nproc : static_cast<int>(topo->gpus.size());
+
+  // The plan: every GPU's CPUs and memory nodes, computed before anything starts,
+  // so that a bad GPU stops the launch instead of leaving half the workers running.
+  struct Plan {
+    gpuaff::CpuSet cpus;
+    gpuaff::MemoryOptions memory;
+    int threads;
+  };
+  std::vector<Plan> plan;
+  gpuaff::CpuSet local_cpus = status_list("Cpus_allowed_list");
+  gpuaff::CpuSet local_nodes = status_list("Mems_allowed_list");
+  for (int g = 0; g < count; ++g) {
+    auto cpus = gpuaff::bind(*topo, g, args.policy, args.job);
+    if (!cpus) {
+      std::fprintf(stderr, "trainer: GPU %d: %s\n", g, cpus.error().what());
+      return 1;
+    }
+    gpuaff::MemoryOptions memory = args.memory;
+    if (memory.policy != gpuaff::MemPolicy::none && memory.policy != gpuaff::MemPolicy::local) {
+      auto nodes = gpuaff::memory_nodes(*topo, g, args.job);
+      if (!nodes) {
+        std::fprintf(stderr, "trainer: GPU %d: %s\n", g, nodes.error().what());
+        return 1;
+      }
+      memory.nodes = args.map_to_local ? map_onto(*nodes, local_nodes) : *nodes;
+    }
+    // One worker thread per physical core: what OMP_NUM_THREADS or DataLoader workers should get.
+    int threads = gpuaff::recommended_threads(*topo, *cpus);
+    gpuaff::CpuSet run_on = args.map_to_local ? map_onto(*cpus, local_cpus) : *cpus;
+    std::printf("gpu %d %s: policy %s -> cpus %s%s%s (%d physical cores: OMP_NUM_THREADS=%d)\n", g,
+                topo->gpus[static_cast<std::size_t>(g)].address().to_string().c_str(),
+                std::string(gpuaff::to_string(args.policy.kind)).c_str(), cpus->to_list().c_str(),
+                args.map_to_local ? ", here " : "", args.map_to_local ? run_on.to_list().c_str() : "", threads, threads);
+    plan.push_back({run_on, memory, threads});
+  }
+  std::fflush(stdout);  // the workers share stdout; nothing of ours may be pending in it
+
+  std::vector<gpuaff::Child> workers;
+  int failures = 0;
+  for (int g = 0; g < count; ++g) {
+    const Plan& p = plan[static_cast<std::size_t>(g)];
+    // Bind this thread, start the worker (it inherits the mask and the memory
+    // policy), and let the guard restore this thread at the end of the scope.
+    auto guard = gpuaff::ScopedAffinity::create(p.cpus, p.memory);
+    if (!guard) {
+      std::fprintf(stderr, "trainer: GPU %d: %s\n", g, guard.error().what());
+      ++failures;
+      break;
+    }
+    for (const auto& w : guard->warnings()) std::fprintf(stderr, "trainer: GPU %d: warning: %s\n", g, w.c_str());
+    gpuaff::CpuSet expected = p.cpus;
+    auto child = gpuaff::spawn_callable([g, expected] { return worker(g, expected); });
+    if (!child) {
+      std::fprintf(stderr, "trainer: GPU %d: %s\n", g, child.error().what());
+      ++failures;
+      break;
+    }
+    workers.push_back(std::move(*child));
+  }
+  auto statuses = gpuaff::wait_all(workers);
+  if (!statuses) {
+    std::fprintf(stderr, "trainer: %s\n", statuses.error().what());
+    return 1;
+  }
+  for (std::size_t g = 0; g < statuses->size(); ++g)
+    if (!(*statuses)[g].success()) {
+      std::fprintf(stderr, "trainer: worker %zu did not run on its CPUs (exit %d)\n", g, (*statuses)[g].exit_code);
+      ++failures;
+    }
+  if (failures == 0 && static_cast<int>(workers.size()) == count)
+    std::printf("all %d workers ran on their CPUs\n", count);
+  return failures == 0 ? 0 : 1;
+}
