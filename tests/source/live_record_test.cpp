@@ -1,2 +1,185 @@
+// The live machine ("/"), checked against facts read another way, and the
+// recorder: a recording of this machine loads back to the same Topology.
+#include <gpuaff/source/record.hpp>
 #include <gpuaff/source/sysfs.hpp>
+
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "source/tree.hpp"
 #include "support/check.hpp"
+
+using gpuaff::CpuSet;
+using gpuaff::RecordOptions;
+using gpuaff::SysfsOptions;
+using gpuaff::SysfsSource;
+using gpuaff::Topology;
+using gpuaff_test::TempTree;
+
+namespace {
+
+SysfsOptions live_options() { return SysfsOptions{.root = "/", .visible = {.use_environment = false}}; }
+
+CpuSet affinity_via_glibc() {
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  REQUIRE(::sched_getaffinity(0, sizeof s, &s) == 0);
+  return CpuSet::from_cpu_set_t(s);
+}
+
+std::string status_line(const std::string& key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key + ":", 0) == 0) return line.substr(key.size() + 1);
+  return "";
+}
+
+bool is_symlink(const std::string& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+}  // namespace
+
+TEST_CASE("the live machine loads and agrees with sysconf, sched_getaffinity and /proc") {
+  SysfsSource s(live_options());
+  auto r = s.load();
+  REQUIRE_MESSAGE(r, r.error().message());
+  CHECK(r->online.count() == ::sysconf(_SC_NPROCESSORS_ONLN));
+  CHECK(r->allowed == affinity_via_glibc());
+  CHECK(r->mems_allowed == CpuSet::parse_list(status_line("Mems_allowed_list")).value());
+  CHECK(r->origin == "/");
+  // Every online CPU is in exactly one core and one package.
+  int in_cores = 0;
+  for (const auto& c : r->cores) in_cores += c.threads.count();
+  CHECK(in_cores == r->online.count());
+  for (int cpu : r->online) CHECK(r->package_of_cpu(cpu) != nullptr);
+  CHECK_FALSE(r->nodes.empty());
+}
+
+TEST_CASE("live, the allowed set is the calling thread's, not the process's") {
+  CpuSet all = affinity_via_glibc();
+  if (all.count() < 2) return;  // nothing to narrow on a one-CPU machine
+  int first = all.first();
+  Topology seen;
+  std::thread th([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(static_cast<std::size_t>(first), &one);
+    REQUIRE(::sched_setaffinity(0, sizeof one, &one) == 0);
+    SysfsSource s(SysfsOptions{.root = "/tmp/..", .visible = {.use_environment = false}});  // canonicalises to "/"
+    auto r = s.load();
+    REQUIRE(r);
+    seen = *r;
+  });
+  th.join();
+  CHECK(seen.allowed == CpuSet::single(first));  // /proc/self/status still shows the main thread's set
+}
+
+TEST_CASE("a recording of this machine loads back to the same topology") {
+  TempTree out;
+  auto sum = gpuaff::record_topology(RecordOptions{.out_dir = out.path("rec"), .for_hwloc = false});
+  REQUIRE_MESSAGE(sum, sum.error().message());
+  SysfsSource live(live_options());
+  auto a = live.load();
+  REQUIRE(a);
+  SysfsSource replay(SysfsOptions{.root = out.path("rec"), .visible = {.use_environment = false}});
+  auto b = replay.load();
+  REQUIRE_MESSAGE(b, b.error().message());
+  Topology expected = *a;
+  expected.origin = out.path("rec");
+  CHECK(*b == expected);
+  CHECK(b->allowed == a->allowed);
+  // Exactly the files read were written (proc/self/status freshly), each once.
+  CHECK(sum->files == static_cast<int>(live.files_read().size()));
+  CHECK(replay.files_read() == live.files_read());
+  CHECK(sum->bytes > 0);
+  // PCI entries are relative symlinks into sys/devices, as in real sysfs.
+  std::vector<std::string> devs;
+  REQUIRE(gpuaff::detail::list_directory(out.path("rec/sys/bus/pci/devices"), devs) == 0);
+  for (const auto& d : devs) {
+    std::string p = out.path("rec/sys/bus/pci/devices/" + d);
+    CHECK(is_symlink(p));
+    char target[512] = {};
+    REQUIRE(::readlink(p.c_str(), target, sizeof target - 1) > 0);
+    CHECK(std::string(target).rfind("../../../devices/", 0) == 0);
+  }
+  CHECK(sum->symlinks == static_cast<int>(devs.size()));
+}
+
+TEST_CASE("a recording with the hwloc extras (the default) loads back to the same topology too") {
+  TempTree out;
+  auto sum = gpuaff::record_topology(RecordOptions{.out_dir = out.path("rec")});
+  REQUIRE_MESSAGE(sum, sum.error().message());
+  auto a = SysfsSource(live_options()).load();
+  auto b = SysfsSource(SysfsOptions{.root = out.path("rec"), .visible = {.use_environment = false}}).load();
+  REQUIRE(a);
+  REQUIRE_MESSAGE(b, b.error().message());
+  Topology expected = *a;
+  expected.origin = out.path("rec");
+  CHECK(*b == expected);
+  // Each path once; proc/self/status is ours (the allowed set), not the process's copy.
+  CHECK(std::adjacent_find(sum->paths.begin(), sum->paths.end()) == sum->paths.end());
+  std::string status;
+  REQUIRE(gpuaff::detail::read_whole_file(out.path("rec/proc/self/status"), status) == 0);
+  CHECK(status.rfind("Cpus_allowed:\t", 0) == 0);
+}
+
+TEST_CASE("the recorder refuses a non-empty directory unless asked") {
+  TempTree out;
+  out.write("rec/something", "x");
+  auto r = gpuaff::record_topology(RecordOptions{.out_dir = out.path("rec")});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code() == gpuaff::Errc::invalid_argument);
+  CHECK(std::string(r.error().message()).find(out.path("rec")) != std::string::npos);
+  auto ok = gpuaff::record_topology(RecordOptions{.out_dir = out.path("rec"), .allow_non_empty = true});
+  CHECK(ok);
+  auto again = gpuaff::record_topology(RecordOptions{.out_dir = out.path("rec"), .allow_non_empty = true});
+  CHECK(again);  // same links and files again: fine
+}
+
+TEST_CASE("recording a recording with absolute links reproduces it, links made relative") {
+  TempTree src;
+  src.write("sys/devices/system/cpu/online", "0-1\n");
+  for (int c = 0; c < 2; ++c) {
+    std::string d = "sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
+    src.write(d + "core_cpus_list", "0-1\n").write(d + "physical_package_id", "0\n").write(d + "package_cpus_list", "0-1\n");
+  }
+  src.write("sys/devices/pci0000:3b/0000:3b:00.0/class", "0x030200\n");
+  src.write("sys/devices/pci0000:3b/0000:3b:00.0/vendor", "0x10de\n");
+  src.write("sys/devices/pci0000:3b/0000:3b:00.0/numa_node", "-1\n");
+  src.link("sys/bus/pci/devices/0000:3b:00.0", "/sys/devices/pci0000:3b/0000:3b:00.0");
+  src.write("proc/self/status", "Cpus_allowed_list:\t1\n");
+  TempTree out;
+  auto sum = gpuaff::record_topology(RecordOptions{.out_dir = out.path("rec"), .root = src.root()});
+  REQUIRE_MESSAGE(sum, sum.error().message());
+  char target[512] = {};
+  REQUIRE(::readlink(out.path("rec/sys/bus/pci/devices/0000:3b:00.0").c_str(), target, sizeof target - 1) > 0);
+  CHECK(std::string(target) == "../../../devices/pci0000:3b/0000:3b:00.0");
+  auto a = SysfsSource(SysfsOptions{.root = src.root(), .visible = {.use_environment = false}}).load();
+  auto b = SysfsSource(SysfsOptions{.root = out.path("rec"), .visible = {.use_environment = false}}).load();
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(b->allowed == CpuSet{1});
+  Topology expected = *a;
+  expected.origin = out.path("rec");
+  CHECK(*b == expected);
+  CHECK(sum->topology.gpus.size() == 1);
+}
+
+TEST_CASE("recording a broken root fails and says why") {
+  TempTree src;
+  src.write("sys/devices/system/cpu/online", "garbage\n");
+  TempTree out;
+  auto r = gpuaff::record_topology(RecordOptions{.out_dir = out.path("rec"), .root = src.root()});
+  REQUIRE_FALSE(r);
+  CHECK(std::string(r.error().message()).find("cannot record") != std::string::npos);
+  CHECK(std::string(r.error().message()).find(src.path("sys/devices/system/cpu/online")) != std::string::npos);
+}

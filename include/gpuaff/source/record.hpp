@@ -6,10 +6,13 @@
 // paths; each symlink met on the way (sys/bus/pci/devices/* -> sys/devices/pci*)
 // is recreated as a relative link inside the recording; proc/self/status is
 // written fresh with the allowed set the load saw (live: sched_getaffinity).
+// With for_hwloc (the default) the files hwloc needs to load the recording
+// through HWLOC_FSROOT are added (detail/hwloc_paths.hpp); SysfsSource ignores them.
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <set>
@@ -37,10 +40,10 @@ struct RecordOptions {
 
 struct RecordSummary {
   std::string out_dir;
-  int files = 0;                   ///< regular files written, proc/self/status included
+  int files = 0;                   ///< regular files written (each once), proc/self/status included
   int symlinks = 0;                ///< symlinks created
-  std::uint64_t bytes = 0;         ///< bytes written to regular files
-  std::vector<std::string> paths;  ///< root-relative paths of the files written
+  std::uint64_t bytes = 0;         ///< total size of those files
+  std::vector<std::string> paths;  ///< root-relative paths of the files written, sorted
   Topology topology;               ///< what was recorded (origin: the source root)
 };
 
@@ -159,11 +162,17 @@ inline Result<RecordSummary> record_topology(const RecordOptions& options) {
     if (int e = detail::make_directories(out_path(detail::parent_of(resolved))); e != 0)
       return io_fail(e, "create directory", out_path(detail::parent_of(resolved)));
     if (int e = detail::write_whole_file(out_path(resolved), data); e != 0) return io_fail(e, "write", out_path(resolved));
-    ++summary.files;
-    summary.bytes += data.size();
     summary.paths.push_back(resolved);
   }
 
+  if (options.for_hwloc) {
+    GPUAFF_TRY(auto extra, copy_hwloc_extras(options.root, out));
+    summary.symlinks += extra.links_made;
+    summary.paths.insert(summary.paths.end(), extra.paths.begin(), extra.paths.end());
+  }
+
+  // Written last: the hwloc extras copy the process's own status file, but the
+  // recording must hold the allowed set the load saw (live: this thread's).
   const Topology& t = *topo;
   std::string status = "Cpus_allowed:\t" + t.allowed.to_mask() + "\nCpus_allowed_list:\t" + t.allowed.to_list() + "\n";
   if (!t.mems_allowed.empty())
@@ -171,15 +180,16 @@ inline Result<RecordSummary> record_topology(const RecordOptions& options) {
   if (int e = detail::make_directories(out_path("proc/self")); e != 0) return io_fail(e, "create directory", out_path("proc/self"));
   if (int e = detail::write_whole_file(out_path("proc/self/status"), status); e != 0)
     return io_fail(e, "write", out_path("proc/self/status"));
-  ++summary.files;
-  summary.bytes += status.size();
   summary.paths.emplace_back("proc/self/status");
-  if (options.for_hwloc) {
-    GPUAFF_TRY(auto extra, copy_hwloc_extras(options.root, out));
-    summary.files += extra.files_copied;
-    summary.symlinks += extra.links_made;
-    summary.bytes += extra.bytes;
-    summary.paths.insert(summary.paths.end(), extra.paths.begin(), extra.paths.end());
+
+  // Count what is on disk now: a file copied twice is one file.
+  std::sort(summary.paths.begin(), summary.paths.end());
+  summary.paths.erase(std::unique(summary.paths.begin(), summary.paths.end()), summary.paths.end());
+  summary.files = static_cast<int>(summary.paths.size());
+  summary.bytes = 0;
+  for (const auto& p : summary.paths) {
+    struct stat fst {};
+    if (::lstat(out_path(p).c_str(), &fst) == 0) summary.bytes += static_cast<std::uint64_t>(fst.st_size);
   }
   summary.topology = t;
   return summary;
