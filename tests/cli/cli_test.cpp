@@ -1,0 +1,331 @@
+// The gpuaff binary on recorded machines: bind, topo, record, and the error
+// contract (exit code per class, one stderr line, empty stdout).
+//
+// Machine facts used below (fixtures/README and the recordings):
+//   p4d.24xlarge: 96 CPUs, SMT2, node 0 = 0-23,48-71 (cores 0-23, sibling of c is c+48),
+//                 node 1 = 24-47,72-95; GPUs 0-3 on node 0 (0000:10:1c.0 ...), 4-7 on node 1;
+//                 NVMe 0000:90:1e.0 on node 1; ENA 0000:00:05.0 with numa_node -1.
+//   dgx-h100:     224 CPUs, SMT2, node 0 = 0-55,112-167, node 1 = 56-111,168-223; GPUs 0-3 node 0.
+//   gb200-tray:   nodes 0 and 1 with CPUs, memory-only nodes 2, 10, 18, 26.
+//   cloud-vm-numa-unknown: GPUs with numa_node -1; nodes 0 = 0-15, 1 = 16-31.
+
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "run_tool.hpp"
+#include "gpuaff/version.hpp"
+#include "support/check.hpp"
+
+using cli_test::tool;
+using cli_test::Run;
+using gpuaff_test::fixture;
+
+namespace {
+
+const std::string p4d = fixture("p4d.24xlarge");
+const std::string h100 = fixture("dgx-h100");
+
+/// A small two-node machine written by the test (fast to copy and record):
+/// 8 CPUs, cores {0,4} {1,5} on node 0 (package 0), {2,6} {3,7} on node 1
+/// (package 1), one GPU per node.
+cli_test::FakeMachine small_machine() {
+  cli_test::FakeMachine m;
+  m.cores = {"0,4", "1,5", "2,6", "3,7"};
+  m.core_package = {0, 0, 1, 1};
+  m.node_cpus = {"0-1,4-5", "2-3,6-7"};
+  m.node_distances = {"10 21", "21 10"};
+  m.online = "0-7";
+  m.allowed = "0-7";
+  m.mems_allowed = "0-1";
+  m.devices = {{.bdf = "0000:17:00.0", .node = 0, .local_cpus = "0-1,4-5"},
+               {.bdf = "0000:b1:00.0", .node = 1, .local_cpus = "2-3,6-7"}};
+  return m;
+}
+
+std::string bind_line(const std::string& root, std::vector<std::string> extra,
+                      const std::map<std::string, std::string>& env = {}) {
+  std::vector<std::string> args{"bind", "--root", root};
+  args.insert(args.end(), extra.begin(), extra.end());
+  Run r = tool(args, env);
+  INFO("stderr: " << r.err);
+  CHECK(r.rc == 0);
+  CHECK(r.err.empty());
+  return r.out;
+}
+
+/// The error contract: expected exit code, one "gpuaff: ..." line on stderr, nothing on stdout.
+void check_error(const std::vector<std::string>& args, int rc, const std::map<std::string, std::string>& env = {}) {
+  Run r = tool(args, env);
+  std::string cmd;
+  for (const auto& a : args) cmd += a + " ";
+  INFO("gpuaff " << cmd << "-> rc " << r.rc << ", stderr: " << r.err);
+  CHECK(r.rc == rc);
+  CHECK(r.out.empty());
+  CHECK(r.one_error_line());
+}
+
+}  // namespace
+
+TEST_CASE("the test knows where the gpuaff binary is") {
+  REQUIRE_MESSAGE(!cli_test::exe().empty(), "GPUAFF_EXE is not set (CMake sets it for ctest)");
+  REQUIRE(std::filesystem::exists(cli_test::exe()));
+}
+
+TEST_CASE("bind --format cpulist prints the GPU's node CPUs as one line") {
+  CHECK(bind_line(p4d, {"--gpu", "0"}) == "0-23,48-71\n");
+  CHECK(bind_line(p4d, {"--gpu", "3"}) == "0-23,48-71\n");
+  CHECK(bind_line(p4d, {"--gpu", "4", "--format", "cpulist"}) == "24-47,72-95\n");
+  CHECK(bind_line(h100, {"--gpu", "7", "--policy", "node"}) == "56-111,168-223\n");
+}
+
+TEST_CASE("bind --policy exclusive splits the node's cores among its GPUs") {
+  // p4d: 24 cores per node, 4 GPUs per node -> 6 cores each, with their SMT siblings (+48).
+  CHECK(bind_line(p4d, {"--gpu", "0", "--policy", "exclusive"}) == "0-5,48-53\n");
+  CHECK(bind_line(p4d, {"--gpu", "1", "--policy", "exclusive"}) == "6-11,54-59\n");
+  CHECK(bind_line(p4d, {"--gpu", "3", "--policy", "exclusive"}) == "18-23,66-71\n");
+  CHECK(bind_line(p4d, {"--gpu", "4", "--policy", "exclusive"}) == "24-29,72-77\n");
+  // dgx-h100: 56 cores per node, 4 GPUs per node -> 14 each; siblings are +112.
+  CHECK(bind_line(h100, {"--gpu", "1", "--policy", "exclusive"}) == "14-27,126-139\n");
+}
+
+TEST_CASE("bind passes the NVIDIA options through") {
+  // --nproc 2: only GPUs 0 and 1 (node 0) take part: 24 cores / 2 = 12 each.
+  CHECK(bind_line(p4d, {"--gpu", "1", "--policy", "unique-contiguous", "--nproc", "2"}) == "12-23,60-71\n");
+  CHECK(bind_line(p4d, {"--gpu", "0", "--policy", "unique-contiguous", "--nproc", "2", "--smt", "one"}) == "0-11\n");
+  CHECK(bind_line(p4d, {"--gpu", "0", "--policy", "unique-contiguous", "--nproc", "2", "--max-cores", "2"}) ==
+        "0-1,48-49\n");
+  // single: the node's first core, shared.
+  CHECK(bind_line(p4d, {"--gpu", "2", "--policy", "single"}) == "0,48\n");
+}
+
+TEST_CASE("bind --format mask, numactl and json describe the same binding") {
+  // 0-23,48-71 as 32-bit words, most significant first: bits 64-71, 48-63, 0-23.
+  CHECK(bind_line(p4d, {"--gpu", "0", "--format", "mask"}) == "000000ff,ffff0000,00ffffff\n");
+  CHECK(bind_line(p4d, {"--gpu", "5", "--format", "numactl"}) == "--physcpubind=24-47,72-95 --membind=1\n");
+  std::string text = bind_line(p4d, {"--gpu", "4", "--policy", "exclusive", "--format", "json"});
+  auto j = nlohmann::json::parse(text);
+  CHECK(j["gpu"] == 4);
+  CHECK(j["bdf"] == "0000:90:1c.0");
+  CHECK(j["node"] == 1);
+  CHECK(j["policy"] == "exclusive");
+  CHECK(j["cpus"] == "24-29,72-77");
+  CHECK(j["mask"] == "00003f00,00000000,3f000000");
+  CHECK(j["memory_nodes"] == "1");
+  CHECK(j["recommended_threads"].get<int>() >= 1);
+}
+
+TEST_CASE("bind follows --visible-devices and CUDA_VISIBLE_DEVICES") {
+  // Visible GPU 0 is physical GPU 6 (node 1).
+  CHECK(bind_line(p4d, {"--gpu", "0", "--visible-devices", "6,1"}) == "24-47,72-95\n");
+  CHECK(bind_line(p4d, {"--gpu", "1", "--visible-devices", "6,1"}) == "0-23,48-71\n");
+  CHECK(bind_line(p4d, {"--gpu", "0"}, {{"CUDA_VISIBLE_DEVICES", "5"}}) == "24-47,72-95\n");
+  // A UUID prefix selects that GPU (GPU 4's UUID in the recording).
+  CHECK(bind_line(p4d, {"--gpu", "0"}, {{"CUDA_VISIBLE_DEVICES", "GPU-1ddcdbbc"}}) == "24-47,72-95\n");
+  // The flag wins over the environment.
+  CHECK(bind_line(p4d, {"--gpu", "0", "--visible-devices", "0"}, {{"CUDA_VISIBLE_DEVICES", "5"}}) == "0-23,48-71\n");
+}
+
+TEST_CASE("bind --pci binds any PCI device by its node") {
+  CHECK(bind_line(p4d, {"--pci", "0000:90:1e.0"}) == "24-47,72-95\n");  // an NVMe drive on node 1
+  CHECK(bind_line(p4d, {"--pci", "0000:10:1d.0"}) == "0-23,48-71\n");   // GPU 1, by address
+  auto j = nlohmann::json::parse(bind_line(p4d, {"--pci", "0000:90:1e.0", "--format", "json"}));
+  CHECK(j["gpu"].is_null());
+  CHECK(j["bdf"] == "0000:90:1e.0");
+  CHECK(j["node"] == 1);
+}
+
+TEST_CASE("bind --unknown-node settles a numa_node of -1") {
+  const std::string vm = fixture("cloud-vm-numa-unknown");
+  check_error({"bind", "--root", vm, "--gpu", "1"}, 4);
+  CHECK(bind_line(vm, {"--gpu", "1", "--unknown-node", "1"}) == "16-31\n");
+  // node0 is PyTorch's behaviour.
+  CHECK(bind_line(vm, {"--gpu", "1", "--unknown-node", "node0"}) == "0-15\n");
+  check_error({"bind", "--root", p4d, "--pci", "0000:00:05.0"}, 4);
+}
+
+TEST_CASE("bad flags and values are usage errors (exit 2)") {
+  check_error({}, 2);
+  check_error({"frobnicate"}, 2);
+  check_error({"bind"}, 2);                                         // no target
+  check_error({"bind", "--root", p4d, "--gpu", "x"}, 2);
+  check_error({"bind", "--root", p4d, "--gpu", "-1"}, 2);
+  check_error({"bind", "--root", p4d, "--gpu", "0", "--pci", "0000:10:1c.0"}, 2);
+  check_error({"bind", "--root", p4d, "--gpu", "0", "--policy", "nearest"}, 2);
+  check_error({"bind", "--root", p4d, "--gpu", "0", "--scope", "rack"}, 2);
+  check_error({"bind", "--root", p4d, "--gpu", "0", "--smt", "two"}, 2);
+  check_error({"bind", "--root", p4d, "--gpu", "0", "--format", "xml"}, 2);
+  check_error({"bind", "--root", p4d, "--gpu", "0", "--nproc", "many"}, 2);
+  check_error({"bind", "--root", p4d, "--gpu", "0", "--min-cores", "1.5"}, 2);
+  check_error({"bind", "--root", p4d, "--gpu", "0", "--unknown-node", "nowhere"}, 2);
+  check_error({"bind", "--root", p4d, "--pci", "10:1c"}, 2);
+  check_error({"bind", "--root", p4d, "--topology", "x.json", "--gpu", "0"}, 2);
+  check_error({"bind", "--root", p4d, "--gpu", "0", "stray"}, 2);
+  check_error({"bind", "--root", p4d, "--gpu", "0", "--no-such-flag"}, 2);
+  check_error({"bind", "--root", p4d, "--gpu", "0", "--visible-devices", "0,0"}, 2);
+  check_error({"bind", "--root", p4d, "--gpu", "0"}, 2, {{"CUDA_VISIBLE_DEVICES", "zero"}});
+  check_error({"topo", "--root", p4d, "--format", "yaml"}, 2);
+  check_error({"topo", "--root", p4d, "--color", "sometimes"}, 2);
+  check_error({"record"}, 2);
+}
+
+TEST_CASE("an unreadable topology exits 3") {
+  check_error({"bind", "--root", "/nonexistent/gpuaff-root", "--gpu", "0"}, 3);
+  check_error({"topo", "--root", "/nonexistent/gpuaff-root"}, 3);
+  // A root that is a directory but not a recording.
+  auto empty = cli_test::temp_dir("empty-root");
+  check_error({"bind", "--root", empty.string(), "--gpu", "0"}, 3);
+  check_error({"topo", "--root", empty.string()}, 3);
+  // A malformed required file.
+  auto broken = cli_test::temp_dir("broken-root");
+  cli_test::write_machine(broken, small_machine());
+  CHECK(bind_line(broken.string(), {"--gpu", "1"}) == "2-3,6-7\n");  // sound before the damage
+  cli_test::write_file(broken / "sys/devices/system/cpu/online", "0-banana\n");
+  check_error({"bind", "--root", broken.string(), "--gpu", "0"}, 3);
+  check_error({"topo", "--root", broken.string()}, 3);
+}
+
+TEST_CASE("a GPU or device that does not exist exits 4") {
+  check_error({"bind", "--root", p4d, "--gpu", "8"}, 4);
+  check_error({"bind", "--root", p4d, "--pci", "0000:ee:00.0"}, 4);
+  check_error({"bind", "--root", p4d, "--gpu", "0"}, 4, {{"CUDA_VISIBLE_DEVICES", "GPU-ffffffff"}});
+  // Hidden GPUs do not count: two visible, index 2 does not exist.
+  check_error({"bind", "--root", p4d, "--gpu", "2", "--visible-devices", "0,1"}, 4);
+}
+
+TEST_CASE("a binding that cannot be made exits 5") {
+  // single-unique on one core per GPU works; --min-cores above the share fails.
+  check_error({"bind", "--root", p4d, "--gpu", "0", "--policy", "unique-contiguous", "--min-cores", "7"}, 5);
+}
+
+TEST_CASE("topo --format text reports the machine, the policies and a picture") {
+  Run r = tool({"topo", "--root", p4d});
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.empty());
+  const std::string& t = r.out;
+  CHECK(t.find("origin:") != std::string::npos);
+  CHECK(t.find(p4d) != std::string::npos);
+  CHECK(t.find("0-95 (96)") != std::string::npos);  // online and allowed
+  CHECK(t.find("GPUs (8 visible)") != std::string::npos);
+  for (const char* bdf : {"0000:10:1c.0", "0000:10:1d.0", "0000:20:1c.0", "0000:20:1d.0", "0000:90:1c.0",
+                          "0000:90:1d.0", "0000:a0:1c.0", "0000:a0:1d.0"})
+    CHECK(t.find(bdf) != std::string::npos);
+  CHECK(t.find("GPU-eca30164-e7eb-3987-dc05-ffea2bdf36d1") != std::string::npos);  // GPU 0's UUID
+  CHECK(t.find("0-5,48-53") != std::string::npos);                                  // exclusive, GPU 0
+  for (const char* policy : {"node", "socket", "exclusive", "core-complex", "all", "single", "single-unique",
+                             "unique-interleaved", "unique-contiguous"})
+    CHECK(t.find(std::string("  ") + policy + "\n") != std::string::npos);
+  // The picture (exclusive): node 0's 24 cores, six per GPU 0..3.
+  CHECK(t.find("package 0, node 0:\n    cpu    0  0 0 0 0 0 0 1 1 1 1 1 1 2 2 2 2 2 2 3 3 3 3 3 3\n") !=
+        std::string::npos);
+  CHECK(t.find("package 1, node 1:\n    cpu   24  4 4 4 4 4 4 5 5 5 5 5 5 6 6 6 6 6 6 7 7 7 7 7 7\n") !=
+        std::string::npos);
+  // Not a terminal: no colour.
+  CHECK(t.find('\033') == std::string::npos);
+}
+
+TEST_CASE("topo shows memory-only nodes and the distance matrix") {
+  Run r = tool({"topo", "--root", fixture("gb200-tray")});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("(memory only)") != std::string::npos);
+  CHECK(r.out.find("distances:") != std::string::npos);
+  Run p = tool({"topo", "--root", p4d});
+  // p4d's SLIT: 10 local, 21 remote.
+  CHECK(p.out.find("from\\to  0   1\n  0        10  21\n  1        21  10\n") != std::string::npos);
+}
+
+TEST_CASE("topo --policy chooses the picture; --color always colours it") {
+  Run r = tool({"topo", "--root", p4d, "--policy", "single-unique", "--color", "always"});
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("Picture: policy single-unique") != std::string::npos);
+  CHECK(r.out.find('\033') != std::string::npos);
+  // single-unique: GPU r of a node takes the node's r-th core; the other cores stay free.
+  Run s = tool({"topo", "--root", p4d, "--policy", "single-unique"});
+  CHECK(s.out.find("cpu    0  0 1 2 3 . . . . . . . . . . . . . . . . . . . .\n") != std::string::npos);
+  Run never = tool({"topo", "--root", p4d, "--color", "never"});
+  CHECK(never.out.find('\033') == std::string::npos);
+  // Under node, four GPUs share each core: every cell is '+'.
+  Run plain = tool({"topo", "--root", p4d, "--policy", "node"});
+  CHECK(plain.out.find("cpu    0  + + + + + + + + + + + + + + + + + + + + + + + +\n") != std::string::npos);
+}
+
+TEST_CASE("topo lists policy errors as footnotes instead of failing") {
+  Run r = tool({"topo", "--root", fixture("cloud-vm-numa-unknown")});
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("error [1]") != std::string::npos);
+  CHECK(r.out.find("  [1] ") != std::string::npos);
+}
+
+#if __has_include("gpuaff/source/json.hpp")
+TEST_CASE("topo --format json prints the contract's object and bind reads it back") {
+  Run r = tool({"topo", "--root", p4d, "--format", "json"});
+  REQUIRE(r.rc == 0);
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"root", "allowed_cpus", "online_cpus", "packages", "numa_nodes", "cores", "core_complexes",
+                          "pci_devices", "gpus"})
+    CHECK(j.contains(key));
+  CHECK(j["online_cpus"] == "0-95");
+  CHECK(j["gpus"].size() == 8);
+  CHECK(j["gpus"][0]["bdf"] == "0000:10:1c.0");
+  auto file = cli_test::temp_dir("json") / "p4d.json";
+  cli_test::write_file(file, r.out);
+  Run b = tool({"bind", "--topology", file.string(), "--gpu", "4", "--policy", "exclusive"});
+  CHECK(b.rc == 0);
+  CHECK(b.out == "24-29,72-77\n");
+  check_error({"bind", "--topology", (file.parent_path() / "missing.json").string(), "--gpu", "0"}, 3);
+  cli_test::write_file(file, "{ not json");
+  check_error({"bind", "--topology", file.string(), "--gpu", "0"}, 3);
+}
+#endif
+
+TEST_CASE("record writes a root that reproduces the machine") {
+  auto dir = cli_test::temp_dir("record");
+  cli_test::write_machine(dir / "machine", small_machine());
+  std::string machine = (dir / "machine").string();
+  auto out = dir / "copy";
+  Run r = tool({"record", "--root", machine, "--out", out.string()});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find(out.string()) != std::string::npos);
+  CHECK(bind_line(out.string(), {"--gpu", "1"}) == "2-3,6-7\n");
+  CHECK(bind_line(out.string(), {"--gpu", "0", "--format", "numactl"}) == "--physcpubind=0-1,4-5 --membind=0\n");
+  // Again into the same, now non-empty, directory: refused unless --force.
+  Run again = tool({"record", "--root", machine, "--out", out.string()});
+  CHECK(again.rc != 0);
+  CHECK(again.out.empty());
+  CHECK(again.one_error_line());
+  CHECK(tool({"record", "--root", machine, "--out", out.string(), "--force"}).rc == 0);
+}
+
+TEST_CASE("record of this machine replays with the same allowed CPUs") {
+  auto out = cli_test::temp_dir("record-live") / "here";
+  Run r = tool({"record", "--out", out.string()});
+  REQUIRE(r.rc == 0);
+  Run live = tool({"topo", "--format", "text"});
+  Run replay = tool({"topo", "--root", out.string()});
+  REQUIRE(replay.rc == 0);
+  auto line = [](const std::string& t, const std::string& key) {
+    auto at = t.find(key);
+    return at == std::string::npos ? std::string() : t.substr(at, t.find('\n', at) - at);
+  };
+  CHECK(line(live.out, "CPUs allowed:") == line(replay.out, "CPUs allowed:"));
+  CHECK(line(live.out, "CPUs online:") == line(replay.out, "CPUs online:"));
+  CHECK(line(live.out, "NUMA nodes (") == line(replay.out, "NUMA nodes ("));
+}
+
+TEST_CASE("--help for every command shows examples and exit codes; --version") {
+  for (std::vector<std::string> args : {std::vector<std::string>{"--help"}, {"bind", "--help"}, {"topo", "--help"},
+                                        {"exec", "--help"}, {"record", "--help"}}) {
+    Run r = tool(args);
+    INFO(args[0]);
+    CHECK(r.rc == 0);
+    CHECK(r.err.empty());
+    CHECK(r.out.find("Examples:") != std::string::npos);
+    CHECK(r.out.find("Exit codes:") != std::string::npos);
+    CHECK(r.out.find("127") != std::string::npos);
+  }
+  Run v = tool({"--version"});
+  CHECK(v.rc == 0);
+  CHECK(v.out == std::string("gpuaff ") + GPUAFF_VERSION_STRING + "\n");
+}
