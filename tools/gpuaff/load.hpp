@@ -17,6 +17,9 @@
 #endif
 #include "gpuaff/source/sysfs.hpp"
 #include "gpuaff/topology.hpp"
+#ifdef GPUAFF_HAS_HWLOC
+#include "gpuaff/source/hwloc.hpp"  // --source hwloc, --hwloc-xml (docs/hwloc.md)
+#endif
 
 namespace gpuaff::cli {
 
@@ -25,6 +28,10 @@ struct SourceOptions {
   std::string topology_file;  ///< --topology FILE.json
   VisibleDevices visible{};   ///< --visible-devices, else the environment
   std::vector<PciAddress> extra_pci{};  ///< --pci targets the reader must also read
+#ifdef GPUAFF_HAS_HWLOC
+  std::string source = "sysfs";  ///< --source sysfs|hwloc: which reader reads --root (or this machine)
+  std::string hwloc_xml;         ///< --hwloc-xml FILE: an hwloc XML topology (lstopo --of xml)
+#endif
 };
 
 /// Registers --root and --topology (they exclude each other). App is CLI::App;
@@ -40,6 +47,15 @@ void add_source_options(App& app, SourceOptions& o) {
                    ->type_name("FILE.json");
   root->excludes(json);
   json->excludes(root);
+#ifdef GPUAFF_HAS_HWLOC
+  app.add_option("--source", o.source,
+                 "Which reader reads --root or this machine: sysfs (gpuaff's own) or hwloc (see docs/hwloc.md)")
+      ->type_name("sysfs|hwloc")
+      ->capture_default_str();
+  auto* xml = app.add_option("--hwloc-xml", o.hwloc_xml, "Read the machine from an hwloc XML file (lstopo --of xml)")
+                  ->type_name("FILE.xml");
+  xml->excludes(root)->excludes(json);
+#endif
 }
 
 namespace detail {
@@ -50,6 +66,16 @@ namespace detail {
 inline Result<Topology> read_machine(const SourceOptions& o, const std::vector<PciAddress>& extra_pci) {
   VisibleDevices every_gpu{.list = std::nullopt, .use_environment = false};
   Result<Topology> topo = Unexpected<Error>(make_error(Errc::io_error, "no source"));
+#ifdef GPUAFF_HAS_HWLOC
+  if (o.source != "sysfs" && o.source != "hwloc")
+    return fail(Errc::invalid_argument, "--source '", o.source, "' is not a reader; use sysfs or hwloc");
+  if (!o.hwloc_xml.empty() || o.source == "hwloc") {
+    HwlocOptions h{.visible = every_gpu, .extra_pci = extra_pci};
+    if (!o.hwloc_xml.empty()) h = HwlocOptions{.input = HwlocInput::xml, .path = o.hwloc_xml, .visible = every_gpu, .extra_pci = extra_pci};
+    else if (!o.root.empty() && o.root != "/") h = HwlocOptions{.input = HwlocInput::root, .path = o.root, .visible = every_gpu, .extra_pci = extra_pci};
+    topo = HwlocSource(h).load();
+  } else
+#endif
   if (!o.topology_file.empty()) {
 #ifdef GPUAFF_CLI_HAS_JSON
     JsonSource source(JsonSource::Options{.path = o.topology_file, .visible = every_gpu});
@@ -92,10 +118,21 @@ inline Result<Topology> load_topology(const SourceOptions& o) {
       return fail(Errc::not_found, "PCI device ", missing.front().to_string(), " is not in ", o.topology_file,
                   "; list the devices with 'gpuaff topo --topology ", o.topology_file, "'");
     }
+#ifdef GPUAFF_HAS_HWLOC
+    if (!o.hwloc_xml.empty() || o.source == "hwloc") {  // hwloc reports what it has; absent ones stay absent
+      GPUAFF_TRY(topo, detail::read_machine(o, o.extra_pci));
+      for (const auto& a : o.extra_pci)
+        if (topo.find_pci(a) == nullptr)
+          return fail(Errc::not_found, "PCI device ", a.to_string(), " is not in ", topo.origin.view(),
+                      "; list the devices with 'lspci -D'");
+    } else
+#endif
+    {
     SysfsSource source(SysfsOptions{.root = o.root.empty() ? std::string("/") : o.root,
                                     .visible = VisibleDevices{.list = std::nullopt, .use_environment = false},
                                     .extra_pci = o.extra_pci});
     GPUAFF_TRY(topo, source.load());
+    }
   }
   GPUAFF_TRY(topo.gpus, select_visible_gpus(topo.gpus, o.visible.with_environment()));
   return topo;
