@@ -284,18 +284,45 @@ Result<MemoryOptions> memory_options(const ExecArgs& args, const NodeSet& nodes)
   return m;
 }
 
+/// This machine's online CPUs, from sysfs.
+Result<CpuSet> read_live_online() {
+  std::FILE* f = std::fopen("/sys/devices/system/cpu/online", "r");
+  if (f == nullptr) return fail(Errc::io_error, "cannot read /sys/devices/system/cpu/online");
+  char buf[4096] = {};
+  std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  return CpuSet::parse_list(std::string_view(buf, n));
+}
+
 /// Plans and applies the binding; the command has not run yet.
 Result<std::string> bind_for_exec(const ExecArgs& args) {
   GPUAFF_TRY(Plan plan, make_plan(args.plan));
   GPUAFF_TRY(MemoryOptions memory, memory_options(args, plan.memory));
-  // A plan made from a recording names that machine's CPU ids: they must be usable here.
-  GPUAFF_TRY(CpuSet here, thread_affinity());
-  if (!plan.cpus.is_subset_of(here)) {
-    return fail(Errc::empty_result, "CPUs ", (plan.cpus - here).to_list(), " of the binding (from ",
-                plan.topo.origin.view(), ") are not allowed for this process here (allowed: ", here.to_list(),
-                "); plan from this machine (leave out --root/--topology) or run it where those CPUs exist");
+  bool foreign = !args.plan.source.topology_file.empty() ||
+                 (!args.plan.source.root.empty() && args.plan.source.root != "/");
+  if (foreign) {
+    // A plan made from a recording names that machine's CPU ids: they must exist here.
+    auto online = read_live_online();
+    if (online && !plan.cpus.is_subset_of(*online)) {
+      return fail(Errc::empty_result, "CPUs ", (plan.cpus - *online).to_list(), " of the binding (planned from ",
+                  plan.topo.origin.view(), ") do not exist here (online: ", online->to_list(),
+                  "); plan from this machine (leave out --root/--topology) or run it where those CPUs exist");
+    }
   }
-  GPUAFF_TRY(ProcessBinding done, bind_process(plan.cpus, memory));
+  auto applied = bind_process(plan.cpus, memory);
+  if (!applied) {
+    Error e = applied.error();
+    if (foreign) e.prepend("cannot apply the binding planned from " + std::string(plan.topo.origin.view()) + " here: ");
+    return Unexpected<Error>(e);
+  }
+  ProcessBinding& done = *applied;
+  // The kernel silently drops CPUs outside the cgroup's cpuset: check what was set.
+  GPUAFF_TRY(CpuSet now, thread_affinity());
+  if (now != plan.cpus) {
+    return fail(Errc::empty_result, "the kernel bound this process to CPUs ", now.to_list(), " instead of ",
+                plan.cpus.to_list(), " (a cgroup cpuset or container limit excludes the others); plan from this "
+                "machine (leave out --root/--topology) or widen the container's CPU set");
+  }
   for (const auto& w : done.warnings) print_line(stderr, "gpuaff: warning: " + w);
   int threads = recommended_threads(plan.topo, plan.cpus);
   if (args.omp_threads) ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
