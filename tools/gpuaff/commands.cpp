@@ -298,8 +298,7 @@ Result<CpuSet> read_live_online() {
 Result<std::string> bind_for_exec(const ExecArgs& args) {
   GPUAFF_TRY(Plan plan, make_plan(args.plan));
   GPUAFF_TRY(MemoryOptions memory, memory_options(args, plan.memory));
-  bool foreign = !args.plan.source.topology_file.empty() ||
-                 (!args.plan.source.root.empty() && args.plan.source.root != "/");
+  bool foreign = reads_another_machine(args.plan.source);
   if (foreign) {
     // A plan made from a recording names that machine's CPU ids: they must exist here.
     auto online = read_live_online();

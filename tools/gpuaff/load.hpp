@@ -138,4 +138,13 @@ inline Result<Topology> load_topology(const SourceOptions& o) {
   return topo;
 }
 
+/// Whether the options read another machine (a recording, a JSON or XML file)
+/// rather than this one: `exec` then checks that the planned CPUs exist here.
+inline bool reads_another_machine(const SourceOptions& o) {
+#ifdef GPUAFF_HAS_HWLOC
+  if (!o.hwloc_xml.empty()) return true;
+#endif
+  return !o.topology_file.empty() || (!o.root.empty() && o.root != "/");
+}
+
 }  // namespace gpuaff::cli

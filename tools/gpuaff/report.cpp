@@ -66,6 +66,7 @@ constexpr std::string_view palette[] = {"\033[1;97;41m", "\033[1;30;42m", "\033[
                                         "\033[1;97;45m", "\033[1;30;46m", "\033[1;30;47m", "\033[1;97;100m"};
 constexpr std::string_view reset = "\033[0m";
 constexpr std::string_view dim = "\033[2m";
+constexpr std::string_view shared = "\033[1m";
 
 std::string picture(const Topology& topo, const ReportOptions& o) {
   std::string out;
@@ -112,6 +113,7 @@ std::string picture(const Topology& topo, const ReportOptions& o) {
           style = dim;
         } else if (owners > 1) {
           text = "+";
+          style = shared;
         } else {
           text = std::to_string(owner);
           style = palette[static_cast<std::size_t>(owner) % std::size(palette)];
