@@ -1,0 +1,531 @@
+#pragma once
+// A Topology as JSON, and back: the form `gpuaff topo --format json` prints
+// (CONTRACT.md section 3) and `--topology FILE.json` reads. Needs nlohmann_json,
+// so it is not in the umbrella header; link gpuaff::json.
+//
+// The object, keys in this order (cpulists are strings in the kernel's form):
+//   format_version   1; a reader refuses a larger number
+//   root             where the topology came from (Topology::origin); informational on input
+//   allowed_cpus     the allowed set (may name offline CPUs)
+//   online_cpus
+//   mems_allowed     allowed node ids as a list; "" = unknown
+//   packages         [{"id": 0, "cpus": "0-23,48-71"}]           id -1: no package id
+//   numa_nodes       [{"id": 0, "cpus": "...", "distances": [10, 21]}]   sorted by id;
+//                    distances follow numa_nodes' order; "cpus": "" is a memory-only node
+//   cores            ["0,48", "1,49"]: each physical core's hardware threads
+//   core_packages    [0, 0, ...]: the package of each core, same order (derived from
+//                    "packages" when absent)
+//   core_complexes   [{"level": 3, "cpus": "0-3,128-131"}]: last-level cache groups
+//   pci_devices      [{"bdf": "0000:07:00.0", "class": "0x030200", "vendor": "0x10de",
+//                      "device": "0x20b0", "numa_node": 3, "local_cpus": "48-63,176-191",
+//                      "has_local_cpus": true}]
+//   gpus             [{"index": 0, "bdf": "0000:07:00.0", "uuid": "GPU-...", "numa_node": 3}]
+//                    each names a pci_devices entry, which supplies the rest of the GPU
+//
+// On input only "online_cpus" and "numa_nodes" are required; a missing
+// "allowed_cpus" means every online CPU, other missing lists mean none. Hex fields
+// take "0x..." strings or plain numbers. Unknown keys are ignored (newer writers
+// may add some).
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpuaff/gpus.hpp"
+#include "gpuaff/result.hpp"
+#include "gpuaff/source/source.hpp"
+#include "gpuaff/topology.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+/// The "format_version" to_json() writes; topology_from_json() reads this and older.
+inline constexpr int json_format_version = 1;
+
+/// The topology as one JSON object (keys above). `indent` < 0: one line.
+inline std::string to_json(const Topology& topology, int indent = 2);
+
+/// Parses what to_json() writes (or a hand-written subset, see above). `origin`
+/// names the text in error messages (a file name) and becomes Topology::origin.
+/// GPUs are exactly the "gpus" entries; no visibility rules are applied.
+/// Errors: Errc::parse_error (not JSON, a missing key, a value of the wrong type, a
+/// malformed cpulist or PCI address, duplicate or unsorted node ids, a "gpus" entry
+/// that names no pci_devices entry or disagrees with it), Errc::out_of_range (an id or
+/// number beyond its field), Errc::unsupported (format_version newer than this reader).
+/// Messages name `origin` and the key path, e.g. "numa_nodes[2].cpus".
+inline Result<Topology> topology_from_json(std::string_view text, std::string_view origin);
+
+/// A TopologySource that reads a JSON file. Like SysfsSource, the GPUs are
+/// rebuilt on every load: every GPU-class device of "pci_devices" (and every
+/// device a "gpus" entry names), in bus order, with the UUIDs of "gpus", then
+/// filtered by select_visible_gpus() with `visible` (and the environment when
+/// visible.use_environment). So a file recorded under CUDA_VISIBLE_DEVICES=3 still
+/// knows every GPU.
+class JsonSource {
+ public:
+  struct Options {
+    std::string path;          ///< the JSON file
+    VisibleDevices visible{};  ///< GPU visibility (see gpus.hpp)
+  };
+
+  explicit JsonSource(Options options) : options_(std::move(options)) {}
+
+  /// Errors: Errc::io_error (the file cannot be read; sys_errno set), those of
+  /// topology_from_json(), and those of select_visible_gpus().
+  Result<Topology> load();
+
+  const Options& options() const { return options_; }
+
+ private:
+  Options options_;
+};
+
+static_assert(TopologySource<JsonSource>);
+
+// ---- implementation ---------------------------------------------------------
+
+namespace detail::json {
+
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+inline std::string hex_text(std::uint32_t v, int digits) {
+  detail::FixedString<16> s("0x");
+  s.append_hex(v, digits);
+  return std::string(s.view());
+}
+
+/// Reads one JSON document, naming `origin` and the key path in every error.
+class Parser {
+ public:
+  explicit Parser(std::string_view origin) : origin_(origin) {}
+
+  template <class... Parts>
+  Unexpected<Error> bad(Errc code, const std::string& path, const Parts&... parts) const {
+    return fail(code, "topology JSON '", origin_, "': ", path.empty() ? std::string("top level") : path, ": ",
+                parts...);
+  }
+
+  /// obj[key] or nullptr; `obj` must be an object.
+  static const Json* find(const Json& obj, const char* key) {
+    auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+  }
+
+  Result<const Json*> require(const Json& obj, const std::string& path, const char* key) const {
+    const Json* v = find(obj, key);
+    if (v == nullptr) return bad(Errc::parse_error, join(path, key), "missing key (required)");
+    return v;
+  }
+
+  static std::string join(const std::string& path, const char* key) {
+    return path.empty() ? std::string(key) : path + "." + key;
+  }
+  static std::string at(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
+
+  static std::string_view type_of(const Json& v) {
+    switch (v.type()) {
+      case Json::value_t::null: return "null";
+      case Json::value_t::object: return "an object";
+      case Json::value_t::array: return "an array";
+      case Json::value_t::string: return "a string";
+      case Json::value_t::boolean: return "a boolean";
+      case Json::value_t::number_float: return "a fractional number";
+      default: return "a number";
+    }
+  }
+
+  Result<void> expect(const Json& v, const std::string& path, Json::value_t type, std::string_view what) const {
+    if (v.type() == type) return {};
+    return bad(Errc::parse_error, path, "expected ", what, ", found ", type_of(v));
+  }
+
+  Result<long long> integer(const Json& v, const std::string& path, long long lo, long long hi) const {
+    long long x = 0;
+    if (v.is_number_unsigned()) {
+      auto u = v.get<std::uint64_t>();
+      if (u > static_cast<std::uint64_t>(std::numeric_limits<long long>::max()))
+        return bad(Errc::out_of_range, path, "number too large");
+      x = static_cast<long long>(u);
+    } else if (v.is_number_integer()) {
+      x = v.get<std::int64_t>();
+    } else {
+      return bad(Errc::parse_error, path, "expected an integer, found ", type_of(v));
+    }
+    if (x < lo || x > hi) return bad(Errc::out_of_range, path, "value ", x, " outside ", lo, "..", hi);
+    return x;
+  }
+
+  /// "0x10de", "10de" or a plain number.
+  Result<long long> hex(const Json& v, const std::string& path, long long hi) const {
+    if (!v.is_string()) return integer(v, path, 0, hi);
+    const auto& s = v.get_ref<const std::string&>();
+    std::string_view t = s;
+    if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) t.remove_prefix(2);
+    if (t.empty() || t.size() > 8) return bad(Errc::parse_error, path, "malformed hex number '", s.substr(0, 24), "'");
+    long long x = 0;
+    for (char c : t) {
+      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0) return bad(Errc::parse_error, path, "malformed hex number '", s.substr(0, 24), "'");
+      x = x * 16 + d;
+    }
+    if (x > hi) return bad(Errc::out_of_range, path, "value ", s.substr(0, 24), " too large");
+    return x;
+  }
+
+  Result<CpuSet> cpus(const Json& v, const std::string& path) const {
+    GPUAFF_TRY_VOID(expect(v, path, Json::value_t::string, "a cpulist string such as \"0-3,8\""));
+    const auto& text = v.get_ref<const std::string&>();
+    auto parsed = CpuSet::parse_list(text);
+    if (!parsed)
+      return bad(parsed.error().code(), path, "\"", std::string_view(text).substr(0, 48), "\": ", parsed.error().message());
+    return *parsed;
+  }
+
+  Result<const Json*> array(const Json& obj, const std::string& path, const char* key, bool required) const {
+    const Json* v = find(obj, key);
+    if (v == nullptr) {
+      if (required) return bad(Errc::parse_error, join(path, key), "missing key (required)");
+      return static_cast<const Json*>(nullptr);
+    }
+    GPUAFF_TRY_VOID(expect(*v, join(path, key), Json::value_t::array, "an array"));
+    return v;
+  }
+
+  Result<const Json*> object_at(const Json& arr, std::size_t i, const std::string& path) const {
+    GPUAFF_TRY_VOID(expect(arr[i], at(path, i), Json::value_t::object, "an object"));
+    return &arr[i];
+  }
+
+ private:
+  std::string origin_;
+};
+
+inline Result<Topology> parse(const Json& doc, std::string_view origin) {
+  Parser p(origin);
+  const std::string top;
+  GPUAFF_TRY_VOID(p.expect(doc, top, Json::value_t::object, "a JSON object (as 'gpuaff topo --format json' writes)"));
+  Topology t;
+  t.origin = origin;
+
+  if (const Json* v = Parser::find(doc, "format_version")) {
+    GPUAFF_TRY(long long ver, p.integer(*v, "format_version", 0, std::numeric_limits<int>::max()));
+    if (ver > json_format_version)
+      return p.bad(Errc::unsupported, "format_version", "version ", ver, " is newer than this gpuaff reads (",
+                   json_format_version, "); use a newer gpuaff");
+  }
+
+  GPUAFF_TRY(const Json* online, p.require(doc, top, "online_cpus"));
+  GPUAFF_TRY(t.online, p.cpus(*online, "online_cpus"));
+  if (const Json* v = Parser::find(doc, "allowed_cpus")) {
+    GPUAFF_TRY(t.allowed, p.cpus(*v, "allowed_cpus"));
+  } else {
+    t.allowed = t.online;
+  }
+  if (const Json* v = Parser::find(doc, "mems_allowed")) {
+    GPUAFF_TRY(t.mems_allowed, p.cpus(*v, "mems_allowed"));
+  }
+
+  // packages
+  GPUAFF_TRY(const Json* packages, p.array(doc, top, "packages", false));
+  if (packages != nullptr) {
+    for (std::size_t i = 0; i < packages->size(); ++i) {
+      std::string path = Parser::at("packages", i);
+      GPUAFF_TRY(const Json* o, p.object_at(*packages, i, "packages"));
+      Package pk;
+      GPUAFF_TRY(const Json* id, p.require(*o, path, "id"));
+      GPUAFF_TRY(long long idv, p.integer(*id, Parser::join(path, "id"), -1, std::numeric_limits<int>::max()));
+      pk.id = static_cast<int>(idv);
+      GPUAFF_TRY(const Json* c, p.require(*o, path, "cpus"));
+      GPUAFF_TRY(pk.cpus, p.cpus(*c, Parser::join(path, "cpus")));
+      t.packages.push_back(pk);
+    }
+    std::stable_sort(t.packages.begin(), t.packages.end(), [](const Package& a, const Package& b) { return a.id < b.id; });
+  }
+
+  // numa_nodes: kept in the file's order, which must be by id, because
+  // distances are listed in that order.
+  GPUAFF_TRY(const Json* nodes, p.array(doc, top, "numa_nodes", true));
+  for (std::size_t i = 0; i < nodes->size(); ++i) {
+    std::string path = Parser::at("numa_nodes", i);
+    GPUAFF_TRY(const Json* o, p.object_at(*nodes, i, "numa_nodes"));
+    NumaNode n;
+    GPUAFF_TRY(const Json* id, p.require(*o, path, "id"));
+    GPUAFF_TRY(long long idv, p.integer(*id, Parser::join(path, "id"), 0, CpuSet::capacity - 1));
+    n.id = static_cast<int>(idv);
+    if (!t.nodes.empty() && n.id <= t.nodes.back().id)
+      return p.bad(Errc::parse_error, Parser::join(path, "id"), "node ", n.id,
+                   " is listed after node ", t.nodes.back().id, "; numa_nodes must be sorted by id without repeats");
+    GPUAFF_TRY(const Json* c, p.require(*o, path, "cpus"));
+    GPUAFF_TRY(n.cpus, p.cpus(*c, Parser::join(path, "cpus")));
+    GPUAFF_TRY(const Json* d, p.array(*o, path, "distances", false));
+    if (d != nullptr) {
+      for (std::size_t k = 0; k < d->size(); ++k) {
+        GPUAFF_TRY(long long dv, p.integer((*d)[k], Parser::at(Parser::join(path, "distances"), k), 0, 255));
+        n.distances.push_back(static_cast<int>(dv));
+      }
+    }
+    t.nodes.push_back(std::move(n));
+  }
+  for (std::size_t i = 0; i < t.nodes.size(); ++i) {
+    const auto& n = t.nodes[i];
+    if (!n.distances.empty() && n.distances.size() != t.nodes.size())
+      return p.bad(Errc::parse_error, Parser::join(Parser::at("numa_nodes", i), "distances"), "has ",
+                   n.distances.size(), " entries but there are ", t.nodes.size(),
+                   " nodes; give one distance per node, in numa_nodes order, or none");
+  }
+
+  // cores, with their packages
+  GPUAFF_TRY(const Json* cores, p.array(doc, top, "cores", false));
+  GPUAFF_TRY(const Json* core_packages, p.array(doc, top, "core_packages", false));
+  if (core_packages != nullptr && (cores == nullptr || core_packages->size() != cores->size()))
+    return p.bad(Errc::parse_error, "core_packages", "has ", core_packages->size(), " entries but cores has ",
+                 cores == nullptr ? 0 : cores->size(), "; give one package id per core");
+  if (cores != nullptr) {
+    for (std::size_t i = 0; i < cores->size(); ++i) {
+      std::string path = Parser::at("cores", i);
+      Core c;
+      GPUAFF_TRY(c.threads, p.cpus((*cores)[i], path));
+      if (c.threads.empty()) return p.bad(Errc::parse_error, path, "a core needs at least one CPU");
+      if (core_packages != nullptr) {
+        GPUAFF_TRY(long long pk, p.integer((*core_packages)[i], Parser::at("core_packages", i), -1,
+                                           std::numeric_limits<int>::max()));
+        c.package = static_cast<int>(pk);
+      } else if (const Package* pk = t.package_of_cpu(c.first())) {
+        c.package = pk->id;
+      }
+      t.cores.push_back(c);
+    }
+    std::stable_sort(t.cores.begin(), t.cores.end(), [](const Core& a, const Core& b) { return a.first() < b.first(); });
+  }
+
+  // core complexes
+  GPUAFF_TRY(const Json* ccx, p.array(doc, top, "core_complexes", false));
+  if (ccx != nullptr) {
+    for (std::size_t i = 0; i < ccx->size(); ++i) {
+      std::string path = Parser::at("core_complexes", i);
+      GPUAFF_TRY(const Json* o, p.object_at(*ccx, i, "core_complexes"));
+      CacheGroup g;
+      GPUAFF_TRY(const Json* level, p.require(*o, path, "level"));
+      GPUAFF_TRY(long long lv, p.integer(*level, Parser::join(path, "level"), 0, 16));
+      g.level = static_cast<int>(lv);
+      GPUAFF_TRY(const Json* c, p.require(*o, path, "cpus"));
+      GPUAFF_TRY(g.cpus, p.cpus(*c, Parser::join(path, "cpus")));
+      t.core_complexes.push_back(g);
+    }
+    std::stable_sort(t.core_complexes.begin(), t.core_complexes.end(),
+                     [](const CacheGroup& a, const CacheGroup& b) { return a.cpus.first() < b.cpus.first(); });
+  }
+
+  // PCI devices
+  GPUAFF_TRY(const Json* pci, p.array(doc, top, "pci_devices", false));
+  if (pci != nullptr) {
+    for (std::size_t i = 0; i < pci->size(); ++i) {
+      std::string path = Parser::at("pci_devices", i);
+      GPUAFF_TRY(const Json* o, p.object_at(*pci, i, "pci_devices"));
+      PciDevice d;
+      GPUAFF_TRY(const Json* bdf, p.require(*o, path, "bdf"));
+      GPUAFF_TRY_VOID(p.expect(*bdf, Parser::join(path, "bdf"), Json::value_t::string, "a PCI address string"));
+      auto addr = PciAddress::parse(bdf->get_ref<const std::string&>());
+      if (!addr) return p.bad(Errc::parse_error, Parser::join(path, "bdf"), addr.error().message());
+      d.address = *addr;
+      GPUAFF_TRY(const Json* cls, p.require(*o, path, "class"));
+      GPUAFF_TRY(long long clsv, p.hex(*cls, Parser::join(path, "class"), 0xffffff));
+      d.class_code = static_cast<std::uint32_t>(clsv);
+      GPUAFF_TRY(const Json* vendor, p.require(*o, path, "vendor"));
+      GPUAFF_TRY(long long vv, p.hex(*vendor, Parser::join(path, "vendor"), 0xffff));
+      d.vendor = static_cast<std::uint16_t>(vv);
+      if (const Json* dev = Parser::find(*o, "device")) {
+        GPUAFF_TRY(long long dv, p.hex(*dev, Parser::join(path, "device"), 0xffff));
+        d.device = static_cast<std::uint16_t>(dv);
+      }
+      if (const Json* node = Parser::find(*o, "numa_node")) {
+        GPUAFF_TRY(long long nv, p.integer(*node, Parser::join(path, "numa_node"), -1, CpuSet::capacity - 1));
+        d.numa_node = static_cast<int>(nv);
+      }
+      const Json* local = Parser::find(*o, "local_cpus");
+      if (local != nullptr) {
+        GPUAFF_TRY(d.local_cpus, p.cpus(*local, Parser::join(path, "local_cpus")));
+      }
+      d.has_local_cpus = local != nullptr;
+      if (const Json* has = Parser::find(*o, "has_local_cpus")) {
+        GPUAFF_TRY_VOID(p.expect(*has, Parser::join(path, "has_local_cpus"), Json::value_t::boolean, "true or false"));
+        d.has_local_cpus = has->get<bool>();
+      }
+      for (const auto& other : t.pci_devices)
+        if (other.address == d.address)
+          return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "device ", d.address.to_string(),
+                       " is listed twice");
+      t.pci_devices.push_back(d);
+    }
+    std::stable_sort(t.pci_devices.begin(), t.pci_devices.end(),
+                     [](const PciDevice& a, const PciDevice& b) { return a.address < b.address; });
+  }
+
+  // GPUs: each names a PCI device, which supplies its locality.
+  GPUAFF_TRY(const Json* gpus, p.array(doc, top, "gpus", false));
+  if (gpus != nullptr) {
+    for (std::size_t i = 0; i < gpus->size(); ++i) {
+      std::string path = Parser::at("gpus", i);
+      GPUAFF_TRY(const Json* o, p.object_at(*gpus, i, "gpus"));
+      Gpu g;
+      g.index = static_cast<int>(i);
+      if (const Json* idx = Parser::find(*o, "index")) {
+        GPUAFF_TRY(long long iv, p.integer(*idx, Parser::join(path, "index"), 0, std::numeric_limits<int>::max()));
+        if (iv != static_cast<long long>(i))
+          return p.bad(Errc::parse_error, Parser::join(path, "index"), "index ", iv, " at position ", i,
+                       "; gpus must be listed by index 0, 1, 2, ...");
+      }
+      GPUAFF_TRY(const Json* bdf, p.require(*o, path, "bdf"));
+      GPUAFF_TRY_VOID(p.expect(*bdf, Parser::join(path, "bdf"), Json::value_t::string, "a PCI address string"));
+      auto addr = PciAddress::parse(bdf->get_ref<const std::string&>());
+      if (!addr) return p.bad(Errc::parse_error, Parser::join(path, "bdf"), addr.error().message());
+      const PciDevice* d = t.find_pci(*addr);
+      if (d == nullptr)
+        return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "GPU ", addr->to_string(),
+                     " is not among pci_devices; add a pci_devices entry for it");
+      g.pci = *d;
+      if (const Json* node = Parser::find(*o, "numa_node")) {
+        GPUAFF_TRY(long long nv, p.integer(*node, Parser::join(path, "numa_node"), -1, CpuSet::capacity - 1));
+        if (nv != d->numa_node)
+          return p.bad(Errc::parse_error, Parser::join(path, "numa_node"), "node ", nv,
+                       " disagrees with the pci_devices entry of ", addr->to_string(), " (", d->numa_node,
+                       "); change both");
+      }
+      if (const Json* uuid = Parser::find(*o, "uuid")) {
+        GPUAFF_TRY_VOID(p.expect(*uuid, Parser::join(path, "uuid"), Json::value_t::string, "a string"));
+        const auto& u = uuid->get_ref<const std::string&>();
+        if (u.size() > decltype(g.uuid)::capacity)
+          return p.bad(Errc::out_of_range, Parser::join(path, "uuid"), "longer than ", decltype(g.uuid)::capacity,
+                       " characters");
+        g.uuid = std::string_view(u);
+      }
+      for (const auto& other : t.gpus)
+        if (other.pci.address == g.pci.address)
+          return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "GPU ", addr->to_string(), " is listed twice");
+      t.gpus.push_back(g);
+    }
+  }
+  return t;
+}
+
+}  // namespace detail::json
+
+inline std::string to_json(const Topology& t, int indent) {
+  using detail::json::hex_text;
+  using J = detail::json::OrderedJson;
+  J j;
+  j["format_version"] = json_format_version;
+  j["root"] = std::string(t.origin.view());
+  j["allowed_cpus"] = t.allowed.to_list();
+  j["online_cpus"] = t.online.to_list();
+  j["mems_allowed"] = t.mems_allowed.to_list();
+  J packages = J::array();
+  for (const auto& p : t.packages) packages.push_back(J{{"id", p.id}, {"cpus", p.cpus.to_list()}});
+  j["packages"] = std::move(packages);
+  J nodes = J::array();
+  for (const auto& n : t.nodes) {
+    J d = J::array();
+    for (int x : n.distances) d.push_back(x);
+    nodes.push_back(J{{"id", n.id}, {"cpus", n.cpus.to_list()}, {"distances", std::move(d)}});
+  }
+  j["numa_nodes"] = std::move(nodes);
+  J cores = J::array();
+  J core_packages = J::array();
+  for (const auto& c : t.cores) {
+    cores.push_back(c.threads.to_list());
+    core_packages.push_back(c.package);
+  }
+  j["cores"] = std::move(cores);
+  j["core_packages"] = std::move(core_packages);
+  J ccx = J::array();
+  for (const auto& g : t.core_complexes) ccx.push_back(J{{"level", g.level}, {"cpus", g.cpus.to_list()}});
+  j["core_complexes"] = std::move(ccx);
+  J pci = J::array();
+  for (const auto& d : t.pci_devices) {
+    J o;
+    o["bdf"] = std::string(d.address.to_string().view());
+    o["class"] = hex_text(d.class_code, 6);
+    o["vendor"] = hex_text(d.vendor, 4);
+    o["device"] = hex_text(d.device, 4);
+    o["numa_node"] = d.numa_node;
+    o["local_cpus"] = d.local_cpus.to_list();
+    o["has_local_cpus"] = d.has_local_cpus;
+    pci.push_back(std::move(o));
+  }
+  j["pci_devices"] = std::move(pci);
+  J gpus = J::array();
+  for (const auto& g : t.gpus) {
+    J o;
+    o["index"] = g.index;
+    o["bdf"] = std::string(g.pci.address.to_string().view());
+    o["uuid"] = std::string(g.uuid.view());
+    o["numa_node"] = g.pci.numa_node;
+    gpus.push_back(std::move(o));
+  }
+  j["gpus"] = std::move(gpus);
+  // Replace invalid UTF-8 (an origin path may hold any bytes) instead of throwing.
+  return j.dump(indent < 0 ? -1 : indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+inline Result<Topology> topology_from_json(std::string_view text, std::string_view origin) {
+  detail::json::Json doc;
+  try {
+    doc = detail::json::Json::parse(text.begin(), text.end());
+  } catch (const detail::json::Json::exception& e) {
+    // nlohmann's what() is "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
+    std::string_view what = e.what();
+    if (auto k = what.find("] "); k != std::string_view::npos) what.remove_prefix(k + 2);
+    return fail(Errc::parse_error, "topology JSON '", origin, "' is not valid JSON: ", what,
+                "; write it with 'gpuaff topo --format json'");
+  }
+  return detail::json::parse(doc, origin);
+}
+
+inline Result<Topology> JsonSource::load() {
+  std::ifstream in(options_.path, std::ios::binary);
+  if (!in) {
+    int e = errno;
+    return Unexpected<Error>(make_sys_error(Errc::io_error, e, "cannot open topology JSON '", options_.path, "': ",
+                                            std::strerror(e),
+                                            "; write one with 'gpuaff topo --format json > FILE.json'"));
+  }
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) {
+    int e = errno;
+    return Unexpected<Error>(
+        make_sys_error(Errc::io_error, e, "cannot read topology JSON '", options_.path, "': ", std::strerror(e)));
+  }
+  GPUAFF_TRY(Topology t, topology_from_json(buf.str(), options_.path));
+
+  // Every GPU the file knows, in bus order, with the UUIDs it lists.
+  std::vector<Gpu> all;
+  for (const auto& d : t.pci_devices) {
+    const Gpu* listed = nullptr;
+    for (const auto& g : t.gpus)
+      if (g.pci.address == d.address) listed = &g;
+    if (!d.is_gpu() && listed == nullptr) continue;
+    Gpu g;
+    g.pci = d;
+    if (listed != nullptr) g.uuid = listed->uuid;
+    all.push_back(g);
+  }
+  GPUAFF_TRY(auto visible, select_visible_gpus(std::move(all), options_.visible.with_environment()));
+  for (std::size_t i = 0; i < visible.size(); ++i) visible[i].index = static_cast<int>(i);
+  t.gpus = std::move(visible);
+  return t;
+}
+
+}  // namespace v0
+}  // namespace gpuaff
