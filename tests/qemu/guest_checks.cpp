@@ -330,6 +330,41 @@ class IdleThreads {
 
 std::string show_error(const gpuaff::Error& e) { return std::string(e.message()); }
 
+struct ToolRun {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs /bin/gpuaff ARGS... (the static tool packed into the initramfs).
+ToolRun run_tool(const std::vector<std::string>& args) {
+  ToolRun r;
+  int out[2];
+  int err[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return r;
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    close(out[0]);
+    close(out[1]);
+    return r;
+  }
+  std::vector<std::string> argv{"/bin/gpuaff"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto child = gpuaff::spawn(argv, {.stdout_fd = out[1], .stderr_fd = err[1]});
+  close(out[1]);
+  close(err[1]);
+  if (!child) {
+    close(out[0]);
+    close(err[0]);
+    r.err = show_error(child.error());
+    return r;
+  }
+  r.out = drain(out[0]);  // the outputs are a few lines: no pipe fills up
+  r.err = drain(err[0]);
+  auto status = child->wait();
+  r.exit_code = status ? status->exit_code : -1;
+  return r;
+}
+
 /// The live topology as gpuaff's sysfs reader sees it, with the shape's PCI devices.
 gpuaff::Result<gpuaff::Topology> load_live() {
   gpuaff::SysfsOptions options{.root = "/"};
@@ -739,6 +774,56 @@ TEST_CASE("children spawned in parallel under guards on every node start on thei
           "cpus=" + nodes[i].cpus.to_list() + " mempolicy=bind " + std::to_string(nodes[i].id) + "\n");
     CHECK(out[i].callable_exit == 0);
     CHECK(out[i].thread_after.to_list() == all_cpus().to_list());
+  }
+}
+
+// ============================================================================
+// The static gpuaff tool in the guest.
+// ============================================================================
+
+TEST_CASE("gpuaff bind --root / --pci prints each device's binding") {
+  for (const auto& b : shape().binds) {
+    CAPTURE(b.bdf);
+    CAPTURE(b.policy);
+    CAPTURE(b.why);
+    ToolRun r = run_tool({"bind", "--root", "/", "--pci", std::string(b.bdf), "--policy", std::string(b.policy)});
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == b.cpus.to_list() + "\n");
+    CHECK(r.err == "");
+  }
+}
+
+TEST_CASE("gpuaff bind on a device of unknown node fails with one line, or assumes node 0 when told") {
+  for (const auto& d : shape().pci) {
+    if (d.numa_node != -1) continue;
+    CAPTURE(d.bdf);
+    ToolRun strict = run_tool({"bind", "--pci", std::string(d.bdf)});
+    CHECK(strict.exit_code == 4);  // CONTRACT: no such device or unknown node
+    CHECK(strict.out == "");
+    CHECK(strict.err.rfind("gpuaff: ", 0) == 0);
+    CHECK(strict.err.find('\n') == strict.err.size() - 1);
+    ToolRun assumed = run_tool({"bind", "--pci", std::string(d.bdf), "--unknown-node", "node0"});
+    CHECK(assumed.exit_code == 0);
+    CHECK(assumed.out == node_cpus(0).to_list() + "\n");
+  }
+}
+
+TEST_CASE("gpuaff exec starts the command on the device's node with its memory policy") {
+  for (const auto& d : shape().pci) {
+    if (d.numa_node < 0) continue;
+    CAPTURE(d.bdf);
+    const std::string node = std::to_string(d.numa_node);
+    for (std::string_view membind : {"local", "preferred"}) {
+      CAPTURE(membind);
+      ToolRun r = run_tool({"exec", "--pci", std::string(d.bdf), "--membind", std::string(membind), "--",
+                            "/bin/guest_checks", "--child-report"});
+      CAPTURE(r.err);
+      CHECK(r.exit_code == 0);
+      // --membind local: only the device's node (MPOL_BIND); preferred: that node first.
+      std::string mode = membind == "local" ? "bind" : "preferred";
+      CHECK(r.out == "cpus=" + d.local_cpus.to_list() + " mempolicy=" + mode + " " + node + "\n");
+    }
   }
 }
 

@@ -59,6 +59,7 @@ case $shape in
       -device e1000,bus=bridge1,addr=0x3,netdev=n1 -netdev user,id=n1,restrict=on
       -device pxb,id=bridge0,bus_nr=40,numa_node=0,bus=pci.0
       -device virtio-rng-pci,bus=bridge0,addr=0x2)
+    shape_pci=(0000:15:03.0 0000:29:02.0)
     ;;
   1s4n-nps4)
     # 1 socket, 4 dies of 1 core x 2 threads, each die its own node and L3
@@ -70,6 +71,7 @@ case $shape in
       -numa node,nodeid=2,cpus=4-5,memdev=m2 -numa node,nodeid=3,cpus=6-7,memdev=m3
       -device pxb,id=bridge2,bus_nr=32,numa_node=2,bus=pci.0
       -device virtio-rng-pci,bus=bridge2,addr=0x4 -nic none)
+    shape_pci=(0000:21:04.0)
     ;;
   *) die "unknown shape '$shape' (known: 2s2n-smt2-memnode, 1s4n-nps4)" ;;
 esac
@@ -165,15 +167,20 @@ if [[ -n $tool ]]; then
       # The checked-in fixture must still be what the real kernel shows: compare
       # what gpuaff reads from both (the root path itself differs).
       if [[ -n $host_tool ]]; then
-        a=$("$host_tool" topo --format json --root "$rec" 2>&1) || die "gpuaff topo --root $rec failed: $a"
-        b=$("$host_tool" topo --format json --root "$fixture" 2>&1) || die "gpuaff topo --root $fixture failed: $b"
-        strip_root() { grep -v '"root"'; }
-        if ! diff <(strip_root <<<"$a") <(strip_root <<<"$b") >"$work/fixture.diff"; then
-          cat "$work/fixture.diff"
-          die "fixture $fixture no longer matches the guest (diff above; refresh with GPUAFF_QEMU_UPDATE_FIXTURES=1)"
-        fi
+        compare() {  # what gpuaff reads from both; the root path itself differs
+          local a b
+          a=$("$host_tool" "$@" --root "$rec" 2>&1) || die "gpuaff $* --root $rec failed: $a"
+          b=$("$host_tool" "$@" --root "$fixture" 2>&1) || die "gpuaff $* --root $fixture failed: $b"
+          if ! diff <(grep -vE '"(root|origin)"' <<<"$a") <(grep -vE '"(root|origin)"' <<<"$b") >"$work/fixture.diff"; then
+            cat "$work/fixture.diff"
+            die "gpuaff $* reads fixture $fixture differently from the guest (diff above;" \
+                "refresh with GPUAFF_QEMU_UPDATE_FIXTURES=1)"
+          fi
+        }
+        compare topo --format json
+        for bdf in "${shape_pci[@]}"; do compare bind --pci "$bdf" --format json; done
       else
-        if ! diff -r --exclude=status "$rec" "$fixture" >"$work/fixture.diff"; then
+        if ! diff -r --exclude=status --exclude=meminfo "$rec" "$fixture" >"$work/fixture.diff"; then
           cat "$work/fixture.diff"
           die "fixture $fixture no longer matches the guest (diff above; refresh with GPUAFF_QEMU_UPDATE_FIXTURES=1)"
         fi
