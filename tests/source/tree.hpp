@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,13 +20,24 @@ namespace gpuaff_test {
 
 class TempTree {
  public:
+  // TMPDIR if set; else tmpfs (/dev/shm), where thousands of small files cost
+  // little (a busy ext4 /tmp made the 1280-CPU tree take seconds); else /tmp.
   TempTree() {
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/gpuaff-tree-XXXXXX";
-    std::vector<char> buf(pattern.begin(), pattern.end());
-    buf.push_back('\0');
-    if (::mkdtemp(buf.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    root_ = buf.data();
+    std::vector<std::string> bases;
+    if (tmp != nullptr && *tmp != '\0') bases.emplace_back(tmp);
+    bases.emplace_back("/dev/shm");
+    bases.emplace_back("/tmp");
+    for (const auto& base : bases) {
+      std::string pattern = base + "/gpuaff-tree-XXXXXX";
+      std::vector<char> buf(pattern.begin(), pattern.end());
+      buf.push_back('\0');
+      if (::mkdtemp(buf.data()) != nullptr) {
+        root_ = buf.data();
+        return;
+      }
+    }
+    throw std::runtime_error("mkdtemp failed in $TMPDIR, /dev/shm and /tmp");
   }
   TempTree(const TempTree&) = delete;
   TempTree& operator=(const TempTree&) = delete;
@@ -53,6 +65,7 @@ class TempTree {
   /// Removes a file, link or directory tree.
   TempTree& remove(const std::string& rel) {
     remove_all(path(rel));
+    made_.clear();
     return *this;
   }
 
@@ -65,10 +78,14 @@ class TempTree {
  private:
   void mkdirs_for(const std::string& rel) {
     auto slash = rel.rfind('/');
-    if (slash != std::string::npos && gpuaff::detail::make_directories(path(rel.substr(0, slash))) != 0)
-      throw std::runtime_error("cannot mkdir for " + rel);
+    if (slash == std::string::npos) return;
+    std::string dir = rel.substr(0, slash);
+    if (made_.count(dir) != 0) return;  // big trees write thousands of files into few directories
+    if (gpuaff::detail::make_directories(path(dir)) != 0) throw std::runtime_error("cannot mkdir for " + rel);
+    made_.insert(dir);
   }
   std::string root_;
+  std::set<std::string> made_;
 };
 
 inline const std::string cpu_root = "sys/devices/system/cpu/";

@@ -1,0 +1,264 @@
+#pragma once
+// The one entry point shared by the libFuzzer target (fuzz_target.cpp, clang
+// only) and the corpus replay test (fuzz_replay.cpp, any compiler).
+//
+// Input: the first byte picks what is fed; the rest is the text.
+//   0  CpuSet::parse_list      (a parsed set must survive to_list/to_mask round trips)
+//   1  CpuSet::parse_mask      (same)
+//   2  PciAddress::parse       (a parsed address must survive to_string)
+//   3  SysfsSource on a small tree: the text, split at 0xff bytes, gives the
+//      contents of the files in tree_files() in order: an empty piece (or no
+//      piece) keeps the valid default, a piece that is exactly 0xfe removes the
+//      file, exactly 0xfd makes it empty. The last four files exist only when
+//      given. A piece after the files is CUDA_VISIBLE_DEVICES. The tree's
+//      invariants are checked whenever the load succeeds.
+//   4  select_visible_gpus with the text as CUDA_VISIBLE_DEVICES, then as
+//      --visible-devices, on four fixed GPUs
+// Any broken invariant calls std::abort() so that the fuzzer reports it.
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gpuaff/cpu_set.hpp"
+#include "gpuaff/detail/fs.hpp"
+#include "gpuaff/gpus.hpp"
+#include "gpuaff/source/sysfs.hpp"
+#include "gpuaff/topology.hpp"
+
+namespace gpuaff_fuzz {
+
+inline void require(bool ok) {
+  if (!ok) std::abort();
+}
+
+/// The small tree: path and a valid default content (2 cores x SMT2, 2 nodes, one GPU).
+inline const std::vector<std::pair<std::string, std::string>>& tree_files() {
+  static const std::vector<std::pair<std::string, std::string>> files = {
+      {"sys/devices/system/cpu/online", "0-3\n"},
+      {"sys/devices/system/cpu/cpu0/topology/core_cpus_list", "0,2\n"},
+      {"sys/devices/system/cpu/cpu1/topology/core_cpus_list", "1,3\n"},
+      {"sys/devices/system/cpu/cpu0/topology/physical_package_id", "0\n"},
+      {"sys/devices/system/cpu/cpu0/topology/package_cpus_list", "0-3\n"},
+      {"sys/devices/system/cpu/cpu1/topology/physical_package_id", "0\n"},
+      {"sys/devices/system/cpu/cpu1/topology/package_cpus_list", "0-3\n"},
+      {"sys/devices/system/cpu/cpu0/cache/index0/level", "3\n"},
+      {"sys/devices/system/cpu/cpu0/cache/index0/type", "Unified\n"},
+      {"sys/devices/system/cpu/cpu0/cache/index0/shared_cpu_list", "0,2\n"},
+      {"sys/devices/system/cpu/cpu1/cache/index0/shared_cpu_list", "1,3\n"},
+      {"sys/devices/system/node/online", "0-1\n"},
+      {"sys/devices/system/node/node0/cpulist", "0-3\n"},
+      {"sys/devices/system/node/node0/distance", "10 20\n"},
+      {"sys/devices/system/node/node1/cpulist", "\n"},
+      {"sys/devices/system/node/node1/distance", "20 10\n"},
+      {"sys/devices/pci0000:10/0000:10:00.0/class", "0x030200\n"},
+      {"sys/devices/pci0000:10/0000:10:00.0/vendor", "0x10de\n"},
+      {"sys/devices/pci0000:10/0000:10:00.0/numa_node", "0\n"},
+      {"sys/devices/pci0000:10/0000:10:00.0/local_cpulist", "0-3\n"},
+      {"proc/driver/nvidia/gpus/0000:10:00.0/information", "GPU UUID: \t GPU-12345678-abcd\n"},
+      {"proc/self/status", "Cpus_allowed_list:\t0-3\nMems_allowed_list:\t0-1\n"},
+      {"sys/devices/system/cpu/present", "0-3\n"},
+      {"sys/devices/system/cpu/cpu3/online", "1\n"},
+      {"sys/devices/system/cpu/cpu2/topology/core_cpus_list", "0,2\n"},
+      {"sys/devices/system/cpu/cpu0/topology/thread_siblings", "5\n"},
+  };
+  return files;
+}
+
+/// A scratch root, made once per process and removed at exit.
+class Scratch {
+ public:
+  static Scratch& get() {
+    static Scratch s;
+    return s;
+  }
+  const std::string& root() const { return root_; }
+
+ private:
+  Scratch() {
+    (void)tree_files();  // constructed first, so destroyed after ~Scratch, which uses it
+    const char* tmp = std::getenv("TMPDIR");
+    for (std::string base : {std::string(tmp != nullptr ? tmp : ""), std::string("/dev/shm"), std::string("/tmp")}) {
+      if (base.empty()) continue;
+      std::string pattern = base + "/gpuaff-fuzz-XXXXXX";
+      if (::mkdtemp(pattern.data()) != nullptr) {
+        root_ = pattern;
+        break;
+      }
+    }
+    require(!root_.empty());
+    require(gpuaff::detail::make_directories(root_ + "/sys/bus/pci/devices") == 0);
+    std::string link = root_ + "/sys/bus/pci/devices/0000:10:00.0";
+    require(::symlink("../../../devices/pci0000:10/0000:10:00.0", link.c_str()) == 0);
+  }
+  ~Scratch() {
+    // Remove what tree_files() may have created, deepest first; then the directories.
+    for (const auto& f : tree_files()) ::unlink((root_ + "/" + f.first).c_str());
+    ::unlink((root_ + "/sys/bus/pci/devices/0000:10:00.0").c_str());
+    std::vector<std::string> dirs;
+    for (const auto& f : tree_files()) {
+      std::string d = f.first;
+      for (auto slash = d.rfind('/'); slash != std::string::npos; slash = d.rfind('/')) {
+        d.resize(slash);
+        dirs.push_back(d);
+      }
+    }
+    dirs.emplace_back("sys/bus/pci/devices");
+    dirs.emplace_back("sys/bus/pci");
+    dirs.emplace_back("sys/bus");
+    std::sort(dirs.begin(), dirs.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+    for (const auto& d : dirs) ::rmdir((root_ + "/" + d).c_str());
+    ::rmdir(root_.c_str());
+  }
+  std::string root_;
+};
+
+inline void check_set_round_trip(const gpuaff::CpuSet& s) {
+  auto l = gpuaff::CpuSet::parse_list(s.to_list());
+  require(l && *l == s);
+  auto m = gpuaff::CpuSet::parse_mask(s.to_mask());
+  require(m && *m == s);
+}
+
+inline void check_topology(const gpuaff::Topology& t) {
+  using gpuaff::CpuSet;
+  require(!t.online.empty());
+  CpuSet in_cores;
+  for (const auto& c : t.cores) {
+    require(!c.threads.empty());
+    require(c.threads.is_subset_of(t.online));
+    require(!c.threads.intersects(in_cores));  // cores are disjoint
+    in_cores |= c.threads;
+  }
+  require(in_cores == t.online);  // and cover every online CPU
+  CpuSet in_packages;
+  for (std::size_t i = 0; i < t.packages.size(); ++i) {
+    require(t.packages[i].cpus.is_subset_of(t.online));
+    if (i > 0) require(t.packages[i - 1].id < t.packages[i].id);
+    in_packages |= t.packages[i].cpus;
+  }
+  require(in_packages == t.online);
+  for (std::size_t i = 0; i < t.nodes.size(); ++i) {
+    require(t.nodes[i].cpus.is_subset_of(t.online));
+    if (i > 0) require(t.nodes[i - 1].id < t.nodes[i].id);
+    require(t.nodes[i].distances.empty() || t.nodes[i].distances.size() == t.nodes.size());
+  }
+  CpuSet in_groups;
+  for (const auto& g : t.core_complexes) {
+    require(g.cpus.is_subset_of(t.online) && !g.cpus.intersects(in_groups));
+    in_groups |= g.cpus;
+  }
+  for (std::size_t i = 0; i < t.gpus.size(); ++i) {
+    require(t.gpus[i].index == static_cast<int>(i));
+    require(t.gpus[i].pci.is_gpu());
+  }
+  for (std::size_t i = 1; i < t.pci_devices.size(); ++i)
+    require(t.pci_devices[i - 1].address < t.pci_devices[i].address);
+}
+
+/// Returns whether the load succeeded (for the replay test's own checks).
+inline bool run_tree(std::string_view text) {
+  Scratch& s = Scratch::get();
+  const auto& files = tree_files();
+  std::vector<std::string_view> pieces;
+  for (std::size_t i = 0; !text.empty() && i <= text.size() && pieces.size() < files.size() + 1;) {
+    std::size_t j = text.find('\xff', i);
+    if (j == std::string_view::npos) j = text.size();
+    pieces.push_back(text.substr(i, j - i));
+    i = j + 1;
+  }
+  // The last piece beyond the files, if any, is CUDA_VISIBLE_DEVICES.
+  std::optional<std::string> cuda;
+  if (pieces.size() > files.size()) cuda = std::string(pieces[files.size()]);
+  for (std::size_t k = 0; k < files.size(); ++k) {
+    std::string path = s.root() + "/" + files[k].first;
+    bool has_piece = k < pieces.size() && !pieces[k].empty();
+    // Files after the default tree (present, cpuN/online, ...) exist only when given.
+    bool extra = k + 4 >= files.size();
+    if (has_piece && pieces[k] == "\xfe") {
+      ::unlink(path.c_str());
+      continue;
+    }
+    if (!has_piece && extra) {
+      ::unlink(path.c_str());
+      continue;
+    }
+    std::string content = !has_piece ? files[k].second : pieces[k] == "\xfd" ? std::string() : std::string(pieces[k]);
+    auto slash = path.rfind('/');
+    require(gpuaff::detail::make_directories(path.substr(0, slash)) == 0);
+    require(gpuaff::detail::write_whole_file(path, content) == 0);
+  }
+  gpuaff::SysfsSource src(gpuaff::SysfsOptions{
+      .root = s.root(), .visible = {.use_environment = false, .cuda_visible_devices = cuda}});
+  auto r = src.load();
+  if (r) {
+    check_topology(*r);
+    return true;
+  }
+  require(!r.error().message().empty());
+  return false;
+}
+
+inline void run_visible(std::string_view text) {
+  std::vector<gpuaff::Gpu> gpus;
+  const char* uuids[] = {"GPU-aaaa1111", "GPU-aaaa2222", "GPU-bbbb", ""};
+  for (int i = 0; i < 4; ++i) {
+    gpuaff::Gpu g;
+    g.pci.address.bus = static_cast<std::uint8_t>(0x10 * (i + 1));
+    g.pci.vendor = i == 3 ? gpuaff::pci_vendor::amd : gpuaff::pci_vendor::nvidia;
+    g.pci.class_code = 0x030200;
+    g.uuid = std::string_view(uuids[i]);
+    gpus.push_back(g);
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    gpuaff::VisibleDevices v{.use_environment = false};
+    if (pass == 0) v.cuda_visible_devices = std::string(text);
+    else v.list = std::string(text);
+    auto r = gpuaff::select_visible_gpus(gpus, v);
+    if (!r) {
+      require(!r.error().message().empty());
+      continue;
+    }
+    require(r->size() <= gpus.size() + 8);
+    for (std::size_t i = 0; i < r->size(); ++i) require((*r)[i].index == static_cast<int>(i));
+  }
+}
+
+/// Runs one input; returns 0 (libFuzzer's convention) or aborts on a broken invariant.
+inline int fuzz_one(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
+  switch (data[0] % 5) {
+    case 0:
+      if (auto r = gpuaff::CpuSet::parse_list(text)) check_set_round_trip(*r);
+      else require(!r.error().message().empty());
+      break;
+    case 1:
+      if (auto r = gpuaff::CpuSet::parse_mask(text)) check_set_round_trip(*r);
+      else require(!r.error().message().empty());
+      break;
+    case 2:
+      if (auto r = gpuaff::PciAddress::parse(text)) {
+        auto again = gpuaff::PciAddress::parse(r->to_string().view());
+        require(again && *again == *r);
+      }
+      break;
+    case 3:
+      (void)run_tree(text);
+      break;
+    default:
+      run_visible(text);
+      break;
+  }
+  return 0;
+}
+
+}  // namespace gpuaff_fuzz

@@ -1,0 +1,31 @@
+// Replays every file of tests/fuzz/corpus through the fuzz entry point, so
+// that inputs the fuzzer once found stay fixed, with any compiler.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "fuzz/fuzz_entry.hpp"
+#include "support/check.hpp"
+
+TEST_CASE("every corpus input runs through the fuzz entry point without breaking an invariant") {
+  const std::string dir = std::string(GPUAFF_SOURCE_DIR) + "/tests/fuzz/corpus";
+  std::vector<std::string> names;
+  REQUIRE(gpuaff::detail::list_directory(dir, names) == 0);
+  std::sort(names.begin(), names.end());
+  CHECK(names.size() >= 10);
+  for (const auto& n : names) {
+    CAPTURE(n);
+    std::string data;
+    REQUIRE(gpuaff::detail::read_whole_file(dir + "/" + n, data) == 0);
+    CHECK(gpuaff_fuzz::fuzz_one(reinterpret_cast<const std::uint8_t*>(data.data()), data.size()) == 0);
+  }
+}
+
+TEST_CASE("the fuzz tree loads with its defaults and with the seeded variations the corpus relies on") {
+  CHECK(gpuaff_fuzz::run_tree(""));                                          // defaults
+  CHECK(gpuaff_fuzz::run_tree(std::string("\xfe") + std::string(22, '\xff') + "0-3\xff" "0"));  // per-CPU online
+  CHECK(gpuaff_fuzz::run_tree(std::string(11, '\xff') + "0\xff\xff" "10"));    // one node, one distance
+  CHECK_FALSE(gpuaff_fuzz::run_tree(std::string(11, '\xff') + "0"));          // one node, two distances
+  CHECK_FALSE(gpuaff_fuzz::run_tree("\xfd"));                                 // empty cpu/online
+  CHECK_FALSE(gpuaff_fuzz::run_tree(std::string(26, '\xff') + "7"));          // CUDA_VISIBLE_DEVICES=7
+}
