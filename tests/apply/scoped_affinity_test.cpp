@@ -2,6 +2,7 @@
 #include <gpuaff/apply/scoped_affinity.hpp>
 
 #include <stdexcept>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -117,4 +118,20 @@ TEST_CASE("a guard that cannot bind fails and changes nothing") {
     CHECK(g.error().code() == Errc::invalid_argument);
   }
   CHECK(mine() == allowed_at_start());
+}
+
+TEST_CASE("a guard restored from another thread restores the creating thread's CPU mask") {
+  auto g = ScopedAffinity::create(CpuSet::single(cpu_b()));
+  REQUIRE(g);
+  ScopedAffinity moved = std::move(*g);
+  gpuaff::Result<void> restored;
+  pid_t other_tid = 0;
+  std::thread t([&] {
+    other_tid = gpuaff::detail::current_tid();
+    restored = moved.restore();
+  });
+  t.join();
+  CHECK(restored);
+  CHECK(mine() == allowed_at_start());
+  CHECK(other_tid != gpuaff::detail::current_tid());
 }

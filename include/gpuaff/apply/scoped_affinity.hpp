@@ -85,7 +85,9 @@ class ScopedAffinity {
   ~ScopedAffinity() { (void)restore(); }
 
   /// Puts back the saved CPU mask and memory policy now; the guard is then inactive.
-  /// Errors: the first failure of sched_setaffinity or set_mempolicy (both are attempted).
+  /// Errors: the first failure of sched_setaffinity or set_mempolicy (both are
+  /// attempted); Errc::invalid_argument when called on another thread than the
+  /// creating one with a memory policy to restore (the CPU mask is restored).
   Result<void> restore() noexcept {
     if (!active_) return {};
     active_ = false;
@@ -98,6 +100,10 @@ class ScopedAffinity {
     if (memory_applied_ && here) {
       auto m = restore_memory_policy(saved_memory_);
       if (!m && out) out = m;
+    } else if (memory_applied_ && out) {
+      out = fail(Errc::invalid_argument, "the memory policy of ", detail::thread_name(owner_),
+                 " was not restored: a thread can only change its own, and this guard was restored from thread ",
+                 detail::current_tid(), "; destroy a guard on the thread that created it");
     }
     return out;
   }
