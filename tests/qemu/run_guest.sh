@@ -84,6 +84,7 @@ if [[ -z $kernel ]]; then
   kernel=$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1)
 fi
 [[ -n $kernel ]] || skip "no kernel image /boot/vmlinuz-* (Debian: apt-get install linux-image-amd64, or set GPUAFF_QEMU_KERNEL)"
+[[ -e $kernel ]] || skip "kernel image $kernel does not exist (set GPUAFF_QEMU_KERNEL)"
 [[ -r $kernel ]] || skip "kernel image $kernel is not readable by this user (set GPUAFF_QEMU_KERNEL to a readable copy)"
 if [[ -z $busybox ]]; then
   for b in /bin/busybox /usr/bin/busybox; do [[ -x $b ]] && { busybox=$b; break; }; done
@@ -93,10 +94,6 @@ command -v cpio >/dev/null || skip "cpio not found (Debian: apt-get install cpio
 command -v gzip >/dev/null || skip "gzip not found"
 [[ -x $guest ]] || die "guest program '$guest' is missing: build the target qemu_guest_checks"
 if [[ -n $tool && ! -x $tool ]]; then die "gpuaff tool '$tool' is missing: build it first"; fi
-if [[ -n $tool ]] && ! "$tool" --help 2>&1 | grep -qw record; then
-  echo "note: $tool has no 'record' command yet; the guest records nothing"
-  tool=""
-fi
 
 # ---- the initramfs ----
 rm -rf "$work"
