@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Builds and runs every gpuaff benchmark and prints one table (benchmarks/README.md
+# explains each row).
+#
+#   benchmarks/run.sh [--quick] [--no-callgrind] [--rounds=N] [--compile-runs=N]
+#
+#   --quick         a few rounds only: checks that everything runs (numbers meaningless)
+#   --no-callgrind  skip the instruction counts (valgrind --tool=callgrind), the
+#                   noise-free cross-check of rows 1 and 7
+#   --rounds=N      interleaved samples per variant (default 31)
+#   --compile-runs=N compilations of each test TU for row 6 (default 7)
+#
+# Build directory: build/bench (Release). Environment: CXX is the compiler used
+# for row 6 when set, else the one CMake found.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+callgrind=1
+rounds=31
+compile_runs=7
+for a in "$@"; do
+  case $a in
+    --quick) quick=1; rounds=3; compile_runs=1; callgrind=0 ;;
+    --no-callgrind) callgrind=0 ;;
+    --rounds=*) rounds=${a#*=} ;;
+    --compile-runs=*) compile_runs=${a#*=} ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown argument '$a' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+build=build/bench
+gen=()
+command -v ninja >/dev/null && gen=(-G Ninja)
+echo "== building $build (Release) =="
+cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DGPUAFF_BUILD_BENCHMARKS=ON >/dev/null
+cmake --build "$build" --target gpuaff_bench
+bench=$build/benchmarks/gpuaff_bench
+
+# ---- row 6: compile time of a TU using gpuaff vs one using <vector> ------------------
+# The compiler's own CPU time (user + system) is taken, not wall time: on a
+# shared machine the wall time mostly measures the wait for a CPU.
+cxx=${CXX:-$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")}
+tus=$(mktemp -d)
+trap 'rm -rf "$tus"' EXIT
+cat >"$tus/with_gpuaff.cpp" <<'EOF'
+#include <gpuaff/gpuaff.hpp>
+gpuaff::Result<gpuaff::CpuSet> bind_first_gpu(const gpuaff::Topology& t) {
+  return gpuaff::bind(t, 0, gpuaff::NodePolicy{});
+}
+EOF
+cat >"$tus/policy_only.cpp" <<'EOF'
+#include <gpuaff/policy/node.hpp>
+gpuaff::Result<gpuaff::CpuSet> bind_first_gpu(const gpuaff::Topology& t) {
+  return gpuaff::bind(t, 0, gpuaff::NodePolicy{});
+}
+EOF
+cat >"$tus/with_vector.cpp" <<'EOF'
+#include <vector>
+std::vector<int> first_cpus(int n) {
+  std::vector<int> v;
+  for (int i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+EOF
+cpu_seconds() {  # prints the user+system seconds of compiling $1
+  local TIMEFORMAT='%3U %3S'
+  local t
+  t=$( { time "$cxx" -std=c++20 -O2 -Iinclude -c "$1" -o /dev/null >/dev/null 2>&1; } 2>&1 )
+  awk -v t="$t" 'BEGIN { split(t, a, " "); printf "%.3f\n", a[1] + a[2] }'
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+echo "== row 6: compiling each test TU $compile_runs times, interleaved ($cxx -O2) =="
+g_times=() v_times=() p_times=()
+for ((i = 0; i < compile_runs; i++)); do
+  if ((i % 2 == 0)); then
+    g_times+=("$(cpu_seconds "$tus/with_gpuaff.cpp")"); v_times+=("$(cpu_seconds "$tus/with_vector.cpp")")
+    p_times+=("$(cpu_seconds "$tus/policy_only.cpp")")
+  else
+    p_times+=("$(cpu_seconds "$tus/policy_only.cpp")")
+    v_times+=("$(cpu_seconds "$tus/with_vector.cpp")"); g_times+=("$(cpu_seconds "$tus/with_gpuaff.cpp")")
+  fi
+done
+g_med=$(printf '%s\n' "${g_times[@]}" | median)
+v_med=$(printf '%s\n' "${v_times[@]}" | median)
+p_med=$(printf '%s\n' "${p_times[@]}" | median)
+echo "   gpuaff.hpp TU: ${g_times[*]} s; policy/node.hpp TU: ${p_times[*]} s; <vector> TU: ${v_times[*]} s"
+
+# ---- callgrind: instruction counts of rows 1 and 7 ----------------------------------
+instructions=""
+if ((callgrind)) && command -v valgrind >/dev/null; then
+  echo "== callgrind: instruction counts per fixture (user space only) =="
+  cg=$(mktemp -d)
+  for f in vm-2cpu p4d.24xlarge dgx-h100 dgx-a100 big-1152; do
+    valgrind --tool=callgrind --callgrind-out-file="$cg/$f.%p" "$bench" --callgrind="$f" >/dev/null 2>&1 || {
+      echo "   callgrind failed for $f (is the build without valgrind/callgrind.h?)"; continue; }
+    count() { grep -l "Client Request: $1\$" "$cg/$f".*.* | head -1 | xargs sed -n 's/^totals: //p'; }
+    full=$(count gpuaff-load-bind); pol=$(count policies); load=$(count gpuaff-load); hw=$(count hwloc-load || true)
+    line=$(awk -v f="$f" -v full="$full" -v pol="$pol" -v load="$load" -v hw="$hw" 'BEGIN {
+      s = sprintf("%s: load+bind %.2fM, hwloc load %s, policies %.2fM = %.1f%% of load %.2fM", f, full / 1e6,
+                  hw == "" ? "-" : sprintf("%.2fM (%.1fx)", hw / 1e6, hw / full), pol / 1e6, 100 * pol / load, load / 1e6)
+      print s }')
+    echo "   $line"
+    instructions+="${instructions:+; }$line"
+  done
+  rm -rf "$cg"
+elif ((callgrind)); then
+  echo "== callgrind: valgrind not installed, skipped =="
+fi
+
+# ---- the table ----------------------------------------------------------------------
+echo "== measuring (rounds=$rounds) =="
+args=(--rounds="$rounds" --compile="$g_med,$v_med,$compile_runs,$p_med")
+((quick)) && args=(--quick --compile="$g_med,$v_med,$compile_runs,$p_med")
+[[ -n $instructions ]] && args+=(--instructions="$instructions")
+echo
+"$bench" "${args[@]}"
