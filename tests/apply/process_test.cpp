@@ -146,3 +146,55 @@ TEST_CASE("bind_process refuses an empty set and CPUs outside the allowed set, b
   CHECK(r.error().code() == Errc::invalid_argument);
   for (pid_t tid : parked.tids()) CHECK(thread_status_cpus(tid) == allowed_at_start());
 }
+
+namespace {
+// A kernel on which one thread exits just as it is looked at.
+std::atomic<pid_t> vanishing_tid{-1};
+int vanish_one(pid_t tid, std::size_t bytes, cpu_set_t* mask) {
+  if (tid == vanishing_tid.load()) {
+    errno = ESRCH;
+    return -1;
+  }
+  return sched_getaffinity(tid, bytes, mask);
+}
+}  // namespace
+
+TEST_CASE("a thread that exits while the process is being bound is skipped, not an error") {
+  ParkedThreads parked(2);
+  vanishing_tid = parked.tids()[1];
+  gpuaff::detail::Syscalls fake = gpuaff::detail::real_syscalls;
+  fake.get_affinity = &vanish_one;
+  gpuaff::detail::ScopedSyscalls use(fake);
+  auto r = gpuaff::bind_process(CpuSet::single(cpu_b()));
+  REQUIRE(r);
+  CHECK(r->threads_exited == 1);
+  CHECK(thread_status_cpus(parked.tids()[0]) == CpuSet::single(cpu_b()));
+  CHECK(thread_status_cpus(parked.tids()[1]) == allowed_at_start());  // the "exited" one was left alone
+  vanishing_tid = -1;
+  unbind_all();
+}
+
+TEST_CASE("bind_process succeeds while threads are being created and exiting") {
+  std::atomic<bool> stop{false};
+  std::atomic<int> made{0};
+  std::atomic<pid_t> churn_tid{0};
+  // Churns short-lived threads until told to stop.
+  std::thread churn([&] {
+    churn_tid = gpuaff::detail::current_tid();
+    while (!stop.load()) {
+      std::thread([] {}).join();
+      made.fetch_add(1);
+    }
+  });
+  while (made.load() < 20) std::this_thread::yield();
+  CpuSet target = CpuSet::single(cpu_b());
+  auto r = gpuaff::bind_process(target);
+  REQUIRE(r);
+  CHECK(thread_status_cpus(churn_tid.load()) == target);
+  // Let it create (bound) threads for a while before unbinding everything.
+  int after = made.load();
+  while (made.load() < after + 5) std::this_thread::yield();
+  stop = true;
+  churn.join();
+  unbind_all();
+}
