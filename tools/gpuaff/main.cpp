@@ -201,7 +201,12 @@ int main(int argc, char** argv) try {
       if (sub->check_name(name)) return true;
     return false;
   };
-  if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
+  if (argc == 1) {
+    std::string line = "gpuaff: a command is needed: bind, topo, exec or record; see 'gpuaff --help'\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    return exit_usage;
+  }
+  if (argv[1][0] != '-' && !is_command(argv[1])) {
     std::string line = std::string("gpuaff: unknown command '") + argv[1] +
                        "'; use bind, topo, exec or record (see 'gpuaff --help')\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
