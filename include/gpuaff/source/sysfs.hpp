@@ -40,6 +40,15 @@
 // | pci/DEV/local_cpulist                         | GPUs and extra_pci devices        | local_cpus; none: has_local_cpus = false    |
 // | proc/driver/nvidia/gpus/BDF/information       | NVIDIA GPUs                       | no UUID                                     |
 //
+// Not read: cpu/cpuN/topology/{core_id,die_id,cluster_cpus_list} (the sibling
+// and package lists say all a binding needs), node/has_cpu (an empty cpulist
+// says the same), PCI entries whose names are not PCI addresses.
+//
+// Cost: one sibling list per core, two files per package, 2 x (cache levels) + 1
+// for the cache probe plus one list per cache group, two per node, and per PCI
+// device one `class`, plus five more per GPU: it grows with cores, never with
+// CPUs x GPUs. files_opened() and files_read() report it.
+//
 // Live (the root canonicalises to "/"): the allowed set is the calling thread's
 // sched_getaffinity (CPU_ALLOC-sized, grown until the kernel accepts it) and
 // proc/self/status supplies only Mems_allowed.
