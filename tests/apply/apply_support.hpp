@@ -36,4 +36,16 @@ inline int cpu_b() {
   return b < 0 ? cpu_a() : b;
 }
 
+/// A CPU id the kernel cannot run anything on: one past the last possible CPU
+/// (the allowed set could be widened again by sched_setaffinity after a plain
+/// `taskset`, so "outside the current mask" would not be outside enough).
+inline int impossible_cpu() {
+  std::ifstream in("/sys/devices/system/cpu/possible");
+  std::string text;
+  std::getline(in, text);
+  auto possible = gpuaff::CpuSet::parse_list(text);
+  int last = possible && possible->any() ? possible->last() : allowed_at_start().last();
+  return last + 1;
+}
+
 }  // namespace apply_test

@@ -140,7 +140,7 @@ TEST_CASE("Rebinder notices threads whose mask was reset and binds them again") 
 TEST_CASE("bind_process refuses an empty set and CPUs outside the allowed set, binding nothing") {
   ParkedThreads parked(2);
   CHECK(gpuaff::bind_process(CpuSet{}).error().code() == Errc::empty_result);
-  int outside = allowed_at_start().last() + 1;
+  int outside = impossible_cpu();
   auto r = gpuaff::bind_process(CpuSet{cpu_a(), outside});
   REQUIRE_FALSE(r);
   CHECK(r.error().code() == Errc::invalid_argument);
