@@ -217,3 +217,13 @@ TEST_CASE("a seccomp filter that refuses set_mempolicy is handled like a contain
   CHECK(status->exit_code == 0);
 #endif
 }
+
+TEST_CASE("when the CPUs fail after the memory policy was set, the memory policy is put back") {
+  if (!mempolicy_allowed()) return;
+  SavedMemoryPolicy before = kernel_policy();
+  auto g = ScopedAffinity::create(CpuSet::single(impossible_cpu()), {.policy = MemPolicy::bind, .nodes = NodeSet{0}});
+  REQUIRE_FALSE(g);
+  CHECK(g.error().code() == Errc::invalid_argument);
+  CHECK(kernel_policy() == before);
+  CHECK(mine() == allowed_at_start());
+}
