@@ -249,6 +249,22 @@ TEST_CASE("topo --policy chooses the picture; --color always colours it") {
   CHECK(plain.out.find("cpu    0  + + + + + + + + + + + + + + + + + + + + + + + +\n") != std::string::npos);
 }
 
+TEST_CASE("topo colours the picture on a terminal unless NO_COLOR is set") {
+  Run tty = cli_test::tool_on_terminal({"topo", "--root", p4d});
+  if (tty.rc == -1) {
+    MESSAGE("skipped: script(1) from util-linux is not installed");
+    return;
+  }
+  CHECK(tty.rc == 0);
+  CHECK(tty.out.find("\033[") != std::string::npos);
+  Run no_color = cli_test::tool_on_terminal({"topo", "--root", p4d}, {{"NO_COLOR", "1"}});
+  CHECK(no_color.rc == 0);
+  CHECK(no_color.out.find("Picture:") != std::string::npos);
+  CHECK(no_color.out.find("\033[") == std::string::npos);
+  Run never = cli_test::tool_on_terminal({"topo", "--root", p4d, "--color", "never"});
+  CHECK(never.out.find("\033[") == std::string::npos);
+}
+
 TEST_CASE("topo lists policy errors as footnotes instead of failing") {
   Run r = tool({"topo", "--root", fixture("cloud-vm-numa-unknown")});
   CHECK(r.rc == 0);

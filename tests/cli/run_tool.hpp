@@ -71,7 +71,9 @@ inline std::filesystem::path temp_dir(const std::string& name) {
   return dir;
 }
 
-inline Run tool(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+/// Runs `program args...` (argv[0] = program) with the controlled environment.
+inline Run run_program(const std::string& program, const std::vector<std::string>& args,
+                       const std::map<std::string, std::string>& env = {}) {
   auto dir = temp_dir("io");
   std::string out_path = (dir / "out").string();
   std::string err_path = (dir / "err").string();
@@ -84,7 +86,7 @@ inline Run tool(const std::vector<std::string>& args, const std::map<std::string
     if (!controlled && env.count(key) == 0) envs.push_back(kv);
   }
   for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
-  std::string path = exe();
+  std::string path = program;
   std::vector<char*> argv{path.data()};
   std::vector<std::string> copy = args;
   for (auto& a : copy) argv.push_back(a.data());
@@ -112,6 +114,22 @@ inline Run tool(const std::vector<std::string>& args, const std::map<std::string
   r.out = slurp(out_path);
   r.err = slurp(err_path);
   return r;
+}
+
+/// Runs the gpuaff binary.
+inline Run tool(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+  return run_program(exe(), args, env);
+}
+
+/// Runs the gpuaff binary with stdout on a pseudo-terminal, through util-linux's
+/// script(1); returns rc -1 when script is not available. Arguments must not need quoting.
+inline Run tool_on_terminal(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+  std::string command = exe();
+  for (const auto& a : args) command += " " + a;
+  for (const char* script : {"/usr/bin/script", "/bin/script"}) {
+    if (::access(script, X_OK) == 0) return run_program(script, {"-qec", command, "/dev/null"}, env);
+  }
+  return Run{};
 }
 
 inline void write_file(const std::filesystem::path& p, const std::string& text) {
