@@ -141,8 +141,8 @@ TEST_CASE("every fixture x every GPU x every policy: inside the allowed set, who
       auto nodes = memory_nodes(t, g, {.unknown_node = UnknownNode::node0});
       auto node = resolve_gpu_node(t, g, {.unknown_node = UnknownNode::node0});
       REQUIRE(node);
-      if (nodes) CHECK(*nodes == NodeSet::single(*node));
-      else CHECK(nodes.error().code() == Errc::empty_result);  // outside Mems_allowed_list
+      REQUIRE(nodes);
+      CHECK(*nodes == NodeSet::single(*node));
     }
   }
 }
@@ -215,8 +215,8 @@ TEST_CASE("fixture container-half-node: the cpuset bounds everything; node-1 GPU
   CHECK(r.error().message().find("NUMA node 1") != std::string_view::npos);
   // Balanced: node 1 is left out of the minimum, so GPU 0 still gets 8/2 = 4 cores.
   CHECK(bind(t, 0, UniqueContiguousPolicy{})->to_list() == "8-11,40-43");
-  // Memory: node 1 is outside Mems_allowed_list (0).
-  CHECK(memory_nodes(t, 2).error().code() == Errc::empty_result);
+  // Memory goes to the GPU's node; Mems_allowed_list (0) is the apply layer's concern.
+  CHECK(memory_nodes(t, 0).value() == NodeSet{0});
 }
 
 TEST_CASE("fixture cloud-vm-numa-unknown: local_cpulist settles GPU 0, GPU 1 needs a flag") {

@@ -131,18 +131,15 @@ constexpr Result<int> resolve_gpu_node(const Topology& topo, int gpu, const JobO
 /// The NUMA nodes to bind memory to for GPU `gpu`: its resolved node (a CPU
 /// node; on GB200/GH200 a GPU's PCI numa_node is its Grace CPU node, not the
 /// GPU-memory nodes).
-/// Errors: those of resolve_gpu_node; Errc::empty_result when the node is not
-/// in the process's allowed memory nodes (Mems_allowed_list), where
-/// set_mempolicy would fail.
+/// Mems_allowed_list is not consulted here: a CPU-only binding must not fail
+/// because of memory, and applying a memory policy outside it is reported by
+/// the apply layer (which can fall back to CPU-only binding when asked).
+/// Errors: those of resolve_gpu_node; Errc::out_of_range for a node id beyond NodeSet.
 constexpr Result<NodeSet> memory_nodes(const Topology& topo, int gpu, const JobOptions& job = {}) {
   GPUAFF_TRY(int node, resolve_gpu_node(topo, gpu, job));
   if (!NodeSet::valid_id(node))
     return fail(Errc::out_of_range, "NUMA node ", node, " of ", detail::gpu_label(topo, gpu), " is beyond the ",
                 NodeSet::capacity, " nodes gpuaff supports");
-  if (topo.mems_allowed.any() && !topo.mems_allowed.test(node))
-    return fail(Errc::empty_result, detail::gpu_label(topo, gpu), " is on NUMA node ", node,
-                ", but this process may allocate only on nodes ", detail::cpulist_text(topo.mems_allowed),
-                " (Mems_allowed_list); use --membind none, or allow node ", node, "'s memory (cgroup cpuset.mems)");
   return NodeSet::single(node);
 }
 
