@@ -54,6 +54,19 @@ struct BindExpect {
   CpuSet cpus;
   std::string_view why;
 };
+struct GpuExpect {
+  std::string_view bdf;  // GPUs in PCI bus order: index = position
+  int numa_node;
+};
+/// `gpuaff bind --gpu N --policy P [--visible-devices V] [--no-balanced]`.
+struct GpuBindExpect {
+  int gpu;
+  std::string_view policy;
+  CpuSet cpus;
+  std::string_view why;
+  std::string_view visible = "";  // empty: every GPU visible
+  bool balanced = true;
+};
 struct Shape {
   std::string_view name;
   int cpu_count;
@@ -64,6 +77,8 @@ struct Shape {
   std::vector<int> die_of_cpu;   // empty: dies not part of the shape
   std::vector<PciExpect> pci;
   std::vector<BindExpect> binds;
+  std::vector<GpuExpect> gpus;
+  std::vector<GpuBindExpect> gpu_binds;
 };
 
 CpuSet cpus(int first, int last) { return CpuSet::range(first, last); }
@@ -71,10 +86,12 @@ CpuSet cpus(int first, int last) { return CpuSet::range(first, last); }
 // -smp 8,sockets=2,cores=2,threads=2: QEMU numbers threads innermost, so CPUs
 // 2k and 2k+1 are siblings and socket s holds CPUs 4s..4s+3.
 // -numa node,nodeid=0,cpus=0-3 / nodeid=1,cpus=4-7 / nodeid=2 (no cpus).
-// pxb bus_nr=20 numa_node=1 + e1000 addr 3 -> 0000:15:03.0 on node 1;
-// pxb bus_nr=40 numa_node=0 + virtio-rng addr 2 -> 0000:29:02.0 on node 0.
-// The VGA adapter QEMU's pc machine puts on the root bus (00:02.0) sits
-// behind no expander bridge: the kernel does not know its node.
+// pxb bus_nr=20 numa_node=1: e1000 addr 3 -> 0000:15:03.0, ati-vga addr 4, 5
+// -> 0000:15:04.0, 0000:15:05.0, all on node 1;
+// pxb bus_nr=40 numa_node=0: virtio-rng addr 2 -> 0000:29:02.0, ati-vga addr 3
+// -> 0000:29:03.0, on node 0. The PIIX IDE controller of QEMU's pc machine
+// (00:01.1) sits on the root bus, behind no expander bridge: the kernel does
+// not know its node.
 Shape shape_2s2n() {
   Shape s;
   s.name = "2s2n-smt2-memnode";
@@ -85,16 +102,39 @@ Shape shape_2s2n() {
   s.l3 = {cpus(0, 3), cpus(4, 7)};  // one L3 per socket
   s.pci = {{"0000:15:03.0", "e1000 behind the node-1 bridge", 1, cpus(4, 7)},
            {"0000:29:02.0", "virtio-rng behind the node-0 bridge", 0, cpus(0, 3)},
-           {"0000:00:02.0", "VGA on the root bus", -1, cpus(0, 7)}};
+           {"0000:00:01.1", "IDE controller on the root bus", -1, cpus(0, 7)}};
   s.binds = {
       {"0000:15:03.0", "node", cpus(4, 7), "node 1's CPUs"},
       {"0000:15:03.0", "socket", cpus(4, 7),
        "socket 1 holds node 1 only; memory-only node 2 adds no CPU"},
-      {"0000:15:03.0", "exclusive", cpus(4, 7), "the only target on node 1 gets all its cores"},
+      {"0000:15:03.0", "exclusive", cpus(4, 7),
+       "a --pci device that is not a GPU is bound alone: all node 1's cores"},
       {"0000:15:03.0", "core-complex", cpus(4, 7), "one L3 per socket: node 1's L3 is 4-7"},
       {"0000:29:02.0", "node", cpus(0, 3), "node 0's CPUs"},
       {"0000:29:02.0", "socket", cpus(0, 3), "socket 0 holds node 0 only"},
-      {"0000:29:02.0", "exclusive", cpus(0, 3), "the only target on node 0 gets all its cores"},
+      {"0000:29:02.0", "exclusive", cpus(0, 3), "bound alone: all node 0's cores"},
+  };
+  // Bus order 15:04.0, 15:05.0, 29:03.0: GPUs 0 and 1 on node 1, GPU 2 on node 0.
+  s.gpus = {{"0000:15:04.0", 1}, {"0000:15:05.0", 1}, {"0000:29:03.0", 0}};
+  s.gpu_binds = {
+      {0, "node", cpus(4, 7), "node 1's CPUs"},
+      {2, "node", cpus(0, 3), "node 0's CPUs"},
+      {0, "socket", cpus(4, 7), "socket 1 = node 1 (node 2 has no CPU)"},
+      // Node 1's cores by lowest sibling: {4,5}, {6,7}; its GPUs 0, 1 take one each.
+      {0, "exclusive", CpuSet{4, 5}, "first of node 1's two GPUs: first core"},
+      {1, "exclusive", CpuSet{6, 7}, "second of node 1's two GPUs: second core"},
+      {2, "exclusive", cpus(0, 3), "node 0's only GPU: both cores"},
+      // One L3 for node 1: both of its GPUs share it.
+      {1, "core-complex", cpus(4, 7), "node 1 has one L3 group, shared by its GPUs"},
+      // NVIDIA's default mode, balanced: node 1 has 2 cores for 2 GPUs, node 0 2
+      // for 1; every GPU gets min(1, 2) = 1 core, all its threads.
+      {1, "unique-contiguous", CpuSet{6, 7}, "GPU 1 of node 1: its second core"},
+      {2, "unique-contiguous", CpuSet{0, 1}, "balanced: 1 core like the node-1 GPUs"},
+      {2, "unique-contiguous", cpus(0, 3), "unbalanced: node 0's 2 cores for its 1 GPU", "", false},
+      // Visible "2,0": GPU 0 is the node-0 adapter, GPU 1 the first node-1 one,
+      // now alone on node 1 among the visible GPUs.
+      {0, "node", cpus(0, 3), "visible 2,0: GPU 0 is 29:03.0 on node 0", "2,0"},
+      {1, "exclusive", cpus(4, 7), "visible 2,0: GPU 1 (15:04.0) is node 1's only visible GPU", "2,0"},
   };
   return s;
 }
@@ -533,7 +573,34 @@ TEST_CASE("the sysfs reader sees the live kernel as QEMU built it") {
     CHECK(dev->has_local_cpus);
     CHECK(dev->local_cpus.to_list() == d.local_cpus.to_list());
   }
-  CHECK(topo->gpus.empty());  // QEMU gave these guests no GPU
+  REQUIRE(topo->gpus.size() == shape().gpus.size());
+  for (std::size_t g = 0; g < shape().gpus.size(); ++g) {
+    CAPTURE(g);
+    CHECK(topo->gpus[g].index == static_cast<int>(g));
+    CHECK(std::string(topo->gpus[g].address().to_string().view()) == shape().gpus[g].bdf);
+    CHECK(topo->gpus[g].numa_node() == shape().gpus[g].numa_node);
+    CHECK(topo->gpus[g].pci.vendor == 0x1002);  // QEMU's ati-vga
+  }
+}
+
+TEST_CASE("the policies bind each GPU as its node, its peers and the visible set dictate") {
+  for (const auto& b : shape().gpu_binds) {
+    CAPTURE(b.gpu);
+    CAPTURE(b.policy);
+    CAPTURE(b.visible);
+    CAPTURE(b.why);
+    gpuaff::SysfsOptions options{.root = "/"};
+    if (!b.visible.empty()) options.visible.list = std::string(b.visible);
+    auto topo = gpuaff::SysfsSource(options).load();
+    REQUIRE_MESSAGE(topo.has_value(), (topo ? std::string() : show_error(topo.error())));
+    auto kind = gpuaff::parse_policy(b.policy);
+    REQUIRE(kind.has_value());
+    gpuaff::PolicySpec spec{.kind = *kind};
+    spec.nvidia.balanced = b.balanced;
+    auto cpus = gpuaff::bind(*topo, b.gpu, spec);
+    REQUIRE_MESSAGE(cpus.has_value(), (cpus ? std::string() : show_error(cpus.error())));
+    CHECK(cpus->to_list() == b.cpus.to_list());
+  }
 }
 
 TEST_CASE("the policies bind each PCI device as its node and package dictate") {
@@ -791,6 +858,49 @@ TEST_CASE("gpuaff bind --root / --pci prints each device's binding") {
     CHECK(r.exit_code == 0);
     CHECK(r.out == b.cpus.to_list() + "\n");
     CHECK(r.err == "");
+  }
+}
+
+TEST_CASE("gpuaff bind --gpu prints each GPU's binding") {
+  for (const auto& b : shape().gpu_binds) {
+    CAPTURE(b.gpu);
+    CAPTURE(b.policy);
+    CAPTURE(b.visible);
+    CAPTURE(b.why);
+    std::vector<std::string> args{"bind", "--gpu", std::to_string(b.gpu), "--policy", std::string(b.policy)};
+    if (!b.visible.empty()) args.insert(args.end(), {"--visible-devices", std::string(b.visible)});
+    if (!b.balanced) args.push_back("--no-balanced");
+    ToolRun r = run_tool(args);
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == b.cpus.to_list() + "\n");
+  }
+}
+
+TEST_CASE("gpuaff honours HIP_VISIBLE_DEVICES for the AMD adapters") {
+  if (shape().gpus.size() < 3) return;
+  // Visible "2,0": GPU 0 is the third adapter in bus order, GPU 1 the first.
+  REQUIRE(setenv("HIP_VISIBLE_DEVICES", "2,0", 1) == 0);
+  ToolRun first = run_tool({"bind", "--gpu", "0"});
+  ToolRun second = run_tool({"bind", "--gpu", "1"});
+  ToolRun hidden = run_tool({"bind", "--gpu", "2"});
+  REQUIRE(unsetenv("HIP_VISIBLE_DEVICES") == 0);
+  CHECK(first.out == node_cpus(shape().gpus[2].numa_node).to_list() + "\n");
+  CHECK(second.out == node_cpus(shape().gpus[0].numa_node).to_list() + "\n");
+  CHECK(hidden.exit_code == 4);  // only two GPUs are visible
+  CHECK(hidden.out == "");
+}
+
+TEST_CASE("gpuaff exec --local-rank starts each rank on its GPU's node") {
+  for (std::size_t g = 0; g < shape().gpus.size(); ++g) {
+    CAPTURE(g);
+    const int node = shape().gpus[g].numa_node;
+    REQUIRE(setenv("LOCAL_RANK", std::to_string(g).c_str(), 1) == 0);
+    ToolRun r = run_tool({"exec", "--local-rank", "--membind", "local", "--", "/bin/guest_checks", "--child-report"});
+    REQUIRE(unsetenv("LOCAL_RANK") == 0);
+    CAPTURE(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "cpus=" + node_cpus(node).to_list() + " mempolicy=bind " + std::to_string(node) + "\n");
   }
 }
 

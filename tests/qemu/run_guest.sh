@@ -48,17 +48,20 @@ common_memory() {  # size of each node's memory
 case $shape in
   2s2n-smt2-memnode)
     # 2 sockets x 2 cores x 2 threads; node 0 = socket 0, node 1 = socket 1,
-    # node 2 has memory and no CPU. An e1000 behind a PCI expander bridge on
-    # node 1 (bus 0x14 -> device 0000:15:03.0) and a virtio-rng behind one on
-    # node 0 (bus 0x28 -> 0000:29:02.0).
+    # node 2 has memory and no CPU. Behind a PCI expander bridge on node 1
+    # (bus 0x14 -> devices on bus 0x15): an e1000 (15:03.0) and two ATI VGA
+    # adapters (15:04.0, 15:05.0); behind one on node 0 (bus 0x28 -> 0x29): a
+    # virtio-rng (29:02.0) and a third ATI VGA (29:03.0). The ATI adapters
+    # (vendor 0x1002, class 0x0300) are GPUs by CONTRACT.md section 2.
     shape_args=(-m 1536 -smp 8,sockets=2,cores=2,threads=2
       $(common_memory 0) $(common_memory 1) $(common_memory 2)
       -numa node,nodeid=0,cpus=0-3,memdev=m0 -numa node,nodeid=1,cpus=4-7,memdev=m1
       -numa node,nodeid=2,memdev=m2
       -device pxb,id=bridge1,bus_nr=20,numa_node=1,bus=pci.0
       -device e1000,bus=bridge1,addr=0x3,netdev=n1 -netdev user,id=n1,restrict=on
+      -device ati-vga,bus=bridge1,addr=0x4 -device ati-vga,bus=bridge1,addr=0x5
       -device pxb,id=bridge0,bus_nr=40,numa_node=0,bus=pci.0
-      -device virtio-rng-pci,bus=bridge0,addr=0x2)
+      -device virtio-rng-pci,bus=bridge0,addr=0x2 -device ati-vga,bus=bridge0,addr=0x3)
     shape_pci=(0000:15:03.0 0000:29:02.0)
     ;;
   1s4n-nps4)
