@@ -272,7 +272,6 @@ TEST_CASE("topo lists policy errors as footnotes instead of failing") {
   CHECK(r.out.find("  [1] ") != std::string::npos);
 }
 
-#if __has_include("gpuaff/source/json.hpp")
 TEST_CASE("topo --format json prints the contract's object and bind reads it back") {
   Run r = tool({"topo", "--root", p4d, "--format", "json"});
   REQUIRE(r.rc == 0);
@@ -292,7 +291,6 @@ TEST_CASE("topo --format json prints the contract's object and bind reads it bac
   cli_test::write_file(file, "{ not json");
   check_error({"bind", "--topology", file.string(), "--gpu", "0"}, 3);
 }
-#endif
 
 TEST_CASE("record writes a root that reproduces the machine") {
   auto dir = cli_test::temp_dir("record");

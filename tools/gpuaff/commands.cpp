@@ -211,12 +211,8 @@ int run_topo(const TopoArgs& args) {
   auto topo = load_topology(args.plan.source);
   if (!topo) return report_error(topo.error());
   if (args.format == "json") {
-#ifdef GPUAFF_CLI_HAS_JSON
     write_stdout(to_json(*topo) + '\n');
     return exit_ok;
-#else
-    return report_error(make_error(Errc::unsupported, "--format json: this gpuaff was built without JSON support"));
-#endif
   }
   ReportOptions o;
   bool color = args.color == "always";

@@ -11,10 +11,7 @@
 
 #include "gpuaff/gpus.hpp"
 #include "gpuaff/result.hpp"
-#if __has_include("gpuaff/source/json.hpp")
 #include "gpuaff/source/json.hpp"
-#define GPUAFF_CLI_HAS_JSON 1
-#endif
 #include "gpuaff/source/sysfs.hpp"
 #include "gpuaff/topology.hpp"
 #ifdef GPUAFF_HAS_HWLOC
@@ -77,12 +74,8 @@ inline Result<Topology> read_machine(const SourceOptions& o, const std::vector<P
   } else
 #endif
   if (!o.topology_file.empty()) {
-#ifdef GPUAFF_CLI_HAS_JSON
     JsonSource source(JsonSource::Options{.path = o.topology_file, .visible = every_gpu});
     topo = source.load();
-#else
-    return fail(Errc::unsupported, "--topology: this gpuaff was built without JSON support; use --root DIR");
-#endif
   } else {
     std::string root = o.root.empty() ? std::string("/") : o.root;
     struct stat st {};
