@@ -263,8 +263,10 @@ class HwlocSource {
         break;
       }
       case HwlocInput::live: {
-        // GPU libraries and X are slow to probe and add nothing a Topology holds.
-        for (const char* c : {"opencl", "gl"})
+        // GPU libraries and X are slow to probe and add nothing a Topology holds;
+        // the Linux backend reads PCI from sysfs itself, so the libpciaccess
+        // component ("pci", which also leaks on every load) is not needed.
+        for (const char* c : {"opencl", "gl", "pci"})
           (void)hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, c);
         if (options_.gpu_memory_nodes == GpuMemoryNodes::keep) {
           const char* cur = std::getenv("HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES");
