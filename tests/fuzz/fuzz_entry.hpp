@@ -9,13 +9,16 @@
 //   3  SysfsSource on a small tree: the text, split at 0xff bytes, gives the
 //      contents of the files in tree_files() in order: an empty piece (or no
 //      piece) keeps the valid default, a piece that is exactly 0xfe removes the
-//      file, exactly 0xfd makes it empty. The last four files exist only when
+//      file, exactly 0xfd makes it empty, 0xfc followed by text makes it a
+//      symlink to that text (loops, absolute and escaping targets included). The last four files exist only when
 //      given. A piece after the files is CUDA_VISIBLE_DEVICES. The tree's
 //      invariants are checked whenever the load succeeds.
 //   4  select_visible_gpus with the text as CUDA_VISIBLE_DEVICES, then as
 //      --visible-devices, on four fixed GPUs
+// Every file the reader read must resolve inside the root.
 // Any broken invariant calls std::abort() so that the fuzzer reports it.
 
+#include <limits.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -83,6 +86,8 @@ class Scratch {
   const std::string& root() const { return root_; }
 
  private:
+  // base/root is the tree; base/outside holds a file that a reader escaping the
+  // root through a symlink could reach.
   Scratch() {
     (void)tree_files();  // constructed first, so destroyed after ~Scratch, which uses it
     const char* tmp = std::getenv("TMPDIR");
@@ -90,14 +95,21 @@ class Scratch {
       if (base.empty()) continue;
       std::string pattern = base + "/gpuaff-fuzz-XXXXXX";
       if (::mkdtemp(pattern.data()) != nullptr) {
-        root_ = pattern;
+        base_ = pattern;
         break;
       }
     }
-    require(!root_.empty());
+    require(!base_.empty());
+    root_ = base_ + "/root";
     require(gpuaff::detail::make_directories(root_ + "/sys/bus/pci/devices") == 0);
+    require(gpuaff::detail::make_directories(base_ + "/outside") == 0);
+    require(gpuaff::detail::write_whole_file(base_ + "/outside/secret", "0-4095\n") == 0);
     std::string link = root_ + "/sys/bus/pci/devices/0000:10:00.0";
     require(::symlink("../../../devices/pci0000:10/0000:10:00.0", link.c_str()) == 0);
+    char* real = ::realpath(root_.c_str(), nullptr);
+    require(real != nullptr);
+    real_root_ = real;
+    std::free(real);  // NOLINT(cppcoreguidelines-no-malloc)
   }
   ~Scratch() {
     // Remove what tree_files() may have created, deepest first; then the directories.
@@ -117,7 +129,17 @@ class Scratch {
     std::sort(dirs.begin(), dirs.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
     for (const auto& d : dirs) ::rmdir((root_ + "/" + d).c_str());
     ::rmdir(root_.c_str());
+    ::unlink((base_ + "/outside/secret").c_str());
+    ::rmdir((base_ + "/outside").c_str());
+    ::rmdir(base_.c_str());
   }
+
+ public:
+  const std::string& real_root() const { return real_root_; }
+
+ private:
+  std::string base_;
+  std::string real_root_;
   std::string root_;
 };
 
@@ -183,12 +205,13 @@ inline bool run_tree(std::string_view text) {
     bool has_piece = k < pieces.size() && !pieces[k].empty();
     // Files after the default tree (present, cpuN/online, ...) exist only when given.
     bool extra = k + 4 >= files.size();
-    if (has_piece && pieces[k] == "\xfe") {
-      ::unlink(path.c_str());
-      continue;
-    }
-    if (!has_piece && extra) {
-      ::unlink(path.c_str());
+    ::unlink(path.c_str());  // never write through a link an earlier input made
+    if ((has_piece && pieces[k] == "\xfe") || (!has_piece && extra)) continue;
+    if (has_piece && pieces[k][0] == '\xfc') {
+      std::string target(pieces[k].substr(1));
+      auto slash = path.rfind('/');
+      require(gpuaff::detail::make_directories(path.substr(0, slash)) == 0);
+      (void)::symlink(target.c_str(), path.c_str());  // an empty target fails: the file is then missing
       continue;
     }
     std::string content = !has_piece ? files[k].second : pieces[k] == "\xfd" ? std::string() : std::string(pieces[k]);
@@ -199,6 +222,19 @@ inline bool run_tree(std::string_view text) {
   gpuaff::SysfsSource src(gpuaff::SysfsOptions{
       .root = s.root(), .visible = {.use_environment = false, .cuda_visible_devices = cuda}});
   auto r = src.load();
+  // Whatever was read must lie inside the root once every link is followed.
+  gpuaff::detail::RootResolver resolver(s.root());
+  for (const auto& f : src.files_read()) {
+    std::string resolved;
+    require(resolver.resolve(f, resolved) == 0);
+    char* real = ::realpath(resolver.host_path(resolved).c_str(), nullptr);
+    require(real != nullptr);
+    std::string_view rp(real);
+    bool inside = rp.size() > s.real_root().size() && rp.substr(0, s.real_root().size()) == s.real_root() &&
+                  rp[s.real_root().size()] == '/';
+    std::free(real);  // NOLINT(cppcoreguidelines-no-malloc)
+    require(inside);
+  }
   if (r) {
     check_topology(*r);
     return true;
