@@ -8,6 +8,16 @@ using gpuaff_test::binds;
 using gpuaff_test::cpus;
 using gpuaff_test::fails;
 using gpuaff_test::p4d;
+using gpuaff_test::regular_machine;
+
+namespace {
+// 2 sockets x 1 node x 4 cores, SMT2 (siblings +8): node0 = 0-3,8-11,
+// node1 = 4-7,12-15; GPUs 0,1 on node 0 and 2,3 on node 1. Small enough for
+// clang's constexpr step limit across many binds.
+constexpr Topology small() {
+  return regular_machine({.packages = 2, .cores_per_node = 4, .smt = 2, .gpus = 4, .gpu_nodes = {0, 0, 1, 1}});
+}
+}  // namespace
 
 // ---- the concept: models and non-models ----------------------------------------
 
@@ -97,29 +107,29 @@ TEST_CASE("an unknown policy name is an error listing the valid names") {
 
 TEST_CASE("bind by PolicySpec matches the policy object") {
   constexpr bool ok = [] {
-    Topology t = p4d();
+    Topology t = small();
     NvidiaOptions o{.smt = Smt::one, .max_cores = 3};
     struct Case {
       PolicyKind kind;
       Result<CpuSet> direct;
     };
     Case cases[] = {
-        {PolicyKind::node, bind(t, 5, NodePolicy{})},
-        {PolicyKind::socket, bind(t, 5, SocketPolicy{})},
-        {PolicyKind::exclusive, bind(t, 5, ExclusivePolicy{})},
-        {PolicyKind::core_complex, bind(t, 5, CoreComplexPolicy{})},
-        {PolicyKind::all, bind(t, 5, AllPolicy{o})},
-        {PolicyKind::single, bind(t, 5, SinglePolicy{o})},
-        {PolicyKind::single_unique, bind(t, 5, SingleUniquePolicy{o})},
-        {PolicyKind::unique_interleaved, bind(t, 5, UniqueInterleavedPolicy{o})},
-        {PolicyKind::unique_contiguous, bind(t, 5, UniqueContiguousPolicy{o})},
+        {PolicyKind::node, bind(t, 3, NodePolicy{})},
+        {PolicyKind::socket, bind(t, 3, SocketPolicy{})},
+        {PolicyKind::exclusive, bind(t, 3, ExclusivePolicy{})},
+        {PolicyKind::core_complex, bind(t, 3, CoreComplexPolicy{})},
+        {PolicyKind::all, bind(t, 3, AllPolicy{o})},
+        {PolicyKind::single, bind(t, 3, SinglePolicy{o})},
+        {PolicyKind::single_unique, bind(t, 3, SingleUniquePolicy{o})},
+        {PolicyKind::unique_interleaved, bind(t, 3, UniqueInterleavedPolicy{o})},
+        {PolicyKind::unique_contiguous, bind(t, 3, UniqueContiguousPolicy{o})},
     };
     for (const Case& c : cases) {
-      auto r = bind(t, 5, PolicySpec{c.kind, o});
+      auto r = bind(t, 3, PolicySpec{c.kind, o});
       if (!r || !c.direct || *r != *c.direct) return false;
     }
-    // And a spot check of the dispatch itself: exclusive GPU 5 = cores 30-35 (+48).
-    return *bind(t, 5, PolicySpec{.kind = PolicyKind::exclusive}) == cpus("30-35,78-83");
+    // And a spot check of the dispatch itself: exclusive GPU 3 = node 1's cores 6-7 (+8).
+    return *bind(t, 3, PolicySpec{.kind = PolicyKind::exclusive}) == cpus("6-7,14-15");
   }();
   GPUAFF_STATIC_CHECK(ok);
 }
@@ -128,31 +138,32 @@ TEST_CASE("bind by PolicySpec matches the policy object") {
 
 TEST_CASE("bind_all: one set per participating GPU; exclusive sets tile the machine") {
   constexpr bool ok = [] {
-    auto all = bind_all(p4d(), {.kind = PolicyKind::exclusive});
-    if (!all || all->size() != 8) return false;
+    auto all = bind_all(small(), {.kind = PolicyKind::exclusive});
+    if (!all || all->size() != 4) return false;
     CpuSet seen;
     for (const CpuSet& s : *all) {
       if (s.intersects(seen)) return false;
       seen |= s;
     }
-    return seen == cpus("0-95") && (*all)[1] == cpus("6-11,54-59");
+    return seen == cpus("0-15") && (*all)[1] == cpus("2-3,10-11");
   }();
   GPUAFF_STATIC_CHECK(ok);
   constexpr bool nproc3 = [] {
-    auto all = bind_all(p4d(), {.kind = PolicyKind::unique_contiguous}, {.nproc = 3});
-    // 3 GPUs on node 0 (24 cores): balanced per = 8; node 1 has no GPU of the job.
-    return all && all->size() == 3 && (*all)[2] == cpus("16-23,64-71");
+    auto all = bind_all(small(), {.kind = PolicyKind::unique_contiguous}, {.nproc = 3});
+    // GPUs 0,1 share node 0 (4 cores: 2 each), GPU 2 is alone on node 1 (4
+    // cores); balanced per = min(2, 4) = 2, so GPU 2 gets cores 4-5 (+8).
+    return all && all->size() == 3 && (*all)[2] == cpus("4-5,12-13");
   }();
   GPUAFF_STATIC_CHECK(nproc3);
 }
 
 TEST_CASE("bind_all: the first failing GPU's error, with its index") {
   constexpr bool ok = [] {
-    Topology t = p4d();
-    t.allowed = cpus("0-23,48-71");
+    Topology t = small();
+    t.allowed = cpus("0-3,8-11");
     auto all = bind_all(t, {.kind = PolicyKind::node});
     return !all && all.error().code() == Errc::empty_result &&
-           all.error().message().find("GPU 4: node: GPU 4 (0000:50:00.0) is on NUMA node 1") != std::string_view::npos;
+           all.error().message().find("GPU 2: node: GPU 2 (0000:30:00.0) is on NUMA node 1") != std::string_view::npos;
   }();
   GPUAFF_STATIC_CHECK(ok);
 }
