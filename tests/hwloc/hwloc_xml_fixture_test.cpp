@@ -1,6 +1,8 @@
-// fixtures/dgx-h100.xml: an hwloc XML file written by Debian's lstopo (hwloc
-// 2.9) from the recorded root fixtures/dgx-h100 (see fixtures/README.md).
-// HwlocSource must read from it the machine the fixture models: a DGX H100,
+// hwloc XML files written by Debian's lstopo (hwloc 2.9) from recorded roots
+// (see docs/hwloc.md): HwlocSource must read from them the machines the
+// fixtures model.
+//
+// fixtures/dgx-h100.xml: a DGX H100,
 // 2x Xeon Platinum 8480C (56 cores each, SMT2, siblings n and n+112), one NUMA
 // node and one L3 per socket, SLIT 10/21, eight H100 SXM GPUs, four per
 // socket, with ConnectX-7 NICs beside them.
@@ -17,9 +19,9 @@ using gpuaff::PciAddress;
 
 namespace {
 
-gpuaff::Result<gpuaff::Topology> load(std::vector<PciAddress> extra = {}) {
+gpuaff::Result<gpuaff::Topology> load(std::vector<PciAddress> extra = {}, const char* file = "dgx-h100.xml") {
   return HwlocSource(HwlocOptions{.input = HwlocInput::xml,
-                                  .path = gpuaff_test::fixture("dgx-h100.xml"),
+                                  .path = gpuaff_test::fixture(file),
                                   .visible = {.use_environment = false},
                                   .extra_pci = std::move(extra)})
       .load();
@@ -102,4 +104,48 @@ TEST_CASE("bindings from the DGX H100 XML follow the sockets") {
   // node 0) gets cores 14..27 with their siblings 126..139
   CHECK(gpuaff::bind(*t, 1, gpuaff::PolicySpec{.kind = gpuaff::PolicyKind::exclusive}).value() ==
         (CpuSet::range(14, 27) | CpuSet::range(126, 139)));
+}
+
+// fixtures/gb200-tray.xml: a GB200 compute tray, 2 Grace CPUs (72 cores each, no
+// SMT, CPUs 0-71 and 72-143, nodes 0 and 1 at distance 40) and 4 GPUs (two per
+// Grace). Each GPU's memory is a CPU-less node: 2, 10 (near node 0, distance 80)
+// and 18, 26 (near node 1); other distances 120. hwloc gives CPU-less nodes the
+// CPUs near them; gpuaff must still report them without CPUs.
+TEST_CASE("the GB200 XML keeps GPU-memory nodes, without CPUs") {
+  auto t = load({}, "gb200-tray.xml");
+  REQUIRE_MESSAGE(t, t.error().message());
+  CHECK(t->online == CpuSet::range(0, 143));
+  REQUIRE(t->packages.size() == 2);
+  CHECK(t->packages[1].cpus == CpuSet::range(72, 143));
+  CHECK(t->cores.size() == 144);
+  CHECK(t->cores[5].threads == CpuSet{5});
+  REQUIRE(t->nodes.size() == 6);
+  const int ids[] = {0, 1, 2, 10, 18, 26};
+  for (std::size_t i = 0; i < 6; ++i) CHECK(t->nodes[i].id == ids[i]);
+  CHECK(t->find_node(0)->cpus == CpuSet::range(0, 71));
+  CHECK(t->find_node(1)->cpus == CpuSet::range(72, 143));
+  for (int id : {2, 10, 18, 26}) CHECK(t->find_node(id)->memory_only());
+  CHECK(t->distance(0, 1) == 40);
+  CHECK(t->distance(0, 2) == 80);
+  CHECK(t->distance(0, 18) == 120);
+  CHECK(t->distance(1, 26) == 80);
+  CHECK(t->distance(2, 10) == 120);
+}
+
+TEST_CASE("the GB200 XML's GPUs sit on their Grace and bind to it") {
+  auto t = load({}, "gb200-tray.xml");
+  REQUIRE_MESSAGE(t, t.error().message());
+  const char* bdfs[] = {"0008:01:00.0", "0009:01:00.0", "0018:01:00.0", "0019:01:00.0"};
+  REQUIRE(t->gpus.size() == 4);
+  for (int i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    const auto& g = t->gpus[static_cast<std::size_t>(i)];
+    CHECK(g.address() == PciAddress::parse(bdfs[i]).value());
+    CHECK(g.pci.device == 0x2941);
+    CHECK(g.numa_node() == i / 2);
+  }
+  // socket: the Grace holding node 1; the CPU-less nodes add no CPU (and must not fail)
+  CHECK(gpuaff::bind(*t, 2, gpuaff::PolicySpec{.kind = gpuaff::PolicyKind::socket}).value() == CpuSet::range(72, 143));
+  // exclusive: node 0's 72 cores split between its two GPUs
+  CHECK(gpuaff::bind(*t, 1, gpuaff::PolicySpec{.kind = gpuaff::PolicyKind::exclusive}).value() == CpuSet::range(36, 71));
 }
