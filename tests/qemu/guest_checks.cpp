@@ -376,8 +376,9 @@ struct ToolRun {
   std::string err;
 };
 
-/// Runs /bin/gpuaff ARGS... (the static tool packed into the initramfs).
-ToolRun run_tool(const std::vector<std::string>& args) {
+/// Runs /bin/gpuaff ARGS... (the static tool packed into the initramfs),
+/// on `allowed` when given (like `taskset -c`), else on the caller's CPUs.
+ToolRun run_tool(const std::vector<std::string>& args, const CpuSet& allowed = {}) {
   ToolRun r;
   int out[2];
   int err[2];
@@ -389,7 +390,7 @@ ToolRun run_tool(const std::vector<std::string>& args) {
   }
   std::vector<std::string> argv{"/bin/gpuaff"};
   argv.insert(argv.end(), args.begin(), args.end());
-  auto child = gpuaff::spawn(argv, {.stdout_fd = out[1], .stderr_fd = err[1]});
+  auto child = gpuaff::spawn(argv, {.cpus = allowed, .stdout_fd = out[1], .stderr_fd = err[1]});
   close(out[1]);
   close(err[1]);
   if (!child) {
@@ -875,6 +876,23 @@ TEST_CASE("gpuaff bind --gpu prints each GPU's binding") {
     CHECK(r.exit_code == 0);
     CHECK(r.out == b.cpus.to_list() + "\n");
   }
+}
+
+TEST_CASE("gpuaff started on fewer CPUs (taskset, cgroups) binds inside them") {
+  if (shape().gpus.size() < 2) return;
+  // Allowed 4-6: node 1's allowed cores are {4,5} and {6}; its two GPUs take one each.
+  const CpuSet allowed{4, 5, 6};
+  ToolRun node = run_tool({"bind", "--gpu", "0"}, allowed);
+  ToolRun first = run_tool({"bind", "--gpu", "0", "--policy", "exclusive"}, allowed);
+  ToolRun second = run_tool({"bind", "--gpu", "1", "--policy", "exclusive"}, allowed);
+  // GPU 2's node 0 has no allowed CPU: an error, never an empty or foreign mask.
+  ToolRun none = run_tool({"bind", "--gpu", "2"}, allowed);
+  CHECK(node.out == "4-6\n");
+  CHECK(first.out == "4-5\n");
+  CHECK(second.out == "6\n");
+  CHECK(none.exit_code == 5);  // CONTRACT: cannot bind (empty result)
+  CHECK(none.out == "");
+  CHECK(none.err.rfind("gpuaff: ", 0) == 0);
 }
 
 TEST_CASE("gpuaff honours HIP_VISIBLE_DEVICES for the AMD adapters") {
