@@ -54,6 +54,13 @@ constexpr bool is_display_class(std::uint32_t class_code) {
 constexpr bool is_gpu_vendor(std::uint16_t vendor) {
   return vendor == pci_vendor::nvidia || vendor == pci_vendor::amd || vendor == pci_vendor::intel;
 }
+/// Class 0x1200, "processing accelerator": AMD Instinct MI200/MI300 enumerate as
+/// this, not as a display device. Only AMD's are GPUs (Intel NPUs use it too).
+constexpr bool is_accelerator_class(std::uint32_t class_code) { return ((class_code >> 8) & 0xffff) == 0x1200; }
+/// Classes whose vendor decides whether the device is a GPU.
+constexpr bool is_gpu_candidate_class(std::uint32_t class_code) {
+  return is_display_class(class_code) || is_accelerator_class(class_code);
+}
 
 struct PciDevice {
   PciAddress address;
@@ -64,8 +71,12 @@ struct PciDevice {
   CpuSet local_cpus;             ///< the device's local_cpulist; meaningful when has_local_cpus
   bool has_local_cpus = false;
 
-  /// A GPU by CONTRACT.md section 2: display class and an NVIDIA, AMD or Intel vendor id.
-  constexpr bool is_gpu() const { return is_display_class(class_code) && is_gpu_vendor(vendor); }
+  /// A GPU by CONTRACT.md section 2: display class and an NVIDIA, AMD or Intel vendor id;
+  /// extended to AMD processing accelerators (class 0x1200: MI200, MI300).
+  constexpr bool is_gpu() const {
+    return (is_display_class(class_code) && is_gpu_vendor(vendor)) ||
+           (is_accelerator_class(class_code) && vendor == pci_vendor::amd);
+  }
   friend constexpr bool operator==(const PciDevice&, const PciDevice&) = default;
 };
 

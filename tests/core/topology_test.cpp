@@ -90,4 +90,11 @@ TEST_CASE("GPU classes and vendors follow CONTRACT section 2") {
   d.class_code = 0x030200;
   d.vendor = 0x1af4;  // virtio
   CHECK_FALSE(d.is_gpu());
+  // AMD Instinct MI200/MI300 enumerate as processing accelerators (0x1200) ...
+  d.vendor = gpuaff::pci_vendor::amd;
+  d.class_code = 0x120000;
+  CHECK(d.is_gpu());
+  // ... and so do Intel NPUs, which are not GPUs.
+  d.vendor = gpuaff::pci_vendor::intel;
+  CHECK_FALSE(d.is_gpu());
 }

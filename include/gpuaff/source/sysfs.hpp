@@ -599,7 +599,7 @@ inline Result<Topology> SysfsSource::load() {
         continue;
       }
       bool full = extra;
-      if (is_display_class(d.class_code) || extra) {
+      if (is_gpu_candidate_class(d.class_code) || extra) {
         GPUAFF_TRY(bool have, r.get(dir + "vendor", s));
         if (!have) return r.bad(Errc::not_found, dir + "vendor", "is missing");
         GPUAFF_TRY(long long v, r.hex(dir + "vendor", s, 0xffff));
