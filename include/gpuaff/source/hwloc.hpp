@@ -55,7 +55,9 @@ struct HwlocOptions {
   HwlocInput input = HwlocInput::live;
   std::string path{};  ///< the XML file or the root directory; unused for live
   VisibleDevices visible{};
-  std::vector<PciAddress> extra_pci{};  ///< non-GPU devices to report too (e.g. a --pci NIC)
+  /// Non-GPU devices to report too (e.g. a --pci NIC). Unlike SysfsSource, a device
+  /// hwloc does not list is left out rather than an error: check with Topology::find_pci.
+  std::vector<PciAddress> extra_pci{};
   GpuMemoryNodes gpu_memory_nodes = GpuMemoryNodes::keep;
 };
 
