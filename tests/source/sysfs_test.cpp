@@ -403,3 +403,15 @@ TEST_CASE("a root that is not a directory is an error that says what --root want
   CHECK(r.error().code() == gpuaff::Errc::not_found);
   CHECK(std::string(r.error().message()).find("/nonexistent/gpuaff-root") != std::string::npos);
 }
+
+TEST_CASE("AMD processing accelerators (class 0x1200, MI300X) are GPUs; an Intel NPU of that class is not") {
+  TempTree t;
+  flat(t, "0-3", {"0", "1", "2", "3"});
+  add_pci(t, "0000:05:00.0", "0x120000", "0x1002", "0", "0-1");
+  add_pci(t, "0000:06:00.0", "0x120000", "0x8086", "0", "0-1");
+  Topology topo = load_ok(t);
+  REQUIRE(topo.gpus.size() == 1);
+  CHECK(topo.gpus[0].pci.address.bus == 0x05);
+  CHECK(topo.gpus[0].pci.local_cpus == CpuSet{0, 1});
+  CHECK(topo.find_pci(gpuaff::PciAddress::parse("0000:06:00.0").value()) == nullptr);
+}

@@ -35,7 +35,8 @@
 // |                                               |                                   | Mems_allowed; lines missing: same defaults  |
 // | pci (directory listing)                       | always                            | no PCI devices                              |
 // | pci/DEV/class                                 | every device                      | device skipped (error if in extra_pci)      |
-// | pci/DEV/vendor                                | display-class devices, extra_pci  | error                                       |
+// | pci/DEV/vendor                                | display or accelerator (0x1200)   | error                                       |
+// |                                               | class devices, extra_pci          |                                             |
 // | pci/DEV/{device,numa_node}                    | GPUs and extra_pci devices        | device 0; numa_node -1                      |
 // | pci/DEV/local_cpulist                         | GPUs and extra_pci devices        | local_cpus; none: has_local_cpus = false    |
 // | proc/driver/nvidia/gpus/BDF/information       | NVIDIA GPUs                       | no UUID                                     |
