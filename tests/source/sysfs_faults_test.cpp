@@ -103,30 +103,40 @@ TEST_CASE("the base tree of the fault table loads") {
 
 TEST_CASE("every required file, broken every way, gives an error naming it") {
   int cases = 0;
-  for (const Row& row : table()) {
-    for (const Fault& f : row.faults) {
-      CAPTURE(row.shown);
-      CAPTURE(f.kind);
-      CAPTURE(f.content.value_or("<removed>"));
-      TempTree t;
-      base(t);
-      if (f.content) t.write(row.real, *f.content);
-      else t.remove(row.real);
-      SysfsSource s(SysfsOptions{.root = t.root(), .visible = {.use_environment = false}});
-      auto r = s.load();
-      REQUIRE_FALSE(r);
-      std::string msg(r.error().message());
-      CAPTURE(msg);
-      CHECK(msg.find(t.path(row.shown)) != std::string::npos);
-      CHECK(msg.find("gpuaff record") != std::string::npos);
-      if (f.kind == "beyond-capacity" || f.kind == "out-of-range") CHECK(r.error().code() == gpuaff::Errc::out_of_range);
-      if (f.kind == "missing") CHECK(r.error().code() == gpuaff::Errc::not_found);
-      if (f.kind == "garbage" || f.kind == "empty" || f.kind == "inconsistent")
-        CHECK(r.error().code() == gpuaff::Errc::parse_error);
-      ++cases;
+  // Once with the kernel resolving paths in the root (openat2), once with RootResolver.
+  for (bool user_space : {false, true}) {
+    struct Mode {  // restored even when a REQUIRE leaves the loop
+      explicit Mode(bool on) { gpuaff::detail::sysfs_force_user_space_resolution = on; }
+      ~Mode() { gpuaff::detail::sysfs_force_user_space_resolution = false; }
+      Mode(const Mode&) = delete;
+      Mode& operator=(const Mode&) = delete;
+    } mode(user_space);
+    for (const Row& row : table()) {
+      for (const Fault& f : row.faults) {
+        CAPTURE(row.shown);
+        CAPTURE(f.kind);
+        CAPTURE(f.content.value_or("<removed>"));
+        TempTree t;
+        base(t);
+        if (f.content) t.write(row.real, *f.content);
+        else t.remove(row.real);
+        SysfsSource s(SysfsOptions{.root = t.root(), .visible = {.use_environment = false}});
+        auto r = s.load();
+        REQUIRE_FALSE(r);
+        std::string msg(r.error().message());
+        CAPTURE(msg);
+        CHECK(msg.find(t.path(row.shown)) != std::string::npos);
+        CHECK(msg.find("gpuaff record") != std::string::npos);
+        if (f.kind == "beyond-capacity" || f.kind == "out-of-range")
+          CHECK(r.error().code() == gpuaff::Errc::out_of_range);
+        if (f.kind == "missing") CHECK(r.error().code() == gpuaff::Errc::not_found);
+        if (f.kind == "garbage" || f.kind == "empty" || f.kind == "inconsistent")
+          CHECK(r.error().code() == gpuaff::Errc::parse_error);
+        ++cases;
+      }
     }
   }
-  CHECK(cases >= 60);
+  CHECK(cases >= 120);
 }
 
 TEST_CASE("optional files may be missing: the load still succeeds") {

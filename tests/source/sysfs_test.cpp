@@ -125,8 +125,8 @@ TEST_CASE("offline CPUs are in no core, node, package or cache group; their topo
   CHECK(topo.packages[0].cpus == L("0-2,4-7"));
   CHECK(topo.nodes[0].cpus == L("0-2,4-7"));
   CHECK(topo.core_complexes[0].cpus == L("0-2,4-7"));
-  CHECK(topo.allowed == L("0-15"));           // kept as recorded ...
-  CHECK(topo.usable() == L("0-2,4-7"));       // ... and usable() drops what is not online
+  CHECK(topo.allowed == L("0-15"));      // kept as recorded ...
+  CHECK(topo.usable() == L("0-2,4-7"));  // ... and usable() drops what is not online
 }
 
 TEST_CASE("physical_package_id -1 gives one package -1") {
@@ -327,41 +327,58 @@ TEST_CASE("without package lists, each core's physical_package_id decides") {
   CHECK(topo.cores[1].package == 1);
 }
 
+// Both resolvers: the kernel's (openat2 RESOLVE_IN_ROOT) and RootResolver, which
+// kernels before 5.6 and seccomp filters that refuse openat2 get.
+struct UserSpaceResolution {
+  explicit UserSpaceResolution(bool on) { gpuaff::detail::sysfs_force_user_space_resolution = on; }
+  ~UserSpaceResolution() { gpuaff::detail::sysfs_force_user_space_resolution = false; }
+  UserSpaceResolution(const UserSpaceResolution&) = delete;
+  UserSpaceResolution& operator=(const UserSpaceResolution&) = delete;
+};
+
 TEST_CASE("symlinks are resolved inside the root: absolute targets are re-rooted, '..' cannot escape") {
-  TempTree t;
-  flat(t, "0-1", {"0", "1"});
-  // An absolute link, as a recording copied with absolute links would have.
-  t.write("sys/devices/pci0000:10/0000:10:00.0/class", "0x030200\n");
-  t.write("sys/devices/pci0000:10/0000:10:00.0/vendor", "0x10de\n");
-  t.write("sys/devices/pci0000:10/0000:10:00.0/numa_node", "0\n");
-  t.link("sys/bus/pci/devices/0000:10:00.0", "/sys/devices/pci0000:10/0000:10:00.0");
-  // Too many '..' stop at the root and still land in the tree.
-  t.write("sys/devices/pci0000:20/0000:20:00.0/class", "0x030200\n");
-  t.write("sys/devices/pci0000:20/0000:20:00.0/vendor", "0x1002\n");
-  t.link("sys/bus/pci/devices/0000:20:00.0", "../../../../../../../../../../sys/devices/pci0000:20/0000:20:00.0");
-  // A link to the tree's own host path must not be followed on the host: re-rooted, it does not exist.
-  TempTree outside;
-  outside.write("dev/class", "0x030200\n").write("dev/vendor", "0x10de\n");
-  t.link("sys/bus/pci/devices/0000:30:00.0", outside.path("dev"));
-  // A file that is itself a symlink.
-  t.write("elsewhere/numa_node", "1\n");
-  t.remove("sys/devices/pci0000:10/0000:10:00.0/numa_node");
-  t.link("sys/devices/pci0000:10/0000:10:00.0/numa_node", "/elsewhere/numa_node");
-  Topology topo = load_ok(t);
-  REQUIRE(topo.gpus.size() == 2);
-  CHECK(topo.gpus[0].pci.address.bus == 0x10);
-  CHECK(topo.gpus[0].numa_node() == 1);
-  CHECK(topo.gpus[1].pci.vendor == gpuaff::pci_vendor::amd);
+  for (bool user_space : {false, true}) {
+    CAPTURE(user_space);
+    UserSpaceResolution mode(user_space);
+    TempTree t;
+    flat(t, "0-1", {"0", "1"});
+    // An absolute link, as a recording copied with absolute links would have.
+    t.write("sys/devices/pci0000:10/0000:10:00.0/class", "0x030200\n");
+    t.write("sys/devices/pci0000:10/0000:10:00.0/vendor", "0x10de\n");
+    t.write("sys/devices/pci0000:10/0000:10:00.0/numa_node", "0\n");
+    t.link("sys/bus/pci/devices/0000:10:00.0", "/sys/devices/pci0000:10/0000:10:00.0");
+    // Too many '..' stop at the root and still land in the tree.
+    t.write("sys/devices/pci0000:20/0000:20:00.0/class", "0x030200\n");
+    t.write("sys/devices/pci0000:20/0000:20:00.0/vendor", "0x1002\n");
+    t.link("sys/bus/pci/devices/0000:20:00.0", "../../../../../../../../../../sys/devices/pci0000:20/0000:20:00.0");
+    // A link to the tree's own host path must not be followed on the host: re-rooted, it does not exist.
+    TempTree outside;
+    outside.write("dev/class", "0x030200\n").write("dev/vendor", "0x10de\n");
+    t.link("sys/bus/pci/devices/0000:30:00.0", outside.path("dev"));
+    // A file that is itself a symlink.
+    t.write("elsewhere/numa_node", "1\n");
+    t.remove("sys/devices/pci0000:10/0000:10:00.0/numa_node");
+    t.link("sys/devices/pci0000:10/0000:10:00.0/numa_node", "/elsewhere/numa_node");
+    Topology topo = load_ok(t);
+    REQUIRE(topo.gpus.size() == 2);
+    CHECK(topo.gpus[0].pci.address.bus == 0x10);
+    CHECK(topo.gpus[0].numa_node() == 1);
+    CHECK(topo.gpus[1].pci.vendor == gpuaff::pci_vendor::amd);
+  }
 }
 
 TEST_CASE("a symlink loop is an error naming the file, not a hang") {
-  TempTree t;
-  flat(t, "0", {"0"});
-  t.link("sys/bus/pci/devices/0000:10:00.0", "../../../bus/pci/devices/0000:10:00.0");
-  SysfsSource s(opts(t));
-  auto r = s.load();
-  REQUIRE_FALSE(r);
-  CHECK(std::string(r.error().message()).find("0000:10:00.0") != std::string::npos);
+  for (bool user_space : {false, true}) {
+    CAPTURE(user_space);
+    UserSpaceResolution mode(user_space);
+    TempTree t;
+    flat(t, "0", {"0"});
+    t.link("sys/bus/pci/devices/0000:10:00.0", "../../../bus/pci/devices/0000:10:00.0");
+    SysfsSource s(opts(t));
+    auto r = s.load();
+    REQUIRE_FALSE(r);
+    CHECK(std::string(r.error().message()).find("0000:10:00.0") != std::string::npos);
+  }
 }
 
 TEST_CASE("extra_pci devices are read in full whatever their class; unknown ones are an error") {

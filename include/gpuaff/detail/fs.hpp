@@ -9,10 +9,17 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#if defined(SYS_openat2) && __has_include(<linux/openat2.h>)
+#include <linux/openat2.h>
+#define GPUAFF_HAVE_OPENAT2 1
+#endif
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <string>
 #include <string_view>
@@ -28,30 +35,68 @@ namespace detail {
 /// spelling is far below this); bigger files give EFBIG.
 inline constexpr std::size_t max_small_file = std::size_t{1} << 22;
 
-/// Reads the whole file at `path` into `out`. Returns 0 or the errno of the
-/// failing call (ENOENT for a missing file, EFBIG above max_small_file).
-inline int read_whole_file(const std::string& path, std::string& out, int extra_open_flags = 0) {
+/// How to treat a read that returns less than asked for. A sysfs attribute is
+/// at most one page and comes whole from the first read, and a regular file
+/// only reads short at its end, so for those a short read is the end (one read
+/// per file instead of two). /proc seq_files may come in pieces: read to EOF.
+enum class ShortRead { more, end };
+
+/// Reads everything from `fd` into `out` (fd not closed). Returns 0 or errno
+/// (EFBIG above max_small_file).
+inline int read_fd(int fd, std::string& out, ShortRead short_read = ShortRead::more) {
   out.clear();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | extra_open_flags);
-  if (fd < 0) return errno;
   char buf[4096];
-  int err = 0;
   while (true) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      err = errno;
-      break;
+      return errno;
     }
-    if (n == 0) break;
+    if (n == 0) return 0;
     out.append(buf, static_cast<std::size_t>(n));
-    if (out.size() > max_small_file) {
-      err = EFBIG;
-      break;
-    }
+    if (out.size() > max_small_file) return EFBIG;
+    if (short_read == ShortRead::end && static_cast<std::size_t>(n) < sizeof buf) return 0;
   }
+}
+
+/// Reads the whole file at `path` into `out`. Returns 0 or the errno of the
+/// failing call (ENOENT for a missing file, EFBIG above max_small_file).
+inline int read_whole_file(const std::string& path, std::string& out, int extra_open_flags = 0,
+                           ShortRead short_read = ShortRead::more) {
+  out.clear();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | extra_open_flags);
+  if (fd < 0) return errno;
+  int err = read_fd(fd, out, short_read);
   ::close(fd);
   return err;
+}
+
+/// Opens `rel` below the directory `root_fd` with the kernel keeping the whole
+/// resolution inside it (openat2 RESOLVE_IN_ROOT, Linux 5.6+): symlinks are
+/// followed, absolute targets start at the root, ".." stops there; the same
+/// rules as RootResolver, in one system call. Returns an fd or -errno; -ENOSYS
+/// when openat2 is unavailable (old kernel or headers, or a seccomp filter that
+/// refuses it with ENOSYS or EPERM): the caller then falls back to RootResolver.
+inline int open_in_root(int root_fd, const std::string& rel, int flags) {
+#ifdef GPUAFF_HAVE_OPENAT2
+  open_how how{};
+  how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  for (int tries = 0; tries < 16; ++tries) {
+    long fd = ::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how);
+    if (fd >= 0) return static_cast<int>(fd);
+    int e = errno;
+    if (e == EAGAIN || e == EINTR) continue;  // a concurrent rename inside the root: retry
+    if (e == ENOSYS || e == EPERM || e == E2BIG) return -ENOSYS;
+    return -e;
+  }
+  return -EAGAIN;
+#else
+  (void)root_fd;
+  (void)rel;
+  (void)flags;
+  return -ENOSYS;
+#endif
 }
 
 /// Drops trailing NUL bytes and whitespace (some firmware-provided sysfs
@@ -109,11 +154,16 @@ inline int make_directories(const std::string& path) {
   return 0;
 }
 
-/// Names in a directory (without "." and ".."). Returns 0 or errno.
-inline int list_directory(const std::string& path, std::vector<std::string>& names) {
+/// Names in the directory open as `fd` (without "." and ".."); takes ownership
+/// of fd. Returns 0 or errno.
+inline int list_directory_fd(int fd, std::vector<std::string>& names) {
   names.clear();
-  DIR* d = ::opendir(path.c_str());
-  if (d == nullptr) return errno;
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    int e = errno;
+    ::close(fd);
+    return e;
+  }
   while (dirent* e = ::readdir(d)) {
     std::string_view n(e->d_name);
     if (n == "." || n == "..") continue;
@@ -121,6 +171,14 @@ inline int list_directory(const std::string& path, std::vector<std::string>& nam
   }
   ::closedir(d);
   return 0;
+}
+
+/// Names in a directory (without "." and ".."). Returns 0 or errno.
+inline int list_directory(const std::string& path, std::vector<std::string>& names) {
+  names.clear();
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  return list_directory_fd(fd, names);
 }
 
 /// The components of a relative path; empty ones and "." are dropped.

@@ -61,10 +61,13 @@
 // online CPUs except `allowed`, which is kept as recorded (it may name offline
 // CPUs); cores, packages, cache groups hold online CPUs only.
 
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -121,6 +124,10 @@ static_assert(TopologySource<SysfsSource>);
 
 namespace detail {
 
+/// Tests set this to exercise the user-space resolver (RootResolver) that
+/// kernels without openat2 use; nothing else should touch it.
+inline std::atomic<bool> sysfs_force_user_space_resolution{false};
+
 /// The calling thread's affinity mask, for any number of CPUs.
 /// Errors: Errc::system_error, Errc::out_of_range (a CPU id >= CpuSet::capacity).
 inline Result<CpuSet> live_allowed_cpus() {
@@ -167,6 +174,13 @@ class SysfsReader {
     display_ = root;
     while (display_.size() > 1 && display_.back() == '/') display_.pop_back();
     if (live || display_ == "/") display_.clear();
+    if (!live) root_fd_ = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    in_root_ = root_fd_ >= 0 && !sysfs_force_user_space_resolution.load(std::memory_order_relaxed);
+  }
+  SysfsReader(const SysfsReader&) = delete;
+  SysfsReader& operator=(const SysfsReader&) = delete;
+  ~SysfsReader() {
+    if (root_fd_ >= 0) ::close(root_fd_);
   }
 
   int opened = 0;
@@ -193,27 +207,57 @@ class SysfsReader {
     return fail(e.code(), shown(rel), ": ", e.message(), "; ", hint());
   }
 
-  /// Reads a file: true with `out` (trailing NULs and whitespace stripped), false if missing.
-  Result<bool> get(std::string_view rel, std::string& out) {
-    ++opened;
-    int err = 0;
+  /// Opens a root-relative path: directly when live, else confined to the root
+  /// (openat2, or RootResolver where the kernel lacks it). Returns 0 or errno.
+  int open_rel(std::string_view rel, int flags, int& fd) {
+    fd = -1;
     if (live_) {
       host_ = "/";
       host_ += rel;
-      err = read_whole_file(host_, out);
-    } else {
-      std::size_t slash = rel.rfind('/');
-      std::string dir;
-      err = resolver_.resolve_dir(slash == std::string_view::npos ? std::string_view{} : rel.substr(0, slash), dir);
-      if (err == 0) {
-        if (!dir.empty()) dir += '/';
-        dir += slash == std::string_view::npos ? rel : rel.substr(slash + 1);
-        err = read_whole_file(resolver_.host_path(dir), out, O_NOFOLLOW);
-        if (err == ELOOP) {  // the file itself is a symlink: resolve it inside the root
-          err = resolver_.resolve(rel, dir);
-          if (err == 0) err = read_whole_file(resolver_.host_path(dir), out);
-        }
+      fd = ::open(host_.c_str(), flags | O_CLOEXEC);
+      return fd >= 0 ? 0 : errno;
+    }
+    if (in_root_) {
+      std::string r(rel);
+      int got = open_in_root(root_fd_, r, flags);
+      if (got >= 0) {
+        fd = got;
+        return 0;
       }
+      if (got != -ENOSYS) return -got;
+      in_root_ = false;  // resolve in user space from now on
+    }
+    std::string path;
+    if ((flags & O_DIRECTORY) != 0) {
+      int err = resolver_.resolve(rel, path);
+      if (err != 0) return err;
+      fd = ::open(resolver_.host_path(path).c_str(), flags | O_CLOEXEC);
+      return fd >= 0 ? 0 : errno;
+    }
+    std::size_t slash = rel.rfind('/');
+    int err = resolver_.resolve_dir(slash == std::string_view::npos ? std::string_view{} : rel.substr(0, slash), path);
+    if (err != 0) return err;
+    if (!path.empty()) path += '/';
+    path += slash == std::string_view::npos ? rel : rel.substr(slash + 1);
+    fd = ::open(resolver_.host_path(path).c_str(), flags | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0) return 0;
+    if (errno != ELOOP) return errno;
+    err = resolver_.resolve(rel, path);  // the file itself is a symlink: resolve it inside the root
+    if (err != 0) return err;
+    fd = ::open(resolver_.host_path(path).c_str(), flags | O_CLOEXEC);
+    return fd >= 0 ? 0 : errno;
+  }
+
+  /// Reads a file: true with `out` (trailing NULs and whitespace stripped), false if missing.
+  Result<bool> get(std::string_view rel, std::string& out) {
+    ++opened;
+    out.clear();
+    int fd = -1;
+    int err = open_rel(rel, O_RDONLY, fd);
+    if (err == 0) {
+      bool proc = rel.size() >= 5 && rel.substr(0, 5) == "proc/";
+      err = read_fd(fd, out, proc ? ShortRead::more : ShortRead::end);
+      ::close(fd);
     }
     if (err == ENOENT || err == ENOTDIR) return false;
     if (err != 0)
@@ -278,34 +322,18 @@ class SysfsReader {
 
   /// The root-relative path resolved inside the root exists and is a directory.
   bool is_directory(std::string_view rel) {
-    std::string host;
-    if (live_) {
-      host = "/";
-      host += rel;
-    } else {
-      std::string dir;
-      if (resolver_.resolve_dir(rel, dir) != 0) return false;
-      host = resolver_.host_path(dir);
-    }
-    struct stat st {};
-    return ::stat(host.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    int fd = -1;
+    if (open_rel(rel, O_RDONLY | O_DIRECTORY, fd) != 0) return false;
+    ::close(fd);
+    return true;
   }
 
   /// Lists a directory inside the root; a missing one is empty.
   Result<std::vector<std::string>> list(std::string_view rel) {
-    std::string host;
-    if (live_) {
-      host = "/";
-      host += rel;
-    } else {
-      std::string dir;
-      int e = resolver_.resolve_dir(rel, dir);
-      if (e != 0)
-        return unexpected(make_sys_error(Errc::io_error, e, shown(rel), ": cannot be resolved (errno ", e, "); ", hint()));
-      host = resolver_.host_path(dir);
-    }
     std::vector<std::string> names;
-    int e = list_directory(host, names);
+    int fd = -1;
+    int e = open_rel(rel, O_RDONLY | O_DIRECTORY, fd);
+    if (e == 0) e = list_directory_fd(fd, names);
     if (e == ENOENT || e == ENOTDIR) names.clear();
     else if (e != 0)
       return unexpected(make_sys_error(Errc::io_error, e, shown(rel), ": cannot be listed (errno ", e, "); ", hint()));
@@ -317,6 +345,8 @@ class SysfsReader {
   RootResolver resolver_;
   std::string display_;
   std::string host_;
+  int root_fd_ = -1;
+  bool in_root_ = false;  // openat2 RESOLVE_IN_ROOT works here
 };
 
 inline std::string cpu_dir(int cpu) { return "sys/devices/system/cpu/cpu" + std::to_string(cpu); }
