@@ -265,3 +265,27 @@ TEST_CASE("fixture smt4-strided: strided SMT4 siblings stay together") {
   CHECK(bind(t, 0, SingleUniquePolicy{})->to_list() == "0,64,128,192");
   CHECK(bind(t, 0, UniqueContiguousPolicy{{.smt = Smt::one}}, {.nproc = 1})->to_list() == "0-63");
 }
+
+TEST_CASE("fixture azure-ndv4: GPU order is not node order") {
+  // 4 nodes of 24 vCPUs without SMT, 2 per socket; GPUs 0,1 on node 1 (24-47),
+  // 2,3 on node 0; the last-level caches hold 3 vCPUs each.
+  Topology t = load("azure-ndv4");
+  CHECK(bind(t, 0, NodePolicy{})->to_list() == "24-47");
+  CHECK(bind(t, 2, NodePolicy{})->to_list() == "0-23");
+  CHECK(bind(t, 0, ExclusivePolicy{})->to_list() == "24-35");
+  CHECK(bind(t, 1, ExclusivePolicy{})->to_list() == "36-47");
+  CHECK(bind(t, 0, SocketPolicy{})->to_list() == "0-47");  // nodes 0 and 1 share socket 0
+  CHECK(bind(t, 0, CoreComplexPolicy{})->to_list() == "24-26");
+  CHECK(bind(t, 1, CoreComplexPolicy{})->to_list() == "27-29");
+  CHECK(bind(t, 1, UniqueInterleavedPolicy{{.max_cores = 3}})->to_list() == "25,27,29");
+}
+
+TEST_CASE("fixture mi300x: AMD GPUs, 8-core CCDs") {
+  // 2 nodes of 96 cores, SMT2 (+192), 4 GPUs per node: 24 cores each;
+  // CCDs of 8 cores: GPU 1 takes node 0's second CCD.
+  Topology t = load("mi300x");
+  REQUIRE(t.gpus.size() == 8);
+  CHECK(bind(t, 1, ExclusivePolicy{})->to_list() == "24-47,216-239");
+  CHECK(bind(t, 1, CoreComplexPolicy{})->to_list() == "8-15,200-207");
+  CHECK(bind(t, 5, UniqueContiguousPolicy{{.smt = Smt::one}})->to_list() == "120-143");
+}
