@@ -15,7 +15,8 @@
 //      invariants are checked whenever the load succeeds.
 //   4  select_visible_gpus with the text as CUDA_VISIBLE_DEVICES, then as
 //      --visible-devices, on four fixed GPUs
-// Every file the reader read must resolve inside the root.
+// Every file the reader read must resolve inside the root, and the kernel's
+// resolver (openat2) and RootResolver must give the same result.
 // Any broken invariant calls std::abort() so that the fuzzer reports it.
 
 #include <limits.h>
@@ -235,6 +236,15 @@ inline bool run_tree(std::string_view text) {
     std::free(real);  // NOLINT(cppcoreguidelines-no-malloc)
     require(inside);
   }
+  // Differential: the user-space resolver (kernels without openat2) must agree.
+  gpuaff::detail::sysfs_force_user_space_resolution = true;
+  gpuaff::SysfsSource user_space(src.options());
+  auto u = user_space.load();
+  gpuaff::detail::sysfs_force_user_space_resolution = false;
+  require(u.has_value() == r.has_value());
+  if (r) require(*u == *r);
+  else require(u.error().code() == r.error().code());
+  require(user_space.files_read() == src.files_read());
   if (r) {
     check_topology(*r);
     return true;

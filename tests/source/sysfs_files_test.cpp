@@ -94,3 +94,28 @@ TEST_CASE("a second load starts counting afresh") {
   REQUIRE(s.load());
   CHECK(s.files_opened() == first);
 }
+
+TEST_CASE("binding detail skips device, distance and information: 16 + cores + 4 x GPUs") {
+  for (int g : {1, 8}) {
+    CAPTURE(g);
+    TempTree t;
+    machine(t, 4, g);
+    SysfsSource s(SysfsOptions{
+        .root = t.root(), .visible = {.use_environment = false}, .detail = gpuaff::SysfsDetail::binding});
+    auto r = s.load();
+    REQUIRE(r);
+    CHECK(s.files_opened() == 16 + 4 + 4 * g);
+    CHECK(r->nodes[0].distances.empty());
+    CHECK(r->gpus[0].uuid.empty());
+    CHECK(r->gpus[0].pci.local_cpus.count() == 8);
+    // UUID entries in the visibility list bring the information files back: + G.
+    SysfsSource u(SysfsOptions{.root = t.root(),
+                               .visible = {.use_environment = false, .cuda_visible_devices = "GPU-0"},
+                               .detail = gpuaff::SysfsDetail::binding});
+    auto ru = u.load();
+    REQUIRE(ru);
+    CHECK(u.files_opened() == 16 + 4 + 5 * g);
+    REQUIRE(ru->gpus.size() == 1);
+    CHECK(ru->gpus[0].uuid == "GPU-0");
+  }
+}

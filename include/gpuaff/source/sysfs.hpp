@@ -48,7 +48,9 @@
 // Cost: one sibling list per core, two files per package, 2 x (cache levels) + 1
 // for the cache probe plus one list per cache group, two per node, and per PCI
 // device one `class`, plus five more per GPU: it grows with cores, never with
-// CPUs x GPUs. files_opened() and files_read() report it.
+// CPUs x GPUs. files_opened() and files_read() report it. SysfsDetail::binding
+// drops per GPU `device` and `information` (unless UUIDs are asked for) and
+// per node `distance`.
 //
 // Live (the root canonicalises to "/"): the allowed set is the calling thread's
 // sched_getaffinity (CPU_ALLOC-sized, grown until the kernel accepts it) and
@@ -88,10 +90,19 @@
 namespace gpuaff {
 inline namespace v0 {
 
+/// How much a load reads beyond what bindings use.
+enum class SysfsDetail {
+  full,     ///< everything in the table above (topo, record, JSON)
+  binding,  ///< skip what no policy reads: PCI `device`, node `distance`, and the NVIDIA
+            ///< `information` files unless a visibility list names UUIDs (pci.device = 0,
+            ///< distances empty, uuid empty)
+};
+
 struct SysfsOptions {
   std::string root = "/";                ///< directory laid out like `/`; "/" reads this machine
   VisibleDevices visible{};              ///< GPU visibility (see gpus.hpp)
   std::vector<PciAddress> extra_pci{};   ///< non-GPU devices to read too (e.g. --pci of a NIC)
+  SysfsDetail detail = SysfsDetail::full;
 };
 
 /// Reads a Topology from sysfs under a root (see the table at the top of this file).
@@ -545,7 +556,10 @@ inline Result<Topology> SysfsSource::load() {
         GPUAFF_TRY(CpuSet cpus, r.cpus(crel, s, w == 0 ? Form::list : Form::mask, Empty::allowed));
         NumaNode n{id, cpus & t.online, {}};
         std::string drel = dir + "distance";
-        GPUAFF_TRY(bool have, r.get(drel, s));
+        bool have = false;
+        if (options_.detail == SysfsDetail::full) {
+          GPUAFF_TRY(have, r.get(drel, s));
+        }
         if (have) {
           std::string_view d = detail::trim(s);
           if (d.empty()) return r.bad(Errc::parse_error, drel, "is empty");
@@ -638,7 +652,10 @@ inline Result<Topology> SysfsSource::load() {
         full = full || d.is_gpu();
       }
       if (!full) continue;
-      GPUAFF_TRY(bool have_dev, r.get(dir + "device", s));
+      bool have_dev = false;
+      if (options_.detail == SysfsDetail::full || extra) {
+        GPUAFF_TRY(have_dev, r.get(dir + "device", s));
+      }
       if (have_dev) {
         GPUAFF_TRY(long long v, r.hex(dir + "device", s, 0xffff));
         d.device = static_cast<std::uint16_t>(v);
@@ -660,12 +677,19 @@ inline Result<Topology> SysfsSource::load() {
   }
 
   // ---- GPUs -------------------------------------------------------------------------------
+  VisibleDevices visible = options_.visible.with_environment();
+  bool want_uuids = options_.detail == SysfsDetail::full;
+  for (const auto* v : {&visible.list, &visible.cuda_visible_devices}) {
+    if (v->has_value())
+      for (char c : **v)
+        if (!(c >= '0' && c <= '9') && c != ',' && c != ' ' && c != '\t') want_uuids = true;  // UUID entries
+  }
   std::vector<Gpu> all;
   for (const auto& d : t.pci_devices) {
     if (!d.is_gpu()) continue;
     Gpu g;
     g.pci = d;
-    if (d.vendor == pci_vendor::nvidia) {
+    if (d.vendor == pci_vendor::nvidia && want_uuids) {
       std::string rel = "proc/driver/nvidia/gpus/" + std::string(d.address.to_string().view()) + "/information";
       GPUAFF_TRY(bool have, r.get(rel, s));
       if (have) {
@@ -676,7 +700,7 @@ inline Result<Topology> SysfsSource::load() {
     }
     all.push_back(std::move(g));
   }
-  GPUAFF_TRY(t.gpus, select_visible_gpus(std::move(all), options_.visible.with_environment()));
+  GPUAFF_TRY(t.gpus, select_visible_gpus(std::move(all), visible));
   return t;
 }
 
