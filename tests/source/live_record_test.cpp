@@ -183,3 +183,28 @@ TEST_CASE("recording a broken root fails and says why") {
   CHECK(std::string(r.error().message()).find("cannot record") != std::string::npos);
   CHECK(std::string(r.error().message()).find(src.path("sys/devices/system/cpu/online")) != std::string::npos);
 }
+
+TEST_CASE("extra_pci devices are recorded too, so --pci works on the recording") {
+  TempTree src;
+  src.write("sys/devices/system/cpu/online", "0-1\n");
+  for (int c = 0; c < 2; ++c) {
+    std::string d = "sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/";
+    src.write(d + "core_cpus_list", std::to_string(c) + "\n")
+        .write(d + "physical_package_id", "0\n")
+        .write(d + "package_cpus_list", "0-1\n");
+  }
+  gpuaff_test::add_pci(src, "0000:05:00.0", "0x020000", "0x15b3", "0", "1");  // a NIC
+  auto nic = gpuaff::PciAddress::parse("0000:05:00.0").value();
+  TempTree out;
+  auto sum = gpuaff::record_topology(
+      RecordOptions{.out_dir = out.path("rec"), .root = src.root(), .extra_pci = {nic}, .for_hwloc = false});
+  REQUIRE_MESSAGE(sum, sum.error().message());
+  auto b = SysfsSource(SysfsOptions{.root = out.path("rec"), .visible = {.use_environment = false}, .extra_pci = {nic}})
+               .load();
+  REQUIRE_MESSAGE(b, b.error().message());
+  const gpuaff::PciDevice* d = b->find_pci(nic);
+  REQUIRE(d != nullptr);
+  CHECK(d->vendor == 0x15b3);
+  CHECK(d->local_cpus == CpuSet{1});
+  CHECK(d->numa_node == 0);
+}
