@@ -59,7 +59,10 @@ class CpuSet {
   constexpr bool contains(int id) const { return test(id); }
   constexpr CpuSet& set(int id) {
     assert(valid_id(id));
-    if (valid_id(id)) words_[word(id)] |= std::uint64_t{1} << bit(id);
+    if (valid_id(id)) {
+      words_[word(id)] |= std::uint64_t{1} << bit(id);
+      if (word(id) >= used_) used_ = word(id) + 1;
+    }
     return *this;
   }
   constexpr CpuSet& reset(int id) {
@@ -71,6 +74,7 @@ class CpuSet {
     for (int id = first; id <= last && id < capacity; ++id) {
       if (bit(id) == 0 && id + word_bits - 1 <= last) {
         words_[word(id)] = ~std::uint64_t{0};
+        if (word(id) >= used_) used_ = word(id) + 1;
         id += word_bits - 1;
       } else {
         set(id);
@@ -78,17 +82,20 @@ class CpuSet {
     }
     return *this;
   }
-  constexpr void clear() { words_ = {}; }
+  constexpr void clear() {
+    for (int i = 0; i < used_; ++i) words_[i] = 0;
+    used_ = 0;
+  }
 
   constexpr int count() const {
     int n = 0;
-    for (auto w : words_) n += std::popcount(w);
+    for (int i = 0; i < used_; ++i) n += std::popcount(words_[i]);
     return n;
   }
   constexpr int size() const { return count(); }
   constexpr bool empty() const {
-    for (auto w : words_)
-      if (w != 0) return false;
+    for (int i = 0; i < used_; ++i)
+      if (words_[i] != 0) return false;
     return true;
   }
   constexpr bool any() const { return !empty(); }
@@ -97,7 +104,7 @@ class CpuSet {
   constexpr int first() const { return next(-1); }
   /// Highest CPU, or -1 when empty.
   constexpr int last() const {
-    for (int w = word_count - 1; w >= 0; --w)
+    for (int w = used_ - 1; w >= 0; --w)
       if (words_[w] != 0) return w * word_bits + (word_bits - 1 - std::countl_zero(words_[w]));
     return -1;
   }
@@ -105,7 +112,7 @@ class CpuSet {
   constexpr int next(int after) const {
     int id = after + 1;
     if (id < 0) id = 0;
-    while (id < capacity) {
+    while (id < used_ * word_bits) {
       std::uint64_t w = words_[word(id)] >> bit(id);
       if (w != 0) return id + std::countr_zero(w);
       id = (word(id) + 1) * word_bits;
@@ -115,7 +122,7 @@ class CpuSet {
   /// The n-th CPU in ascending order (n counts from 0), or -1 when n >= count().
   constexpr int nth(int n) const {
     if (n < 0) return -1;
-    for (int w = 0; w < word_count; ++w) {
+    for (int w = 0; w < used_; ++w) {
       int c = std::popcount(words_[w]);
       if (n < c) {
         std::uint64_t x = words_[w];
@@ -141,38 +148,46 @@ class CpuSet {
   }
 
   constexpr bool is_subset_of(const CpuSet& o) const {
-    for (int i = 0; i < word_count; ++i)
+    for (int i = 0; i < used_; ++i)
       if ((words_[i] & ~o.words_[i]) != 0) return false;
     return true;
   }
   constexpr bool intersects(const CpuSet& o) const {
-    for (int i = 0; i < word_count; ++i)
+    for (int i = 0, n = used_ < o.used_ ? used_ : o.used_; i < n; ++i)
       if ((words_[i] & o.words_[i]) != 0) return true;
     return false;
   }
 
   constexpr CpuSet& operator|=(const CpuSet& o) {
-    for (int i = 0; i < word_count; ++i) words_[i] |= o.words_[i];
+    for (int i = 0; i < o.used_; ++i) words_[i] |= o.words_[i];
+    if (o.used_ > used_) used_ = o.used_;
     return *this;
   }
   constexpr CpuSet& operator&=(const CpuSet& o) {
-    for (int i = 0; i < word_count; ++i) words_[i] &= o.words_[i];
+    for (int i = 0; i < used_; ++i) words_[i] &= o.words_[i];  // o's words past o.used_ are 0
+    if (o.used_ < used_) used_ = o.used_;
     return *this;
   }
   constexpr CpuSet& operator^=(const CpuSet& o) {
-    for (int i = 0; i < word_count; ++i) words_[i] ^= o.words_[i];
+    for (int i = 0; i < o.used_; ++i) words_[i] ^= o.words_[i];
+    if (o.used_ > used_) used_ = o.used_;
     return *this;
   }
   /// Set difference.
   constexpr CpuSet& operator-=(const CpuSet& o) {
-    for (int i = 0; i < word_count; ++i) words_[i] &= ~o.words_[i];
+    for (int i = 0, n = used_ < o.used_ ? used_ : o.used_; i < n; ++i) words_[i] &= ~o.words_[i];
     return *this;
   }
   friend constexpr CpuSet operator|(CpuSet a, const CpuSet& b) { return a |= b; }
   friend constexpr CpuSet operator&(CpuSet a, const CpuSet& b) { return a &= b; }
   friend constexpr CpuSet operator^(CpuSet a, const CpuSet& b) { return a ^= b; }
   friend constexpr CpuSet operator-(CpuSet a, const CpuSet& b) { return a -= b; }
-  friend constexpr bool operator==(const CpuSet& a, const CpuSet& b) { return a.words_ == b.words_; }
+  friend constexpr bool operator==(const CpuSet& a, const CpuSet& b) {
+    int n = a.used_ > b.used_ ? a.used_ : b.used_;  // both are 0 past their own used_
+    for (int i = 0; i < n; ++i)
+      if (a.words_[i] != b.words_[i]) return false;
+    return true;
+  }
 
   /// Iterates the CPU ids in ascending order.
   class iterator {
@@ -239,7 +254,11 @@ class CpuSet {
   static constexpr int word(int id) { return id / word_bits; }
   static constexpr int bit(int id) { return id % word_bits; }
 
+  // Operations touch only words_[0, used_): on a 224-CPU machine that is 4 of
+  // the 128 words. Invariant: words_[i] == 0 for every i >= used_ (used_ is an
+  // upper bound, not always tight, e.g. after reset()).
   std::array<std::uint64_t, word_count> words_{};
+  int used_ = 0;
 };
 
 /// A CPU_ALLOC'ed cpu_set_t sized for a CpuSet's highest id (or more), for

@@ -41,6 +41,36 @@ TEST_CASE("set algebra follows the set identities") {
   GPUAFF_STATIC_CHECK(!(a - b).intersects(b));
 }
 
+TEST_CASE("sets of different extents compare and combine by their CPUs, not their history") {
+  // Operations only visit the words in use; a set that once held a high CPU
+  // must still equal one that never did.
+  constexpr CpuSet shrunk = [] {
+    CpuSet s{3, 5000};
+    s.reset(5000);
+    return s;
+  }();
+  GPUAFF_STATIC_CHECK(shrunk == CpuSet{3});
+  GPUAFF_STATIC_CHECK(CpuSet{3} == shrunk);
+  GPUAFF_STATIC_CHECK(shrunk.last() == 3);
+  GPUAFF_STATIC_CHECK((CpuSet{1, 8000} & CpuSet{1, 2}) == CpuSet{1});
+  GPUAFF_STATIC_CHECK((CpuSet{1, 2} & CpuSet{1, 8000}) == CpuSet{1});
+  GPUAFF_STATIC_CHECK((CpuSet{1} | CpuSet{8000}).last() == 8000);
+  GPUAFF_STATIC_CHECK((CpuSet{1} ^ CpuSet{1, 8000}) == CpuSet{8000});
+  GPUAFF_STATIC_CHECK((CpuSet{1, 8000} - CpuSet{8000}) == CpuSet{1});
+  GPUAFF_STATIC_CHECK((CpuSet{1, 8000} - CpuSet{8000}).count() == 1);
+  GPUAFF_STATIC_CHECK(!CpuSet{8000}.is_subset_of(CpuSet{1}));
+  GPUAFF_STATIC_CHECK(CpuSet{1}.is_subset_of(CpuSet{1, 8000}));
+  GPUAFF_STATIC_CHECK(!CpuSet{1}.intersects(CpuSet{8000}));
+  GPUAFF_STATIC_CHECK(CpuSet{8000}.next(1) == 8000);
+  GPUAFF_STATIC_CHECK(CpuSet{1, 8000}.nth(1) == 8000);
+  constexpr bool cleared = [] {
+    CpuSet s = CpuSet::range(0, 8191);
+    s.clear();
+    return s.empty() && s == CpuSet{} && s.first() == -1;
+  }();
+  GPUAFF_STATIC_CHECK(cleared);
+}
+
 TEST_CASE("count, first, last, next and nth walk CPUs in ascending order across words") {
   constexpr CpuSet s{5, 63, 64, 127, 8191};
   GPUAFF_STATIC_CHECK(s.count() == 5);
