@@ -87,6 +87,17 @@ inline Error affinity_error(pid_t tid, const CpuSet& cpus, int e, const CpuSet& 
 inline Result<void> apply_affinity(pid_t tid, const CpuSet& cpus, const AllocatedCpuSet& previous) {
   AllocatedCpuSet mask(cpus);
   if (int e = write_affinity(tid, mask); e != 0) return Unexpected(affinity_error(tid, cpus, e, CpuSet{}));
+  // The kernel drops only CPUs outside the thread's cpuset. A set inside the
+  // mask the thread had a moment ago is inside that cpuset, so nothing can have
+  // been dropped and the read-back (a third system call) is not needed.
+  bool inside_previous = true;
+  for (int id : cpus) {
+    if (id >= previous.cpus() || !CPU_ISSET_S(static_cast<std::size_t>(id), previous.bytes(), previous.get())) {
+      inside_previous = false;
+      break;
+    }
+  }
+  if (inside_previous) return {};
   auto now = read_affinity(tid);
   if (!now) return Unexpected(now.error());
   CpuSet got = now->to_cpu_set();

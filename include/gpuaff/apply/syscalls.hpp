@@ -6,6 +6,7 @@
 // a larger CPU mask, paths a test cannot otherwise reach on an ordinary machine.
 
 #include <sched.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -73,8 +74,23 @@ class ScopedSyscalls {
   const Syscalls* previous_;
 };
 
-/// The calling thread's kernel id (gettid(2); glibc 2.30+ also has ::gettid).
-inline pid_t current_tid() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
+/// The calling thread's kernel id (gettid(2)), cached per thread: guards ask for
+/// it on every create and restore. A forked child starts with the forking
+/// thread's cache, so a fork handler clears it there.
+inline pid_t& cached_tid() {
+  thread_local pid_t tid = 0;
+  return tid;
+}
+inline pid_t current_tid() {
+  static const bool registered = [] {
+    ::pthread_atfork(nullptr, nullptr, [] { cached_tid() = 0; });
+    return true;
+  }();
+  (void)registered;
+  pid_t& tid = cached_tid();
+  if (tid == 0) tid = static_cast<pid_t>(::syscall(SYS_gettid));
+  return tid;
+}
 
 }  // namespace detail
 }  // namespace v0
