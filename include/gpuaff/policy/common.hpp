@@ -167,6 +167,8 @@ struct PhysicalCore {
 constexpr std::vector<PhysicalCore> physical_cores(const Topology& topo, const CpuSet& cpus) {
   std::vector<PhysicalCore> out;
   if (cpus.empty()) return out;
+  std::size_t most = static_cast<std::size_t>(cpus.count());  // at most one core per CPU
+  out.reserve(most < topo.cores.size() ? most : topo.cores.size());
   CpuSet left = cpus;
   for (const Core& c : topo.cores) {
     if (!c.threads.intersects(left)) continue;
