@@ -95,6 +95,14 @@ TEST_CASE("bind passes the NVIDIA options through") {
   CHECK(bind_line(p4d, {"--gpu", "0", "--policy", "unique-contiguous", "--nproc", "2", "--smt", "one"}) == "0-11\n");
   CHECK(bind_line(p4d, {"--gpu", "0", "--policy", "unique-contiguous", "--nproc", "2", "--max-cores", "2"}) ==
         "0-1,48-49\n");
+  // Visible 0,1,2,4: node 0 has three GPUs (24 cores / 3 = 8 each), node 1 one GPU (24 cores).
+  // Balanced, every GPU gets the smallest share, 8 cores; unbalanced, node 1's GPU keeps all 24.
+  std::vector<std::string> uneven{"--gpu", "3", "--policy", "unique-contiguous", "--visible-devices", "0,1,2,4"};
+  CHECK(bind_line(p4d, uneven) == "24-31,72-79\n");
+  uneven.push_back("--balanced");
+  CHECK(bind_line(p4d, uneven) == "24-31,72-79\n");
+  uneven.back() = "--no-balanced";
+  CHECK(bind_line(p4d, uneven) == "24-47,72-95\n");
   // single: the node's first core, shared.
   CHECK(bind_line(p4d, {"--gpu", "2", "--policy", "single"}) == "0,48\n");
 }

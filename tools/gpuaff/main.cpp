@@ -41,16 +41,25 @@ const CLI::Validator non_negative(
     },
     "");
 
+/// One of the listed words; the words are shown once, as the option's type name.
+CLI::Validator one_of(std::initializer_list<std::string> words) {
+  return CLI::IsMember(std::vector<std::string>(words)).description("");
+}
+
 void add_policy_options(CLI::App& app, PlanOptions& o, const std::string& policy_help) {
   app.add_option("--policy", o.policy, policy_help)->type_name("P")->capture_default_str();
   app.add_option("--scope", o.scope, "NVIDIA modes: the GPU's node or its whole socket")
-      ->check(CLI::IsMember({"node", "socket"}))
+      ->check(one_of({"node", "socket"}))->type_name("node|socket")
       ->capture_default_str();
   app.add_option("--smt", o.smt, "NVIDIA modes: every hardware thread of a chosen core, or one")
-      ->check(CLI::IsMember({"all", "one"}))
+      ->check(one_of({"all", "one"}))->type_name("all|one")
       ->capture_default_str();
-  app.add_flag("--balanced,!--no-balanced", o.balanced,
-               "NVIDIA modes: every GPU gets the same number of cores (default: balanced)");
+  auto* balanced = app.add_flag_callback(
+      "--balanced", [&o] { o.balanced = true; }, "NVIDIA modes: every GPU gets the same number of cores (default)");
+  auto* unbalanced = app.add_flag_callback(
+      "--no-balanced", [&o] { o.balanced = false; }, "NVIDIA modes: each node's GPUs split that node's cores");
+  balanced->excludes(unbalanced);
+  unbalanced->excludes(balanced);
   app.add_option("--min-cores", o.min_cores, "NVIDIA modes: fail when a GPU gets fewer physical cores")
       ->type_name("N")
       ->check(non_negative);
@@ -113,7 +122,7 @@ int main(int argc, char** argv) try {
                    "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... "
                    "--membind=...; json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, "
                    "recommended_threads")
-      ->check(CLI::IsMember({"cpulist", "mask", "numactl", "json"}))
+      ->check(one_of({"cpulist", "mask", "numactl", "json"}))->type_name("cpulist|mask|numactl|json")
       ->capture_default_str();
   bind->footer(std::string("Examples:\n"
                            "  gpuaff bind --gpu 0                              CPUs of GPU 0's NUMA node\n"
@@ -132,11 +141,11 @@ int main(int argc, char** argv) try {
                                  "cores each GPU owns; node would mark shared cores '+'): ") +
                          policies_help);
   topo->add_option("--format", topo_args.format, "text: a report for people and bug reports; json: one object")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->check(one_of({"text", "json"}))->type_name("text|json")
       ->capture_default_str();
   topo->add_option("--color", topo_args.color,
                    "colour the picture: auto (on a terminal, unless NO_COLOR is set), always, never")
-      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->check(one_of({"auto", "always", "never"}))->type_name("auto|always|never")
       ->capture_default_str();
   topo->footer(std::string("Examples:\n"
                            "  gpuaff topo                                  this machine\n"
@@ -160,12 +169,12 @@ int main(int argc, char** argv) try {
   exec->add_option("--membind", exec_args.membind,
                    "memory policy: none (kernel default: first touch), local (only the GPU's node(s); 'bind' "
                    "is a synonym), preferred (the GPU's node first), interleave (over the GPU's nodes)")
-      ->check(CLI::IsMember({"none", "local", "bind", "preferred", "interleave"}))
+      ->check(one_of({"none", "local", "bind", "preferred", "interleave"}))->type_name("none|local|bind|preferred|interleave")
       ->capture_default_str();
   exec->add_option("--fallback", exec_args.fallback,
                    "when binding fails: error (exit with the error), or unbound (one warning line, then run "
                    "COMMAND anyway; a refused memory policy keeps the CPU binding)")
-      ->check(CLI::IsMember({"error", "unbound"}))
+      ->check(one_of({"error", "unbound"}))->type_name("error|unbound")
       ->capture_default_str();
   exec->add_flag("--omp-threads", exec_args.omp_threads,
                  "set OMP_NUM_THREADS to the recommended thread count of the binding");
