@@ -314,9 +314,10 @@ TEST_CASE("record writes a root that reproduces the machine") {
   CHECK(bind_line(out.string(), {"--gpu", "0", "--format", "numactl"}) == "--physcpubind=0-1,4-5 --membind=0\n");
   // Again into the same, now non-empty, directory: refused unless --force.
   Run again = tool({"record", "--root", machine, "--out", out.string()});
-  CHECK(again.rc != 0);
+  CHECK(again.rc == 2);
   CHECK(again.out.empty());
   CHECK(again.one_error_line());
+  CHECK(again.err.find("--force") != std::string::npos);
   CHECK(tool({"record", "--root", machine, "--out", out.string(), "--force"}).rc == 0);
 }
 

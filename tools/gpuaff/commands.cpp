@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -360,6 +361,11 @@ int run_record(const RecordArgs& args) {
     auto a = PciAddress::parse(text);
     if (!a) return report_error(make_error(Errc::invalid_argument, "--pci: ", a.error().message()));
     extra.push_back(*a);
+  }
+  std::error_code ec;
+  if (!args.force && std::filesystem::is_directory(args.out, ec) && !std::filesystem::is_empty(args.out, ec)) {
+    return report_error(make_error(Errc::invalid_argument, "output directory '", args.out,
+                                   "' is not empty; choose a new directory, or pass --force to write into it"));
   }
   auto summary = record_topology(RecordOptions{
       .out_dir = args.out, .root = args.root, .extra_pci = extra, .allow_non_empty = args.force});
