@@ -273,6 +273,16 @@ TEST_CASE("topo colours the picture on a terminal unless NO_COLOR is set") {
   CHECK(never.out.find("\033[") == std::string::npos);
 }
 
+TEST_CASE("topo says how the node of a GPU with numa_node -1 was settled") {
+  const std::string vm = fixture("cloud-vm-numa-unknown");
+  // GPU 0's local_cpulist 16-31 is exactly node 1; GPU 1's 0-31 spans both nodes.
+  Run r = tool({"topo", "--root", vm});
+  CHECK(r.out.find("0000:00:03.0  10de:27b8      1 (inferred; numa_node -1)") != std::string::npos);
+  CHECK(r.out.find("0000:00:04.0  10de:27b8      unknown (-1)") != std::string::npos);
+  Run u = tool({"topo", "--root", vm, "--unknown-node", "0"});
+  CHECK(u.out.find("0 (--unknown-node; numa_node -1)") != std::string::npos);
+}
+
 TEST_CASE("topo lists policy errors as footnotes instead of failing") {
   Run r = tool({"topo", "--root", fixture("cloud-vm-numa-unknown")});
   CHECK(r.rc == 0);

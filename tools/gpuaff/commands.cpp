@@ -234,6 +234,11 @@ int run_topo(const TopoArgs& args) {
                           PolicyKind::unique_interleaved, PolicyKind::unique_contiguous})
     o.table.push_back(row(kind));
   o.picture = row(spec->kind);
+  for (std::size_t g = 0; g < topo->gpus.size(); ++g)
+  {
+    o.resolved_nodes.push_back(resolve_gpu_node(*topo, static_cast<int>(g), *job));
+    o.inferred_nodes.push_back(resolve_gpu_node(*topo, static_cast<int>(g), JobOptions{.nproc = job->nproc}));
+  }
   const auto& a = args.plan;
   o.job = "nproc " + (a.nproc > 0 ? std::to_string(a.nproc) : std::string("all")) + ", unknown node " +
           a.unknown_node + "; NVIDIA modes: scope " + a.scope + ", smt " + a.smt + ", " +

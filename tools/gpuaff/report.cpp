@@ -46,6 +46,13 @@ std::string render_table(const std::vector<std::vector<std::string>>& rows, std:
   return out;
 }
 
+/// The node of GPU `index` in a list of resolutions, or -1 when unknown.
+int node_at(const std::vector<Result<int>>& nodes, int index) {
+  if (index < 0 || static_cast<std::size_t>(index) >= nodes.size()) return -1;
+  const auto& r = nodes[static_cast<std::size_t>(index)];
+  return r ? *r : -1;
+}
+
 std::string smt_summary(const Topology& topo) {
   if (topo.cores.empty()) return "unknown (no cores read)";
   int lo = topo.cores.front().threads.count();
@@ -203,9 +210,16 @@ std::string render_report(const Topology& topo, const ReportOptions& o) {
   } else {
     std::vector<std::vector<std::string>> rows{{"index", "pci", "vendor:device", "node", "local CPUs", "uuid"}};
     for (const auto& g : topo.gpus) {
+      std::string node = std::to_string(g.numa_node());
+      if (g.numa_node() < 0) {
+        int inferred = node_at(o.inferred_nodes, g.index);
+        int r = node_at(o.resolved_nodes, g.index);
+        node = inferred >= 0 ? std::to_string(inferred) + " (inferred; numa_node -1)"
+               : r >= 0      ? std::to_string(r) + " (--unknown-node; numa_node -1)"
+                             : std::string("unknown (-1)");
+      }
       rows.push_back({std::to_string(g.index), std::string(g.address().to_string().view()),
-                      hex(g.pci.vendor, 4).substr(2) + ":" + hex(g.pci.device, 4).substr(2),
-                      g.numa_node() < 0 ? std::string("unknown (-1)") : std::to_string(g.numa_node()),
+                      hex(g.pci.vendor, 4).substr(2) + ":" + hex(g.pci.device, 4).substr(2), node,
                       g.pci.has_local_cpus ? list_or(g.pci.local_cpus, "(none)") : std::string("-"),
                       g.uuid.size() == 0 ? std::string("-") : std::string(g.uuid.view())});
     }
@@ -236,8 +250,10 @@ std::string render_report(const Topology& topo, const ReportOptions& o) {
       for (const auto& p : topo.packages)
         if (p.cpus.intersects(n.cpus)) packages += (packages.empty() ? "" : ",") + std::to_string(p.id);
       std::string gpus;
-      for (const auto& g : topo.gpus)
-        if (g.numa_node() == n.id) gpus += (gpus.empty() ? "" : ",") + std::to_string(g.index);
+      for (const auto& g : topo.gpus) {
+        int node = g.numa_node() >= 0 ? g.numa_node() : node_at(o.resolved_nodes, g.index);
+        if (node == n.id) gpus += (gpus.empty() ? "" : ",") + std::to_string(g.index);
+      }
       rows.push_back({std::to_string(n.id), n.memory_only() ? std::string("(memory only)") : n.cpus.to_list(),
                       n.memory_only() ? std::string("-") : list_or(n.cpus & usable, "(none)"),
                       packages.empty() ? std::string("-") : packages, gpus.empty() ? std::string("-") : gpus});

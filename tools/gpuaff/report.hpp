@@ -26,6 +26,11 @@ struct ReportOptions {
   std::string job;                 ///< one line describing the job options used for the table
   std::vector<PolicyRow> table;    ///< every policy
   PolicyRow picture;               ///< the policy drawn in the core grid
+  /// Per GPU, the node the policies use (resolve_gpu_node): differs from the PCI
+  /// numa_node when that is -1 and the node is inferred. Empty: not shown.
+  std::vector<Result<int>> resolved_nodes;
+  /// Per GPU, the node inferred without --unknown-node (from local_cpulist and the like).
+  std::vector<Result<int>> inferred_nodes;
   int wrap_cells = 32;             ///< cores per line in the picture
 };
 
