@@ -28,7 +28,7 @@ PY
   for dev in "$root"/sys/bus/pci/devices/*; do
     [[ -e $dev/class ]] || continue
     cls=$(cat "$dev/class")
-    [[ $cls == 0x0300* || $cls == 0x0302* || $cls == 0x0380* ]] && skip "this machine has GPUs; the test adds fake ones"
+    [[ $cls == 0x0300* || $cls == 0x0302* || $cls == 0x0380* || $cls == 0x1200* ]] && skip "this machine has GPUs; the test adds fake ones"
   done
   # The allowed set the plan works in: CPUs 0-1 (the recorded process's allowed set).
   sed -i 's/^Cpus_allowed_list:.*/Cpus_allowed_list:\t0-1/; /^Cpus_allowed:/d' "$root/proc/self/status"
