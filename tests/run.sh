@@ -18,18 +18,23 @@ configure_build_test() {  # dir, ctest args..., -- cmake args...
   local ctest_args=()
   while [[ $# -gt 0 && $1 != -- ]]; do ctest_args+=("$1"); shift; done
   shift || true
-  cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUAFF_WERROR=ON "$@" >/dev/null
+  cmake -S . -B "$dir" "${gen[@]}" -DGPUAFF_WERROR=ON "$@" >/dev/null
   cmake --build "$dir" -j "$jobs"
   ctest --test-dir "$dir" --no-tests=error --output-on-failure -j "$jobs" "${ctest_args[@]}"
 }
 
 step "1/4 default build (hwloc if present), all tests"
-configure_build_test build/default -- -DGPUAFF_BUILD_BENCHMARKS=ON
+# -O2 with assertions on and without debug info (which doubles compile time here).
+configure_build_test build/default -- -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 \
+  -DGPUAFF_BUILD_BENCHMARKS=ON
 cmake --build build/default --target all_verify_interface_header_sets -j "$jobs"
 [[ ${1:-} == quick ]] && exit 0
 
 step "2/4 ASan + UBSan, without hwloc"
-configure_build_test build/asan -LE 'qemu|bench' -- -DGPUAFF_SANITIZE=address,undefined -DGPUAFF_WITH_HWLOC=OFF \
+# -O1 -g1: sanitizer builds compile fast and still report file and line.
+configure_build_test build/asan -LE 'qemu|bench' -- -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
+  -DGPUAFF_SANITIZE=address,undefined \
+  -DGPUAFF_WITH_HWLOC=OFF \
   -DGPUAFF_TEST_STATIC_TWINS=OFF
 
 step "3/4 TSan, threaded tests"
@@ -38,7 +43,7 @@ step "3/4 TSan, threaded tests"
 ctest_prefix=(env)
 if setarch "$(uname -m)" -R true 2>/dev/null; then ctest_prefix=(setarch "$(uname -m)" -R); fi
 # Build only the threaded tests (a test's target has the test's name).
-cmake -S . -B build/tsan "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUAFF_WERROR=ON -DGPUAFF_SANITIZE=thread \
+cmake -S . -B build/tsan "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DGPUAFF_WERROR=ON -DGPUAFF_SANITIZE=thread \
   -DGPUAFF_BUILD_TOOLS=OFF -DGPUAFF_BUILD_EXAMPLES=OFF >/dev/null
 mapfile -t tsan_tests < <(ctest --test-dir build/tsan -N -L threads | sed -n 's/^ *Test *#[0-9]*: *//p')
 ((${#tsan_tests[@]})) || { echo "no tests labelled threads" >&2; exit 1; }
