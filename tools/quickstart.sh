@@ -16,7 +16,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 cmake -S . -B build/quickstart -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUAFF_BUILD_TESTS=OFF -DGPUAFF_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build build/quickstart --target gpuaff
+cmake --build build/quickstart --target gpuaff_cli
 gpuaff=build/quickstart/tools/gpuaff/gpuaff
 
 show() {  # root-args...
