@@ -172,15 +172,27 @@ constexpr std::vector<PhysicalCore> physical_cores(const Topology& topo, const C
   CpuSet left = cpus;
   for (const Core& c : topo.cores) {
     if (!c.threads.intersects(left)) continue;
-    PhysicalCore pc{c.threads.first(), c.threads & left};
-    left -= pc.threads;
-    out.push_back(pc);
+    out.push_back(PhysicalCore{c.threads.first(), c.threads});  // one copy per core: sets are 1 KiB
+    out.back().threads &= left;
+    left -= out.back().threads;
   }
   if (left.any()) {
     for (int id : left) out.push_back(PhysicalCore{id, CpuSet::single(id)});
     std::sort(out.begin(), out.end(), [](const PhysicalCore& a, const PhysicalCore& b) { return a.key < b.key; });
   }
   return out;
+}
+
+/// How many entries physical_cores(topo, cpus) would have, without building them.
+constexpr int count_physical_cores(const Topology& topo, const CpuSet& cpus) {
+  int n = 0;
+  CpuSet left = cpus;
+  for (const Core& c : topo.cores) {
+    if (!c.threads.intersects(left)) continue;
+    ++n;
+    left -= c.threads;
+  }
+  return n + left.count();  // CPUs of no listed core count as cores of their own
 }
 
 /// The union of the threads of cores [first, first + count).

@@ -159,7 +159,7 @@ constexpr Result<CpuSet> bind_unique(const Topology& topo, int gpu, const JobOpt
       if (std::find(seen.begin(), seen.end(), m) != seen.end()) continue;
       seen.push_back(m);
       int d = static_cast<int>(std::count(nodes.begin(), nodes.end(), m));
-      int c = static_cast<int>(physical_cores(topo, node_allowed(topo, m)).size());
+      int c = count_physical_cores(topo, node_allowed(topo, m));
       if (c >= d && c / d < per) per = c / d;
     }
     usable_groups = static_cast<std::size_t>(gpus_here * per);
