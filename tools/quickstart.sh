@@ -2,7 +2,8 @@
 # Sets up a fresh Debian 12 machine for gpuaff, builds the CLI, and runs the
 # main job: the topology report and every GPU's bindings for this machine,
 # then the same for a bundled fixture (a DGX H100 by default).
-#   sudo bash tools/quickstart.sh [FIXTURE]      e.g. FIXTURE=fixtures/p4d.24xlarge
+#   bash tools/quickstart.sh [FIXTURE]     e.g. fixtures/p4d.24xlarge; run as root, or as a user
+#                                          with sudo, when packages are missing
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fixture=${1:-fixtures/dgx-h100}
@@ -22,7 +23,7 @@ gpuaff=build/quickstart/tools/gpuaff/gpuaff
 show() {  # root-args...
   "$gpuaff" topo "$@"
   local n
-  n=$("$gpuaff" topo "$@" --format json | grep -o '"index"' | wc -l)
+  n=$("$gpuaff" topo "$@" --format json | { grep -o '"index"' || true; } | wc -l)
   for ((g = 0; g < n; g++)); do
     for p in node socket exclusive core-complex unique-contiguous; do
       printf 'GPU %d %-18s ' "$g" "$p"
