@@ -113,7 +113,7 @@ inline bool starts_with_nocase(std::string_view s, std::string_view prefix) {
 /// Which selector is being applied, for messages and rules.
 struct Selector {
   std::string_view name;   ///< "CUDA_VISIBLE_DEVICES", "--visible-devices", ...
-  std::string_view whose;  ///< "NVIDIA GPUs", "AMD GPUs", "GPUs"
+  std::string_view whose;  ///< "NVIDIA GPU", "AMD GPU", "GPU" (messages add the plural "s")
   bool uuids = true;       ///< GPU-/MIG- entries allowed
 };
 
@@ -148,7 +148,7 @@ inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_
       if (v >= static_cast<long long>(candidates.size()))
         return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24), " is out of range: there ",
                     candidates.size() == 1 ? "is " : "are ", candidates.size(), " ", sel.whose,
-                    " (indices 0 to N-1); fix ", sel.name);
+                    candidates.size() == 1 ? "" : "s", " (indices 0 to N-1); fix ", sel.name);
       auto k = static_cast<std::size_t>(v);
       if (taken[k] != 0)
         return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24),
@@ -193,7 +193,7 @@ inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_
     }
     if (!any_uuid)
       return fail(Errc::not_found, sel.name, "='", shown, "': entry '", ex, "' is a UUID, but no UUID is known for the ",
-                  sel.whose, " (proc/driver/nvidia/gpus/*/information is missing); use indices");
+                  sel.whose, "s (proc/driver/nvidia/gpus/*/information is missing); use indices");
     std::size_t match = candidates.size();
     int matches = 0;
     for (std::size_t k = 0; k < candidates.size(); ++k) {
@@ -206,7 +206,7 @@ inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_
       return fail(Errc::not_found, sel.name, "='", shown, "': no ", sel.whose, " has a UUID starting with '", ex,
                   "'; check nvidia-smi -L");
     if (matches > 1)
-      return fail(Errc::invalid_argument, sel.name, "='", shown, "': '", ex, "' matches ", matches, " ", sel.whose,
+      return fail(Errc::invalid_argument, sel.name, "='", shown, "': '", ex, "' matches ", matches, " ", sel.whose, "s",
                   "; give a longer UUID prefix");
     if (taken[match] != 0 && !mig)
       return fail(Errc::invalid_argument, sel.name, "='", shown, "': '", ex,
@@ -230,7 +230,7 @@ inline Result<std::vector<Gpu>> select_visible_gpus(std::vector<Gpu> all, const 
                    [](const Gpu& a, const Gpu& b) { return a.pci.address < b.pci.address; });
   std::vector<Gpu> out;
   if (visible.list) {
-    GPUAFF_TRY(out, detail::apply_selector({"--visible-devices", "GPUs", true}, *visible.list, all));
+    GPUAFF_TRY(out, detail::apply_selector({"--visible-devices", "GPU", true}, *visible.list, all));
   } else {
     std::vector<Gpu> nvidia;
     std::vector<Gpu> amd;
@@ -241,17 +241,17 @@ inline Result<std::vector<Gpu>> select_visible_gpus(std::vector<Gpu> all, const 
     std::optional<std::vector<Gpu>> nv_sel;
     std::optional<std::vector<Gpu>> amd_sel;
     if (visible.cuda_visible_devices) {
-      GPUAFF_TRY(auto s, detail::apply_selector({"CUDA_VISIBLE_DEVICES", "NVIDIA GPUs", true},
+      GPUAFF_TRY(auto s, detail::apply_selector({"CUDA_VISIBLE_DEVICES", "NVIDIA GPU", true},
                                                 *visible.cuda_visible_devices, nvidia));
       nv_sel = std::move(s);
     }
     if (visible.rocr_visible_devices) {
-      GPUAFF_TRY(auto s, detail::apply_selector({"ROCR_VISIBLE_DEVICES", "AMD GPUs", false},
+      GPUAFF_TRY(auto s, detail::apply_selector({"ROCR_VISIBLE_DEVICES", "AMD GPU", false},
                                                 *visible.rocr_visible_devices, amd));
       amd_sel = std::move(s);
     }
     if (visible.hip_visible_devices) {
-      GPUAFF_TRY(auto s, detail::apply_selector({"HIP_VISIBLE_DEVICES", "AMD GPUs (after ROCR_VISIBLE_DEVICES)", false},
+      GPUAFF_TRY(auto s, detail::apply_selector({"HIP_VISIBLE_DEVICES", "AMD GPU", false},
                                                 *visible.hip_visible_devices, amd_sel ? *amd_sel : amd));
       amd_sel = std::move(s);
     }
