@@ -15,8 +15,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "source/tree.hpp"
 #include "support/check.hpp"
@@ -95,7 +97,10 @@ TEST_CASE("a second load starts counting afresh") {
   CHECK(s.files_opened() == first);
 }
 
-TEST_CASE("binding detail skips device, distance and information: 16 + cores + 4 x GPUs") {
+TEST_CASE("binding detail skips device, distance, information and local_cpulist where numa_node is known") {
+  // The tree above with SysfsDetail::binding: node0/distance goes (17 + N - 1 =
+  // 16 + N), and each GPU, whose numa_node is 0, keeps class, vendor and numa_node
+  // and loses device, local_cpulist and information: 3 files per GPU.
   for (int g : {1, 8}) {
     CAPTURE(g);
     TempTree t;
@@ -104,18 +109,169 @@ TEST_CASE("binding detail skips device, distance and information: 16 + cores + 4
         .root = t.root(), .visible = {.use_environment = false}, .detail = gpuaff::SysfsDetail::binding});
     auto r = s.load();
     REQUIRE(r);
-    CHECK(s.files_opened() == 16 + 4 + 4 * g);
+    CHECK(s.files_opened() == 16 + 4 + 3 * g);
+    CHECK(s.files_read().size() == static_cast<std::size_t>(15 + 4 + 3 * g));  // index4/level is missing
     CHECK(r->nodes[0].distances.empty());
     CHECK(r->gpus[0].uuid.empty());
-    CHECK(r->gpus[0].pci.local_cpus.count() == 8);
+    CHECK(r->gpus[0].pci.device == 0);
+    CHECK(r->gpus[0].pci.numa_node == 0);
+    CHECK_FALSE(r->gpus[0].pci.has_local_cpus);
+    CHECK(r->gpus[0].pci.local_cpus.empty());
     // UUID entries in the visibility list bring the information files back: + G.
     SysfsSource u(SysfsOptions{.root = t.root(),
                                .visible = {.use_environment = false, .cuda_visible_devices = "GPU-0"},
                                .detail = gpuaff::SysfsDetail::binding});
     auto ru = u.load();
     REQUIRE(ru);
-    CHECK(u.files_opened() == 16 + 4 + 5 * g);
+    CHECK(u.files_opened() == 16 + 4 + 4 * g);
     REQUIRE(ru->gpus.size() == 1);
     CHECK(ru->gpus[0].uuid == "GPU-0");
+  }
+}
+
+TEST_CASE("binding detail reads UUIDs for a visibility list applied later, and does not apply it") {
+  TempTree t;
+  machine(t, 2, 4);
+  auto load = [&](std::optional<gpuaff::VisibleDevices> later) {
+    SysfsSource s(SysfsOptions{.root = t.root(),
+                               .visible = {.use_environment = false},
+                               .detail = gpuaff::SysfsDetail::binding,
+                               .visible_later = std::move(later)});
+    auto r = s.load();
+    REQUIRE(r);
+    CHECK(r->gpus.size() == 4);  // every GPU: the caller selects
+    return std::make_pair(s.files_opened(), r->gpus[3].uuid.empty() ? std::string() : std::string(r->gpus[3].uuid.view()));
+  };
+  // 16 + 2 cores + 3 per GPU; + 1 information file per GPU when the later list names a UUID.
+  CHECK(load(std::nullopt) == std::make_pair(16 + 2 + 12, std::string()));
+  CHECK(load(gpuaff::VisibleDevices{.list = "3,1", .use_environment = false}) == std::make_pair(30, std::string()));
+  CHECK(load(gpuaff::VisibleDevices{.list = "GPU-3", .use_environment = false}) == std::make_pair(34, std::string("GPU-3")));
+  CHECK(load(gpuaff::VisibleDevices{.use_environment = false, .cuda_visible_devices = "1, GPU-3"}) ==
+        std::make_pair(34, std::string("GPU-3")));
+  // MIG entries name UUIDs too.
+  CHECK(load(gpuaff::VisibleDevices{.list = "MIG-GPU-3/1/0", .use_environment = false}).first == 34);
+  // HIP and ROCR lists take indices only: they never need NVIDIA UUIDs.
+  CHECK(load(gpuaff::VisibleDevices{.use_environment = false, .hip_visible_devices = "GPU-3"}).first == 30);
+}
+
+TEST_CASE("binding detail keeps local_cpulist where numa_node is -1 or missing") {
+  // One node with CPUs, 2 cores; GPU 0 reports numa_node -1, GPU 1 has no numa_node
+  // file (also -1), GPU 2 reports node 0. Binding detail: 16 + 2 + class, vendor,
+  // numa_node and local_cpulist for the first two (8), class, vendor, numa_node for
+  // the third (3) = 29 opened, the missing numa_node file included.
+  TempTree t;
+  machine(t, 2, 0);
+  add_pci(t, "0000:10:00.0", "0x030200", "0x10de", "-1", "0-3");
+  add_pci(t, "0000:11:00.0", "0x030200", "0x10de", "", "1,3");
+  add_pci(t, "0000:12:00.0", "0x030200", "0x10de", "0", "0-3");
+  SysfsSource s(SysfsOptions{
+      .root = t.root(), .visible = {.use_environment = false}, .detail = gpuaff::SysfsDetail::binding});
+  auto r = s.load();
+  REQUIRE(r);
+  CHECK(s.files_opened() == 29);
+  REQUIRE(r->gpus.size() == 3);
+  CHECK(r->gpus[0].pci.has_local_cpus);
+  CHECK(r->gpus[0].pci.local_cpus.to_list() == "0-3");
+  CHECK(r->gpus[1].pci.numa_node == -1);
+  CHECK(r->gpus[1].pci.local_cpus.to_list() == "1,3");
+  CHECK_FALSE(r->gpus[2].pci.has_local_cpus);
+  const auto& f = s.files_read();
+  CHECK(std::find(f.begin(), f.end(), "sys/bus/pci/devices/0000:10:00.0/local_cpulist") != f.end());
+  CHECK(std::find(f.begin(), f.end(), "sys/bus/pci/devices/0000:12:00.0/local_cpulist") == f.end());
+}
+
+TEST_CASE("an extra_pci device keeps device; its local_cpulist only where numa_node is -1 (binding)") {
+  // Two NICs (class 0x020000, not display: without extra_pci only `class` is read).
+  // Named in extra_pci, each also gets vendor, device, numa_node and local_cpulist
+  // in full detail (5 files); binding detail drops local_cpulist of the one on node 0.
+  TempTree t;
+  machine(t, 2, 0);
+  add_pci(t, "0000:20:00.0", "0x020000", "0x15b3", "0", "0-3");
+  add_pci(t, "0000:21:00.0", "0x020000", "0x15b3", "-1", "0-3");
+  auto a = gpuaff::PciAddress::parse("0000:20:00.0");
+  auto b = gpuaff::PciAddress::parse("0000:21:00.0");
+  REQUIRE(a);
+  REQUIRE(b);
+  int base_full = 17 + 2;
+  int base_binding = 16 + 2;
+  for (auto detail : {gpuaff::SysfsDetail::full, gpuaff::SysfsDetail::binding}) {
+    bool full = detail == gpuaff::SysfsDetail::full;
+    CAPTURE(full);
+    SysfsSource plain(SysfsOptions{.root = t.root(), .visible = {.use_environment = false}, .detail = detail});
+    REQUIRE(plain.load());
+    CHECK(plain.files_opened() == (full ? base_full : base_binding) + 2);  // one class each
+    SysfsSource s(SysfsOptions{
+        .root = t.root(), .visible = {.use_environment = false}, .extra_pci = {*a, *b}, .detail = detail});
+    auto r = s.load();
+    REQUIRE(r);
+    CHECK(s.files_opened() == (full ? base_full + 10 : base_binding + 9));
+    const gpuaff::PciDevice* on0 = r->find_pci(*a);
+    const gpuaff::PciDevice* unknown = r->find_pci(*b);
+    REQUIRE(on0 != nullptr);
+    REQUIRE(unknown != nullptr);
+    CHECK(on0->device == 0x2330);
+    CHECK(on0->numa_node == 0);
+    CHECK(on0->has_local_cpus == full);
+    CHECK(unknown->device == 0x2330);
+    CHECK(unknown->has_local_cpus);
+    CHECK(unknown->local_cpus.to_list() == "0-3");
+  }
+}
+
+TEST_CASE("fixtures/dgx-h100: 221 files in full detail, 195 in binding detail") {
+  // The machine (fixtures/README.md): 2 sockets x 56 cores x SMT2 = 224 CPUs, one
+  // node and one L3 per socket, 8 H100 (class 0x0302, NVIDIA, 4 per node, each with
+  // an information file), an ASPEED BMC VGA (class 0x0300, vendor 0x1a03) and 37
+  // other PCI devices (NICs, NVMe, bridges, 4 NVSwitches): 46 in all.
+  //   cpu/online                                         1
+  //   one sibling list per core                        112
+  //   physical_package_id + package_cpus_list x 2        4
+  //   cpu0 cache index0..3 level+type, index4/level      9 (the last one missing)
+  //   one shared_cpu_list per L3                         2
+  //   node/online, node0..1/cpulist                      3
+  //   node0..1/distance                                  2  (full only)
+  //   proc/self/status                                   1
+  //   class of every PCI device                         46
+  //   vendor of the 9 display-class devices              9
+  //   device, numa_node, local_cpulist per GPU          24  (binding: numa_node only, 8;
+  //                                                          every GPU has a node)
+  //   information per GPU                                8  (full only)
+  // full: 1+112+4+9+2+3+2+1+46+9+24+8 = 221; binding: 221 - 2 - 16 - 8 = 195.
+  auto count = [](gpuaff::SysfsDetail d) {
+    SysfsSource s(SysfsOptions{.root = gpuaff_test::fixture("dgx-h100"), .visible = {.use_environment = false},
+                               .detail = d});
+    REQUIRE(s.load());
+    return std::make_pair(s.files_opened(), s.files_read());
+  };
+  auto [full_opened, full_read] = count(gpuaff::SysfsDetail::full);
+  auto [bind_opened, bind_read] = count(gpuaff::SysfsDetail::binding);
+  CHECK(full_opened == 221);
+  CHECK(full_read.size() == 220);
+  CHECK(bind_opened == 195);
+  CHECK(bind_read.size() == 194);
+  // What binding leaves out, by name.
+  std::set<std::string> left;
+  for (const auto& f : full_read)
+    if (std::find(bind_read.begin(), bind_read.end(), f) == bind_read.end()) left.insert(f.substr(f.rfind('/') + 1));
+  CHECK(left == std::set<std::string>{"device", "distance", "information", "local_cpulist"});
+  for (const auto& f : bind_read) CHECK(std::find(full_read.begin(), full_read.end(), f) != full_read.end());
+}
+
+TEST_CASE("fixtures/h100-vm-1gpu (recorded): the GPU's numa_node is -1, so binding detail keeps its local_cpulist") {
+  // 16 vCPUs without SMT (16 cores), one package, one L3, one node, 7 PCI devices
+  // of which one display-class (the H100, numa_node -1, with a driver information file).
+  //   1 + 16 + 2 + cache probe 9 + 1 L3 + node/online, node0/cpulist 2 + status 1 = 32
+  //   + 7 class + vendor, numa_node, local_cpulist of the H100 3 = 42 in binding detail;
+  //   full detail adds node0/distance, the H100's device and information: 45.
+  for (auto d : {gpuaff::SysfsDetail::full, gpuaff::SysfsDetail::binding}) {
+    SysfsSource s(SysfsOptions{.root = gpuaff_test::fixture("h100-vm-1gpu"), .visible = {.use_environment = false},
+                               .detail = d});
+    auto r = s.load();
+    REQUIRE(r);
+    CHECK(s.files_opened() == (d == gpuaff::SysfsDetail::full ? 45 : 42));
+    REQUIRE(r->gpus.size() == 1);
+    CHECK(r->gpus[0].pci.numa_node == -1);
+    CHECK(r->gpus[0].pci.local_cpus.to_list() == "0-15");
+    CHECK(r->gpus[0].uuid.empty() == (d == gpuaff::SysfsDetail::binding));
   }
 }

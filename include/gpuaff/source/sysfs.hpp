@@ -41,16 +41,23 @@
 // | pci/DEV/local_cpulist                         | GPUs and extra_pci devices        | local_cpus; none: has_local_cpus = false    |
 // | proc/driver/nvidia/gpus/BDF/information       | NVIDIA GPUs                       | no UUID                                     |
 //
+// SysfsDetail::binding (what one rank's binding needs) leaves out: node/nodeN/distance;
+// pci/DEV/device of GPUs (extra_pci devices keep it); pci/DEV/local_cpulist (and
+// local_cpus) of every device whose numa_node is >= 0 (the policies read a device's
+// local CPUs only to place one whose numa_node is -1); and the NVIDIA information
+// files unless a visibility list (SysfsOptions::visible or visible_later) names UUIDs.
+//
 // Not read: cpu/cpuN/topology/{core_id,die_id,cluster_cpus_list} (the sibling
 // and package lists say all a binding needs), node/has_cpu (an empty cpulist
 // says the same), PCI entries whose names are not PCI addresses.
 //
 // Cost: one sibling list per core, two files per package, 2 x (cache levels) + 1
 // for the cache probe plus one list per cache group, two per node, and per PCI
-// device one `class`, plus five more per GPU: it grows with cores, never with
-// CPUs x GPUs. files_opened() and files_read() report it. SysfsDetail::binding
-// drops per GPU `device` and `information` (unless UUIDs are asked for) and
-// per node `distance`.
+// device one `class`, plus five more per GPU (`vendor` also for other display-
+// class devices): it grows with cores, never with CPUs x GPUs. files_opened() and
+// files_read() report it. SysfsDetail::binding reads one file per node and two
+// per GPU (`vendor`, `numa_node`; three with `local_cpulist` where numa_node is -1,
+// four with the UUID file where one is needed).
 //
 // Live (the root canonicalises to "/"): the allowed set is the calling thread's
 // sched_getaffinity (CPU_ALLOC-sized, grown until the kernel accepts it) and
@@ -93,9 +100,12 @@ inline namespace v0 {
 /// How much a load reads beyond what bindings use.
 enum class SysfsDetail {
   full,     ///< everything in the table above (topo, record, JSON)
-  binding,  ///< skip what no policy reads: PCI `device`, node `distance`, and the NVIDIA
-            ///< `information` files unless a visibility list names UUIDs (pci.device = 0,
-            ///< distances empty, uuid empty)
+  binding,  ///< skip what no policy reads (what a rank needs; `gpuaff bind` and `exec`):
+            ///< PCI `device` (0) and node `distance` (empty); `local_cpulist` of a
+            ///< device whose numa_node is >= 0 (local_cpus empty, has_local_cpus false:
+            ///< policies look at local_cpus only to place a device whose numa_node is
+            ///< -1); the NVIDIA `information` files unless a visibility list names
+            ///< UUIDs (uuid empty)
 };
 
 struct SysfsOptions {
@@ -103,6 +113,10 @@ struct SysfsOptions {
   VisibleDevices visible{};              ///< GPU visibility (see gpus.hpp)
   std::vector<PciAddress> extra_pci{};   ///< non-GPU devices to read too (e.g. --pci of a NIC)
   SysfsDetail detail = SysfsDetail::full;
+  /// A visibility list the caller applies itself after the load (select_visible_gpus);
+  /// not applied here. With SysfsDetail::binding the UUID files are read when it, or
+  /// `visible`, names UUIDs (with_environment() is applied to both).
+  std::optional<VisibleDevices> visible_later{};
 };
 
 /// Reads a Topology from sysfs under a root (see the table at the top of this file).
@@ -361,6 +375,18 @@ class SysfsReader {
 };
 
 inline std::string cpu_dir(int cpu) { return "sys/devices/system/cpu/cpu" + std::to_string(cpu); }
+
+/// Whether --visible-devices or CUDA_VISIBLE_DEVICES (as `v` holds them) has an entry
+/// that is not an index: selecting then needs the GPUs' UUIDs (or reports a bad entry,
+/// which is worded the same either way only if the UUIDs were read).
+inline bool names_uuids(const VisibleDevices& v) {
+  for (const auto* list : {&v.list, &v.cuda_visible_devices}) {
+    if (!list->has_value()) continue;
+    for (char c : **list)
+      if (!(c >= '0' && c <= '9') && c != ',' && c != ' ' && c != '\t') return true;
+  }
+  return false;
+}
 
 }  // namespace detail
 
@@ -665,7 +691,11 @@ inline Result<Topology> SysfsSource::load() {
         GPUAFF_TRY(long long v, r.integer(dir + "numa_node", s, -1, CpuSet::capacity - 1));
         d.numa_node = static_cast<int>(v);
       }
-      GPUAFF_TRY(int lw, r.first_of({dir + "local_cpulist", dir + "local_cpus"}, s));
+      // Binding detail: a known node places the device; local CPUs only help with -1.
+      int lw = -1;
+      if (options_.detail == SysfsDetail::full || d.numa_node < 0) {
+        GPUAFF_TRY(lw, r.first_of({dir + "local_cpulist", dir + "local_cpus"}, s));
+      }
       if (lw >= 0) {
         GPUAFF_TRY(CpuSet local, r.cpus(dir + (lw == 0 ? "local_cpulist" : "local_cpus"), s,
                                         lw == 0 ? Form::list : Form::mask, Empty::allowed));
@@ -678,12 +708,8 @@ inline Result<Topology> SysfsSource::load() {
 
   // ---- GPUs -------------------------------------------------------------------------------
   VisibleDevices visible = options_.visible.with_environment();
-  bool want_uuids = options_.detail == SysfsDetail::full;
-  for (const auto* v : {&visible.list, &visible.cuda_visible_devices}) {
-    if (v->has_value())
-      for (char c : **v)
-        if (!(c >= '0' && c <= '9') && c != ',' && c != ' ' && c != '\t') want_uuids = true;  // UUID entries
-  }
+  bool want_uuids = options_.detail == SysfsDetail::full || detail::names_uuids(visible) ||
+                    (options_.visible_later && detail::names_uuids(options_.visible_later->with_environment()));
   std::vector<Gpu> all;
   for (const auto& d : t.pci_devices) {
     if (!d.is_gpu()) continue;
