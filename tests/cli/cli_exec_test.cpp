@@ -26,6 +26,11 @@ std::string two_cpu_root() {
     m.allowed = "0-1";
     m.devices = {{.bdf = "0000:17:00.0", .local_cpus = "0-1"}, {.bdf = "0000:65:00.0", .local_cpus = "0-1"}};
     cli_test::write_machine(dir, m);
+    // NVIDIA driver files with the GPUs' UUIDs, for visibility lists that name them.
+    cli_test::write_file(dir / "proc/driver/nvidia/gpus/0000:17:00.0/information",
+                         "Model: \t\t NVIDIA H100\nGPU UUID: \t GPU-aaaa1111-0000-0000-0000-000000000000\n");
+    cli_test::write_file(dir / "proc/driver/nvidia/gpus/0000:65:00.0/information",
+                         "Model: \t\t NVIDIA H100\nGPU UUID: \t GPU-bbbb2222-0000-0000-0000-000000000000\n");
     return dir.string();
   }();
   return root;
@@ -217,6 +222,28 @@ TEST_CASE("exec --verbose says what it bound in one stderr line") {
   CHECK(lines[0].find("0000:65:00.0") != std::string::npos);
   CHECK(lines[0].find("SLURM_LOCALID=1") != std::string::npos);
   CHECK(lines[0].find("CPUs 1") != std::string::npos);
+}
+
+TEST_CASE("exec selects GPUs by UUID from --visible-devices and CUDA_VISIBLE_DEVICES") {
+  // exec reads only what a binding needs, but a list that names UUIDs needs the
+  // driver's information files. GPU-bbbb is the GPU at 0000:65:00.0; exclusive
+  // splits the node's two cores among the visible GPUs on it, in visible order.
+  // Alone, it is GPU 0 and gets both CPUs.
+  if (!can_test_binding()) return;
+  Run flag = tool(exec_args({"--gpu", "0", "--visible-devices", "GPU-bbbb", "--verbose"}));
+  INFO(flag.err);
+  CHECK(flag.rc == 0);
+  CHECK(flag.out == "Cpus_allowed_list:\t0-1\n");
+  REQUIRE(flag.err_lines().size() == 1);
+  CHECK(flag.err_lines()[0].find("GPU 0 0000:65:00.0 node 0") != std::string::npos);
+  Run env = tool(exec_args({"--gpu", "1"}), {{"CUDA_VISIBLE_DEVICES", "GPU-bbbb,GPU-aaaa"}});
+  INFO(env.err);
+  CHECK(env.rc == 0);
+  CHECK(env.out == "Cpus_allowed_list:\t1\n");  // visible GPU 1 (GPU-aaaa, 0000:17:00.0) is second on the node
+  // A UUID that no GPU has is "no such GPU" (4), not "no UUID is known".
+  Run none = tool(exec_args({"--gpu", "0", "--visible-devices", "GPU-cccc"}, {"--", "true"}));
+  CHECK(none.rc == 4);
+  CHECK(none.err.find("no GPU has a UUID starting with 'GPU-cccc'") != std::string::npos);
 }
 
 TEST_CASE("exec --membind local binds the command's memory to the GPU's node") {

@@ -134,6 +134,24 @@ TEST_CASE("bind follows --visible-devices and CUDA_VISIBLE_DEVICES") {
   CHECK(bind_line(p4d, {"--gpu", "0", "--visible-devices", "0"}, {{"CUDA_VISIBLE_DEVICES", "5"}}) == "0-23,48-71\n");
 }
 
+TEST_CASE("bind --visible-devices with a UUID prefix reads the recorded UUIDs") {
+  // bind reads only what a binding needs; a list naming UUIDs still needs the
+  // driver's information files. h100-vm-1gpu (recorded on a real VM): one H100,
+  // UUID GPU-d187a728-..., numa_node -1 on the VM's only node (CPUs 0-15).
+  const std::string vm = fixture("h100-vm-1gpu");
+  CHECK(bind_line(vm, {"--gpu", "0", "--visible-devices", "GPU-d187a728"}) == "0-15\n");
+  CHECK(bind_line(vm, {"--gpu", "0", "--visible-devices", "gpu-D187"}) == "0-15\n");  // prefixes ignore case
+  CHECK(bind_line(vm, {"--gpu", "0"}, {{"CUDA_VISIBLE_DEVICES", "MIG-GPU-d187a728-6ccc-1c8f-94bd-16688587736a/1/0"}}) ==
+        "0-15\n");
+  // p4d.24xlarge: GPU 4 (0000:90:1c.0, node 1) has UUID GPU-1ddcdbbc-..., GPU 0 (node 0) GPU-eca30164-...
+  CHECK(bind_line(p4d, {"--gpu", "0", "--visible-devices", "GPU-1ddcdbbc"}) == "24-47,72-95\n");
+  CHECK(bind_line(p4d, {"--gpu", "1", "--visible-devices", "GPU-1ddcdbbc,GPU-eca30164"}) == "0-23,48-71\n");
+  // An unknown prefix is "no such GPU" (4) naming the prefix, not "no UUID is known".
+  Run r = tool({"bind", "--root", vm, "--gpu", "0", "--visible-devices", "GPU-ffff"});
+  CHECK(r.rc == 4);
+  CHECK(r.err.find("no GPU has a UUID starting with 'GPU-ffff'") != std::string::npos);
+}
+
 TEST_CASE("bind --pci binds any PCI device by its node") {
   CHECK(bind_line(p4d, {"--pci", "0000:90:1e.0"}) == "24-47,72-95\n");  // an NVMe drive on node 1
   CHECK(bind_line(p4d, {"--pci", "0000:10:1d.0"}) == "0-23,48-71\n");   // GPU 1, by address

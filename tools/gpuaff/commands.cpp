@@ -117,6 +117,7 @@ Result<Plan> make_plan(const PlanOptions& o) {
   GPUAFF_TRY(plan.spec, policy_spec(o));
   GPUAFF_TRY(plan.job, job_options(o));
   SourceOptions source = o.source;
+  source.detail = SysfsDetail::binding;  // bind and exec: read only what the binding needs
   std::optional<PciAddress> pci;
   if (!o.pci.empty()) {
     auto a = PciAddress::parse(o.pci);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpuaff/gpus.hpp"
@@ -25,6 +26,9 @@ struct SourceOptions {
   std::string topology_file;  ///< --topology FILE.json
   VisibleDevices visible{};   ///< --visible-devices, else the environment
   std::vector<PciAddress> extra_pci{};  ///< --pci targets the reader must also read
+  /// What the sysfs reader reads: full for topo (it shows everything), binding for
+  /// bind and exec (a rank needs no more; see SysfsDetail). Other sources ignore it.
+  SysfsDetail detail = SysfsDetail::full;
 #ifdef GPUAFF_HAS_HWLOC
   std::string source = "sysfs";  ///< --source sysfs|hwloc: which reader reads --root (or this machine)
   std::string hwloc_xml;         ///< --hwloc-xml FILE: an hwloc XML topology (lstopo --of xml)
@@ -57,6 +61,17 @@ void add_source_options(App& app, SourceOptions& o) {
 
 namespace detail {
 
+/// The sysfs reader's options: every GPU visible (load_topology applies the
+/// visibility list itself), and the list passed on as visible_later so that
+/// binding detail still reads the UUIDs when the list (or the environment) names them.
+inline SysfsOptions sysfs_options(const SourceOptions& o, std::string root, std::vector<PciAddress> extra_pci) {
+  return SysfsOptions{.root = std::move(root),
+                      .visible = VisibleDevices{.list = std::nullopt, .use_environment = false},
+                      .extra_pci = std::move(extra_pci),
+                      .detail = o.detail,
+                      .visible_later = o.visible};
+}
+
 /// Reads the machine with every GPU visible. A file that is missing here is a
 /// broken root, not a missing device, so Errc::not_found becomes Errc::io_error
 /// (exit code 3, "the topology cannot be read").
@@ -84,7 +99,7 @@ inline Result<Topology> read_machine(const SourceOptions& o, const std::vector<P
                   "' is not a directory; pass --root with a tree made by 'gpuaff record --out DIR', or leave "
                   "--root out to read this machine");
     }
-    SysfsSource source(SysfsOptions{.root = root, .visible = every_gpu, .extra_pci = extra_pci});
+    SysfsSource source(sysfs_options(o, root, extra_pci));
     topo = source.load();
   }
   if (!topo && topo.error().code() == Errc::not_found) {
@@ -121,9 +136,7 @@ inline Result<Topology> load_topology(const SourceOptions& o) {
     } else
 #endif
     {
-    SysfsSource source(SysfsOptions{.root = o.root.empty() ? std::string("/") : o.root,
-                                    .visible = VisibleDevices{.list = std::nullopt, .use_environment = false},
-                                    .extra_pci = o.extra_pci});
+    SysfsSource source(detail::sysfs_options(o, o.root.empty() ? std::string("/") : o.root, o.extra_pci));
     GPUAFF_TRY(topo, source.load());
     }
   }
