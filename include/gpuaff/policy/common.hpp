@@ -8,8 +8,11 @@
 // online CPUs), so every policy runs in constant evaluation and two ranks that
 // start with different masks still agree.
 
-#include <algorithm>
+#include <array>
+#include <bit>
 #include <concepts>
+#include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "gpuaff/cpu_set.hpp"
@@ -152,33 +155,146 @@ constexpr CpuSet node_allowed(const Topology& topo, int id) {
   return n == nullptr ? CpuSet{} : n->cpus & topo.usable();
 }
 
+/// Words of a CpuSet (64 CPUs each).
+inline constexpr int cpu_set_words = CpuSet::capacity / 64;
+
+/// A set of CPUs kept as the list of its non-zero words, for testing many
+/// cores against it: a test reads only those words of the core (6 of 18 on a
+/// 1152-CPU machine's node) and copies no 1 KiB set. `left` starts as the
+/// set and loses the CPUs taken by remove(); `full` keeps the set.
+class SparseSet {
+ public:
+  constexpr explicit SparseSet(const CpuSet& s) {
+    const auto& w = s.words();
+    for (int i = 0, top = s.last() / 64; i <= top; ++i) {
+      if (w[static_cast<std::size_t>(i)] == 0) continue;
+      at_[static_cast<std::size_t>(n_)] = static_cast<std::uint8_t>(i);
+      full_[static_cast<std::size_t>(n_)] = w[static_cast<std::size_t>(i)];
+      left_[static_cast<std::size_t>(n_)] = w[static_cast<std::size_t>(i)];
+      ++n_;
+    }
+    live_ = n_;
+  }
+  /// Whether no CPU is left.
+  constexpr bool empty() const { return live_ == 0; }
+  /// Whether `c` holds a CPU that is left.
+  constexpr bool hits(const CpuSet& c) const {
+    const auto& cw = c.words();
+    std::uint64_t acc = 0;
+    for (int j = 0; j < n_; ++j) acc |= cw[at_[static_cast<std::size_t>(j)]] & left_[static_cast<std::size_t>(j)];
+    return acc != 0;
+  }
+  /// Removes the CPUs of `c`; true when `c` also holds CPUs of the set that
+  /// were removed before (two cores sharing a CPU: malformed, but handled).
+  constexpr bool remove(const CpuSet& c) {
+    const auto& cw = c.words();
+    std::uint64_t taken_before = 0;
+    int live = 0;
+    for (int j = 0; j < n_; ++j) {
+      std::size_t k = static_cast<std::size_t>(j);
+      std::uint64_t w = cw[at_[k]];
+      taken_before |= w & full_[k] & ~left_[k];
+      left_[k] &= ~w;
+      live += left_[k] != 0 ? 1 : 0;
+    }
+    live_ = live;
+    return taken_before != 0;
+  }
+  /// The CPUs of `c` that are left, as a set.
+  constexpr CpuSet left_of(const CpuSet& c) const {
+    CpuSet out;
+    const auto& cw = c.words();
+    for (int j = 0; j < n_; ++j) add_bits(out, at_[static_cast<std::size_t>(j)], cw[at_[static_cast<std::size_t>(j)]] & left_[static_cast<std::size_t>(j)]);
+    return out;
+  }
+  /// The CPUs left, in ascending order, passed to `f`.
+  template <class F>
+  constexpr void for_each_left(F&& f) const {
+    for (int j = 0; j < n_; ++j) {
+      for (std::uint64_t w = left_[static_cast<std::size_t>(j)]; w != 0; w &= w - 1)
+        f(at_[static_cast<std::size_t>(j)] * 64 + std::countr_zero(w));
+    }
+  }
+  /// The lowest CPU left, or -1.
+  constexpr int first_left() const {
+    for (int j = 0; j < n_; ++j) {
+      std::uint64_t w = left_[static_cast<std::size_t>(j)];
+      if (w != 0) return at_[static_cast<std::size_t>(j)] * 64 + std::countr_zero(w);
+    }
+    return -1;
+  }
+  /// How many CPUs are left.
+  constexpr int count_left() const {
+    int n = 0;
+    for (int j = 0; j < n_; ++j) n += std::popcount(left_[static_cast<std::size_t>(j)]);
+    return n;
+  }
+
+ private:
+  static constexpr void add_bits(CpuSet& out, int word, std::uint64_t bits) {
+    for (; bits != 0; bits &= bits - 1) out.set(word * 64 + std::countr_zero(bits));
+  }
+  std::array<std::uint64_t, cpu_set_words> full_{};
+  std::array<std::uint64_t, cpu_set_words> left_{};
+  std::array<std::uint8_t, cpu_set_words> at_{};
+  int n_ = 0;
+  int live_ = 0;
+};
+
 /// A physical core as the policies see it: the allowed threads of one core,
 /// keyed by the lowest thread of the whole core (allowed or not), as both
-/// PyTorch and NVIDIA key them.
-struct PhysicalCore {
+/// PyTorch and NVIDIA key them. Kept as an index, not a set: its threads are
+/// Topology::cores[core].threads & CoreList::cpus.
+struct CoreRef {
   int key = -1;
-  CpuSet threads;
-  friend constexpr bool operator==(const PhysicalCore&, const PhysicalCore&) = default;
+  int core = -1;   ///< index into Topology::cores; -1: the lone CPU `key`, which belongs to no listed core
+  int exact = -1;  ///< index into CoreList::exact when the core shares CPUs with an earlier core; else -1
+};
+
+/// The physical cores of a set of CPUs (see physical_cores).
+struct CoreList {
+  CpuSet cpus;                  ///< the CPUs they were made from
+  std::vector<CoreRef> refs;    ///< sorted by key
+  std::vector<CpuSet> exact;    ///< threads of the cores that overlap an earlier core (malformed topologies)
+  constexpr std::size_t size() const { return refs.size(); }
+  constexpr bool empty() const { return refs.empty(); }
 };
 
 /// The CPUs of `cpus` grouped by Topology::cores (any sibling count: SMT2,
 /// SMT4, SMT8, strided or adjacent numbering; never parsed from two numbers),
 /// sorted by key. A CPU that belongs to no listed core is a core by itself.
-constexpr std::vector<PhysicalCore> physical_cores(const Topology& topo, const CpuSet& cpus) {
-  std::vector<PhysicalCore> out;
+/// A core takes the CPUs of `cpus` that no earlier core took.
+constexpr CoreList physical_cores(const Topology& topo, const CpuSet& cpus) {
+  CoreList out;
+  out.cpus = cpus;
   if (cpus.empty()) return out;
   std::size_t most = static_cast<std::size_t>(cpus.count());  // at most one core per CPU
-  out.reserve(most < topo.cores.size() ? most : topo.cores.size());
-  CpuSet left = cpus;
-  for (const Core& c : topo.cores) {
-    if (!c.threads.intersects(left)) continue;
-    out.push_back(PhysicalCore{c.threads.first(), c.threads});  // one copy per core: sets are 1 KiB
-    out.back().threads &= left;
-    left -= out.back().threads;
+  out.refs.reserve(most < topo.cores.size() ? most : topo.cores.size());
+  SparseSet left(cpus);
+  for (std::size_t i = 0; i < topo.cores.size() && !left.empty(); ++i) {
+    const CpuSet& t = topo.cores[i].threads;
+    if (!left.hits(t)) continue;
+    CoreRef r{t.first(), static_cast<int>(i), -1};
+    if (left.remove(t)) {
+      // The core shares CPUs with an earlier one, which took them: keep what
+      // this one took as a set.
+      CpuSet mine = t & cpus;
+      for (const CoreRef& prev : out.refs) mine -= topo.cores[static_cast<std::size_t>(prev.core)].threads;
+      r.exact = static_cast<int>(out.exact.size());
+      out.exact.push_back(mine);
+    }
+    out.refs.push_back(r);
   }
-  if (left.any()) {
-    for (int id : left) out.push_back(PhysicalCore{id, CpuSet::single(id)});
-    std::sort(out.begin(), out.end(), [](const PhysicalCore& a, const PhysicalCore& b) { return a.key < b.key; });
+  if (!left.empty()) {
+    left.for_each_left([&](int id) { out.refs.push_back(CoreRef{id, -1, -1}); });
+    // Insertion sort by key: the cores come in Topology::cores order (sorted
+    // there), so mostly the lone CPUs move.
+    for (std::size_t i = 1; i < out.refs.size(); ++i) {
+      CoreRef r = out.refs[i];
+      std::size_t j = i;
+      for (; j > 0 && out.refs[j - 1].key > r.key; --j) out.refs[j] = out.refs[j - 1];
+      out.refs[j] = r;
+    }
   }
   return out;
 }
@@ -186,19 +302,53 @@ constexpr std::vector<PhysicalCore> physical_cores(const Topology& topo, const C
 /// How many entries physical_cores(topo, cpus) would have, without building them.
 constexpr int count_physical_cores(const Topology& topo, const CpuSet& cpus) {
   int n = 0;
-  CpuSet left = cpus;
-  for (const Core& c : topo.cores) {
-    if (!c.threads.intersects(left)) continue;
+  SparseSet left(cpus);
+  for (std::size_t i = 0; i < topo.cores.size() && !left.empty(); ++i) {
+    const CpuSet& t = topo.cores[i].threads;
+    if (!left.hits(t)) continue;
     ++n;
-    left -= c.threads;
+    left.remove(t);
   }
-  return n + left.count();  // CPUs of no listed core count as cores of their own
+  return n + left.count_left();  // CPUs of no listed core count as cores of their own
 }
 
-/// The union of the threads of cores [first, first + count).
-constexpr CpuSet threads_of(const std::vector<PhysicalCore>& cores, std::size_t first, std::size_t count) {
+/// Adds the threads of `r` (all of them, or the lowest) to `out`.
+constexpr void add_threads(const Topology& topo, const CoreList& list, const CoreRef& r, Smt smt, CpuSet& out) {
+  if (r.core < 0) {
+    out.set(r.key);
+    return;
+  }
+  if (r.exact >= 0) {
+    const CpuSet& e = list.exact[static_cast<std::size_t>(r.exact)];
+    if (smt == Smt::all) out |= e;
+    else out.set(e.first());
+    return;
+  }
+  const CpuSet& t = topo.cores[static_cast<std::size_t>(r.core)].threads;
+  const auto& cw = t.words();
+  const auto& sw = list.cpus.words();
+  for (int w = 0, top = t.last() / 64; w <= top; ++w) {
+    std::uint64_t bits = cw[static_cast<std::size_t>(w)] & sw[static_cast<std::size_t>(w)];
+    if (bits == 0) continue;
+    if (smt == Smt::one) {
+      out.set(w * 64 + std::countr_zero(bits));
+      return;
+    }
+    for (; bits != 0; bits &= bits - 1) out.set(w * 64 + std::countr_zero(bits));
+  }
+}
+
+/// The threads of `r` as a set.
+constexpr CpuSet threads_of(const Topology& topo, const CoreList& list, const CoreRef& r) {
   CpuSet out;
-  for (std::size_t i = first; i < first + count && i < cores.size(); ++i) out |= cores[i].threads;
+  add_threads(topo, list, r, Smt::all, out);
+  return out;
+}
+
+/// The union of the threads of entries [first, first + count).
+constexpr CpuSet threads_of(const Topology& topo, const CoreList& list, std::size_t first, std::size_t count) {
+  CpuSet out;
+  for (std::size_t i = first; i < first + count && i < list.size(); ++i) add_threads(topo, list, list.refs[i], Smt::all, out);
   return out;
 }
 

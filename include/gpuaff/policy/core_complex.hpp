@@ -2,7 +2,6 @@
 // PyTorch's `--numa-binding=core-complex`: one last-level-cache group (an AMD
 // CCX, an Intel socket's L3) of the GPU's node per GPU.
 
-#include <algorithm>
 #include <vector>
 
 #include "gpuaff/policy/common.hpp"
@@ -27,21 +26,35 @@ struct CoreComplexPolicy {
     struct Group {
       int key;
       int count;
-      CpuSet cpus;
+      int index;  // into Topology::core_complexes; -1: the CPUs of no listed group
     };
     std::vector<Group> groups;
-    CpuSet left = cpus;
-    for (const CacheGroup& g : topo.core_complexes) {
-      if (!g.cpus.intersects(left)) continue;
-      CpuSet mine = g.cpus & left;
-      left -= mine;
-      groups.push_back(Group{g.cpus.first(), mine.count(), mine});
+    detail::SparseSet left(cpus);
+    for (std::size_t i = 0; i < topo.core_complexes.size() && !left.empty(); ++i) {
+      const CpuSet& g = topo.core_complexes[i].cpus;
+      if (!left.hits(g)) continue;
+      int before = left.count_left();
+      left.remove(g);
+      groups.push_back(Group{g.first(), before - left.count_left(), static_cast<int>(i)});
     }
-    if (left.any()) groups.push_back(Group{left.first(), left.count(), left});
-    std::sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) {
-      return a.count != b.count ? a.count > b.count : a.key < b.key;
-    });
-    return groups[static_cast<std::size_t>(share.rank) % groups.size()].cpus;
+    if (!left.empty()) groups.push_back(Group{left.first_left(), left.count_left(), -1});
+    // Insertion sort (more allowed CPUs first, then key): a node has a few groups.
+    auto before = [](const Group& a, const Group& b) { return a.count != b.count ? a.count > b.count : a.key < b.key; };
+    for (std::size_t i = 1; i < groups.size(); ++i) {
+      Group g = groups[i];
+      std::size_t j = i;
+      for (; j > 0 && before(g, groups[j - 1]); --j) groups[j] = groups[j - 1];
+      groups[j] = g;
+    }
+    int chosen = groups[static_cast<std::size_t>(share.rank) % groups.size()].index;
+    // The chosen group's CPUs: those of the node that no earlier group took.
+    CpuSet mine = cpus;
+    for (std::size_t i = 0; i < topo.core_complexes.size(); ++i) {
+      const CpuSet& g = topo.core_complexes[i].cpus;
+      if (static_cast<int>(i) == chosen) return mine & g;
+      if (g.intersects(mine)) mine -= g;
+    }
+    return mine;
   }
 };
 static_assert(BindingPolicy<CoreComplexPolicy>);

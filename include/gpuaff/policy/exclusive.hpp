@@ -21,7 +21,7 @@ struct ExclusivePolicy {
     GPUAFF_TRY(detail::NodeShare share, detail::node_share(topo, gpu, job));
     CpuSet cpus = detail::node_allowed(topo, share.node);
     if (cpus.empty()) return detail::no_allowed_cpu(topo, gpu, share.node, "exclusive");
-    std::vector<detail::PhysicalCore> cores = detail::physical_cores(topo, cpus);
+    detail::CoreList cores = detail::physical_cores(topo, cpus);
     int k = static_cast<int>(cores.size());
     int m = share.count;
     if (k < m)
@@ -33,7 +33,7 @@ struct ExclusivePolicy {
     int r = share.rank;
     int begin = r * per + (r < extra ? r : extra);
     int len = per + (r < extra ? 1 : 0);
-    return detail::threads_of(cores, static_cast<std::size_t>(begin), static_cast<std::size_t>(len));
+    return detail::threads_of(topo, cores, static_cast<std::size_t>(begin), static_cast<std::size_t>(len));
   }
 };
 static_assert(BindingPolicy<ExclusivePolicy>);

@@ -13,7 +13,7 @@
 // node core, then the first extra of each, then the second, and so on;
 // min_cores/max_cores act on that list; Smt picks the threads of each core.
 
-#include <algorithm>
+#include <cstddef>
 #include <vector>
 
 #include "gpuaff/policy/common.hpp"
@@ -49,50 +49,71 @@ constexpr Result<CpuSet> socket_cpus(const Topology& topo, int node) {
   return out & topo.usable();
 }
 
-/// A node core and the extras (socket scope) it carries.
-struct CoreGroup {
-  PhysicalCore core;
-  std::vector<PhysicalCore> extras;
+/// One entry of a flattened core list: entry `i` of a node's CoreList, or of
+/// the socket's spare cores (socket scope).
+struct Pick {
+  const CoreList* list = nullptr;
+  std::size_t i = 0;
 };
 
-/// The node cores of `node`, each with its socket-scope extras.
+/// The node cores of one GPU's node and, with socket scope, the extras they
+/// carry: node core g carries spare[p_g], spare[p_g + L], spare[p_g + 2L], ...
+/// where p_g is its position among the socket's L GPU-local cores (extras
+/// are dealt round-robin, in ascending order, to the GPU-local cores).
+struct GroupedCores {
+  CoreList node;
+  CoreList spare;                   ///< socket scope: the socket's cores local to no participating GPU
+  std::vector<std::size_t> local;   ///< socket scope: p_g of every node core (L when it is not GPU-local)
+  std::size_t local_count = 0;      ///< L
+  constexpr std::size_t size() const { return node.size(); }
+};
+
+/// The node cores of `node`, with their socket-scope extras.
 /// `gpu_nodes`: the resolved nodes of the participating GPUs (socket scope only).
-constexpr Result<std::vector<CoreGroup>> grouped_cores(const Topology& topo, int node, const std::vector<int>& gpu_nodes,
-                                                       Scope scope) {
-  std::vector<CoreGroup> out;
-  for (const PhysicalCore& c : physical_cores(topo, node_allowed(topo, node))) out.push_back(CoreGroup{c, {}});
-  if (scope == Scope::node || out.empty()) return out;
+constexpr Result<GroupedCores> grouped_cores(const Topology& topo, int node, const std::vector<int>& gpu_nodes,
+                                             Scope scope) {
+  GroupedCores out;
+  out.node = physical_cores(topo, node_allowed(topo, node));
+  if (scope == Scope::node || out.node.empty()) return out;
   GPUAFF_TRY(CpuSet socket, socket_cpus(topo, node));
   // The socket's GPU-local CPUs: the nodes of participating GPUs in this socket.
   CpuSet assigned;
-  std::vector<int> seen;
-  for (int m : gpu_nodes) {
-    if (std::find(seen.begin(), seen.end(), m) != seen.end()) continue;
-    seen.push_back(m);
+  for (std::size_t i = 0; i < gpu_nodes.size(); ++i) {
+    int m = gpu_nodes[i];
+    bool seen = false;
+    for (std::size_t j = 0; j < i && !seen; ++j) seen = gpu_nodes[j] == m;
+    if (seen) continue;
     auto s = socket_cpus(topo, m);
     if (s && *s == socket) assigned |= node_allowed(topo, m);
   }
-  std::vector<PhysicalCore> local = physical_cores(topo, assigned);
-  std::vector<PhysicalCore> spare = physical_cores(topo, socket - assigned);
-  // Extra k goes to local core k % |local|; so local core p carries extras p, p + |local|, ...
-  for (CoreGroup& g : out) {
+  CoreList local = physical_cores(topo, assigned);
+  out.spare = physical_cores(topo, socket - assigned);
+  out.local_count = local.size();
+  out.local.reserve(out.node.size());
+  for (const CoreRef& g : out.node.refs) {
     std::size_t p = 0;
-    while (p < local.size() && local[p].key != g.core.key) ++p;
-    for (std::size_t k = p; k < spare.size() && p < local.size(); k += local.size()) g.extras.push_back(spare[k]);
+    while (p < local.size() && local.refs[p].key != g.key) ++p;
+    out.local.push_back(p);
   }
   return out;
 }
 
-/// Picked node cores first, then the first extra of each, the second, ...
-/// (every extra is kept; none is dropped when some cores carry more than others).
-constexpr std::vector<PhysicalCore> flatten(const std::vector<CoreGroup>& picked) {
-  std::vector<PhysicalCore> out;
-  for (const CoreGroup& g : picked) out.push_back(g.core);
+/// Node cores `picked` (positions in `g.node`) first, then the first extra of
+/// each, the second, ... (every extra is kept; none is dropped when some cores
+/// carry more than others).
+constexpr std::vector<Pick> flatten(const GroupedCores& g, const std::vector<std::size_t>& picked) {
+  std::vector<Pick> out;
+  out.reserve(picked.size());
+  for (std::size_t k : picked) out.push_back(Pick{&g.node, k});
+  if (g.spare.empty() || g.local_count == 0) return out;
   for (std::size_t round = 0;; ++round) {
     bool any = false;
-    for (const CoreGroup& g : picked) {
-      if (round < g.extras.size()) {
-        out.push_back(g.extras[round]);
+    for (std::size_t k : picked) {
+      std::size_t p = g.local[k];
+      if (p >= g.local_count) continue;
+      std::size_t e = p + round * g.local_count;
+      if (e < g.spare.size()) {
+        out.push_back(Pick{&g.spare, e});
         any = true;
       }
     }
@@ -101,17 +122,14 @@ constexpr std::vector<PhysicalCore> flatten(const std::vector<CoreGroup>& picked
   return out;
 }
 
-constexpr CpuSet pick_threads(const std::vector<PhysicalCore>& cores, Smt smt) {
+constexpr CpuSet pick_threads(const Topology& topo, const std::vector<Pick>& cores, Smt smt) {
   CpuSet out;
-  for (const PhysicalCore& c : cores) {
-    if (smt == Smt::all) out |= c.threads;
-    else out.set(c.threads.first());
-  }
+  for (const Pick& p : cores) add_threads(topo, *p.list, p.list->refs[p.i], smt, out);
   return out;
 }
 
 /// Applies min/max physical cores, then the SMT choice.
-constexpr Result<CpuSet> finish_nvidia(const Topology& topo, int gpu, int node, std::vector<PhysicalCore> cores,
+constexpr Result<CpuSet> finish_nvidia(const Topology& topo, int gpu, int node, std::vector<Pick> cores,
                                        const NvidiaOptions& o, std::string_view mode) {
   int need = o.min_cores < 1 ? 1 : o.min_cores;
   if (static_cast<int>(cores.size()) < need)
@@ -119,7 +137,15 @@ constexpr Result<CpuSet> finish_nvidia(const Topology& topo, int gpu, int node, 
                 " physical cores, fewer than the minimum of ", need, "; lower --min-cores or run fewer processes");
   if (o.max_cores > 0 && cores.size() > static_cast<std::size_t>(o.max_cores))
     cores.resize(static_cast<std::size_t>(o.max_cores));
-  return pick_threads(cores, o.smt);
+  return pick_threads(topo, cores, o.smt);
+}
+
+/// Every entry of `list`, in order.
+constexpr std::vector<Pick> every_pick(const CoreList& list) {
+  std::vector<Pick> out;
+  out.reserve(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) out.push_back(Pick{&list, i});
+  return out;
 }
 
 enum class UniqueLayout { interleaved, contiguous };
@@ -143,7 +169,7 @@ constexpr Result<CpuSet> bind_unique(const Topology& topo, int gpu, const JobOpt
     if (i == gpu) rank = gpus_here;
     ++gpus_here;
   }
-  GPUAFF_TRY(std::vector<CoreGroup> groups, grouped_cores(topo, own, nodes, o.scope));
+  GPUAFF_TRY(GroupedCores groups, grouped_cores(topo, own, nodes, o.scope));
   int cores_here = static_cast<int>(groups.size());
   if (cores_here == 0) return no_allowed_cpu(topo, gpu, own, mode);
 
@@ -154,27 +180,31 @@ constexpr Result<CpuSet> bind_unique(const Topology& topo, int gpu, const JobOpt
     // each of its GPUs one core (or has no allowed CPU) fails its own GPUs
     // only, instead of pulling every GPU's share to zero.
     if (cores_here < gpus_here) return too_few_cores(mode, cores_here, own, gpus_here);
-    std::vector<int> seen;
-    for (int m : nodes) {
-      if (std::find(seen.begin(), seen.end(), m) != seen.end()) continue;
-      seen.push_back(m);
-      int d = static_cast<int>(std::count(nodes.begin(), nodes.end(), m));
-      int c = count_physical_cores(topo, node_allowed(topo, m));
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      int m = nodes[i];
+      bool seen = false;
+      for (std::size_t j = 0; j < i && !seen; ++j) seen = nodes[j] == m;
+      if (seen) continue;
+      int d = 0;
+      for (int n : nodes) d += n == m ? 1 : 0;
+      // This node's count is known; the others are counted without building them.
+      int c = m == own ? cores_here : count_physical_cores(topo, node_allowed(topo, m));
       if (c >= d && c / d < per) per = c / d;
     }
     usable_groups = static_cast<std::size_t>(gpus_here * per);
   }
 
-  std::vector<CoreGroup> picked;
+  std::vector<std::size_t> picked;
   if (layout == UniqueLayout::contiguous) {
     if (per == 0) return too_few_cores(mode, cores_here, own, gpus_here);
-    for (int k = rank * per; k < (rank + 1) * per; ++k) picked.push_back(groups[static_cast<std::size_t>(k)]);
+    picked.reserve(static_cast<std::size_t>(per));
+    for (int k = rank * per; k < (rank + 1) * per; ++k) picked.push_back(static_cast<std::size_t>(k));
   } else {
     for (std::size_t k = static_cast<std::size_t>(rank); k < usable_groups; k += static_cast<std::size_t>(gpus_here))
-      picked.push_back(groups[k]);
+      picked.push_back(k);
     if (picked.empty()) return too_few_cores(mode, cores_here, own, gpus_here);
   }
-  return finish_nvidia(topo, gpu, own, flatten(picked), o, mode);
+  return finish_nvidia(topo, gpu, own, flatten(groups, picked), o, mode);
 }
 
 }  // namespace detail
@@ -195,9 +225,12 @@ struct AllPolicy {
     GPUAFF_TRY(int participating, detail::check_gpu(topo, gpu, job));
     GPUAFF_TRY(int node, detail::resolve_node_of(topo, gpu, job));
     if (options.scope == Scope::node) {
-      std::vector<detail::PhysicalCore> cores = detail::physical_cores(topo, detail::node_allowed(topo, node));
-      if (cores.empty()) return detail::no_allowed_cpu(topo, gpu, node, "all");
-      return detail::finish_nvidia(topo, gpu, node, cores, options, "all");
+      CpuSet cpus = detail::node_allowed(topo, node);
+      if (cpus.empty()) return detail::no_allowed_cpu(topo, gpu, node, "all");
+      // Every thread of every core, no count to check: the node's allowed CPUs.
+      if (options.smt == Smt::all && options.max_cores == 0 && options.min_cores <= 1) return cpus;
+      detail::CoreList cores = detail::physical_cores(topo, cpus);
+      return detail::finish_nvidia(topo, gpu, node, detail::every_pick(cores), options, "all");
     }
     GPUAFF_TRY(CpuSet socket, detail::socket_cpus(topo, node));
     if (socket.empty())
@@ -206,12 +239,16 @@ struct AllPolicy {
     GPUAFF_TRY(std::vector<int> nodes, detail::participating_nodes(topo, participating, job, "all --scope socket"));
     CpuSet local;
     for (int m : nodes) local |= detail::node_allowed(topo, m);
-    std::vector<detail::PhysicalCore> all = detail::physical_cores(topo, socket);
-    std::vector<detail::PhysicalCore> ordered;
-    for (const auto& c : all)
-      if (c.threads.intersects(local)) ordered.push_back(c);
-    for (const auto& c : all)
-      if (!c.threads.intersects(local)) ordered.push_back(c);
+    detail::CoreList all = detail::physical_cores(topo, socket);
+    std::vector<unsigned char> is_local(all.size());
+    for (std::size_t i = 0; i < all.size(); ++i)
+      is_local[i] = detail::threads_of(topo, all, all.refs[i]).intersects(local) ? 1 : 0;
+    std::vector<detail::Pick> ordered;
+    ordered.reserve(all.size());
+    for (std::size_t i = 0; i < all.size(); ++i)
+      if (is_local[i] != 0) ordered.push_back(detail::Pick{&all, i});
+    for (std::size_t i = 0; i < all.size(); ++i)
+      if (is_local[i] == 0) ordered.push_back(detail::Pick{&all, i});
     return detail::finish_nvidia(topo, gpu, node, ordered, options, "all");
   }
 };
@@ -229,10 +266,11 @@ struct SinglePolicy {
       return fail(Errc::invalid_argument, "single: gives one physical core per GPU, so --min-cores ", options.min_cores,
                   " cannot be met; use unique-contiguous or all");
     GPUAFF_TRY(int node, resolve_gpu_node(topo, gpu, job));
-    std::vector<detail::PhysicalCore> cores = detail::physical_cores(topo, detail::node_allowed(topo, node));
+    detail::CoreList cores = detail::physical_cores(topo, detail::node_allowed(topo, node));
     if (cores.empty()) return detail::no_allowed_cpu(topo, gpu, node, "single");
-    cores.resize(1);
-    return detail::pick_threads(cores, options.smt);
+    CpuSet out;
+    detail::add_threads(topo, cores, cores.refs[0], options.smt, out);
+    return out;
   }
 };
 static_assert(BindingPolicy<SinglePolicy>);
@@ -251,14 +289,15 @@ struct SingleUniquePolicy {
       return fail(Errc::invalid_argument, "single-unique: gives one physical core per GPU, so --min-cores ",
                   options.min_cores, " cannot be met; use unique-contiguous");
     GPUAFF_TRY(detail::NodeShare share, detail::node_share(topo, gpu, job));
-    std::vector<detail::PhysicalCore> cores = detail::physical_cores(topo, detail::node_allowed(topo, share.node));
+    detail::CoreList cores = detail::physical_cores(topo, detail::node_allowed(topo, share.node));
     if (cores.empty()) return detail::no_allowed_cpu(topo, gpu, share.node, "single-unique");
     if (share.rank >= static_cast<int>(cores.size()))
       return fail(Errc::insufficient_cores, "single-unique: only ", cores.size(), " physical cores on node ", share.node,
                   " but ", share.count, " GPUs; ", detail::gpu_label(topo, gpu),
                   " finds every core taken by a lower GPU; use --policy single to share a core, or fewer processes");
-    std::vector<detail::PhysicalCore> mine{cores[static_cast<std::size_t>(share.rank)]};
-    return detail::pick_threads(mine, options.smt);
+    CpuSet out;
+    detail::add_threads(topo, cores, cores.refs[static_cast<std::size_t>(share.rank)], options.smt, out);
+    return out;
   }
 };
 static_assert(BindingPolicy<SingleUniquePolicy>);
