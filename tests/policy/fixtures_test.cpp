@@ -4,6 +4,7 @@
 #include <gpuaff/policy/policy.hpp>
 #include <gpuaff/source/sysfs.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>

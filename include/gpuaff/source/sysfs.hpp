@@ -75,8 +75,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -150,8 +148,9 @@ static_assert(TopologySource<SysfsSource>);
 namespace detail {
 
 /// Tests set this to exercise the user-space resolver (RootResolver) that
-/// kernels without openat2 use; nothing else should touch it.
-inline std::atomic<bool> sysfs_force_user_space_resolution{false};
+/// kernels without openat2 use; nothing else should touch it. A plain bool
+/// (no <atomic>): tests set it on one thread while no load runs.
+inline bool sysfs_force_user_space_resolution = false;
 
 /// The calling thread's affinity mask, for any number of CPUs.
 /// Errors: Errc::system_error, Errc::out_of_range (a CPU id >= CpuSet::capacity).
@@ -200,7 +199,7 @@ class SysfsReader {
     while (display_.size() > 1 && display_.back() == '/') display_.pop_back();
     if (live || display_ == "/") display_.clear();
     if (!live) root_fd_ = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    in_root_ = root_fd_ >= 0 && !sysfs_force_user_space_resolution.load(std::memory_order_relaxed);
+    in_root_ = root_fd_ >= 0 && !sysfs_force_user_space_resolution;
   }
   SysfsReader(const SysfsReader&) = delete;
   SysfsReader& operator=(const SysfsReader&) = delete;
@@ -323,7 +322,8 @@ class SysfsReader {
     for (; i < s.size(); ++i) {
       if (s[i] < '0' || s[i] > '9')
         return bad(Errc::parse_error, rel, "expected a number, found '", s.substr(0, 24), "'");
-      v = std::min<long long>(v * 10 + (s[i] - '0'), 1'000'000'000'000LL);
+      v = v * 10 + (s[i] - '0');
+      if (v > 1'000'000'000'000LL) v = 1'000'000'000'000LL;  // saturate: reported as out of range
     }
     if (neg) v = -v;
     if (v < lo || v > hi)
@@ -339,7 +339,8 @@ class SysfsReader {
     for (char c : digits) {
       int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
       if (d < 0) return bad(Errc::parse_error, rel, "expected a hex number such as 0x10de, found '", s.substr(0, 24), "'");
-      v = std::min<long long>(v * 16 + d, 1LL << 40);
+      v = v * 16 + d;
+      if (v > (1LL << 40)) v = 1LL << 40;  // saturate: reported as out of range
     }
     if (v > max) return bad(Errc::out_of_range, rel, "value ", s.substr(0, 24), " is above ", max);
     return v;
@@ -509,11 +510,17 @@ inline Result<Topology> SysfsSource::load() {
       }
       if (!lists) members = t.cores[static_cast<std::size_t>(core_index[static_cast<std::size_t>(c)])].threads;
       covered |= members;
-      auto it = std::find_if(t.packages.begin(), t.packages.end(), [&](const Package& p) { return p.id == id; });
-      if (it == t.packages.end()) t.packages.push_back(Package{static_cast<int>(id), members});
-      else it->cpus |= members;
+      Package* same = nullptr;
+      for (auto& p : t.packages)
+        if (p.id == id) same = &p;
+      if (same == nullptr) t.packages.push_back(Package{static_cast<int>(id), members});
+      else same->cpus |= members;
     }
-    std::sort(t.packages.begin(), t.packages.end(), [](const Package& a, const Package& b) { return a.id < b.id; });
+    // By id. Insertion sorts here and below: a few packages, and directory
+    // listings that come nearly sorted (<algorithm> costs more to compile).
+    for (std::size_t i = 1; i < t.packages.size(); ++i)
+      for (std::size_t j = i; j > 0 && t.packages[j].id < t.packages[j - 1].id; --j)
+        std::swap(t.packages[j], t.packages[j - 1]);
     for (auto& core : t.cores)
       if (const Package* p = t.package_of_cpu(core.first())) core.package = p->id;
   }
@@ -651,14 +658,22 @@ inline Result<Topology> SysfsSource::load() {
       auto a = PciAddress::parse(n);
       if (a) devices.emplace_back(*a, std::move(n));
     }
-    std::sort(devices.begin(), devices.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t i = 1; i < devices.size(); ++i)
+      for (std::size_t j = i; j > 0 && devices[j].first < devices[j - 1].first; --j) std::swap(devices[j], devices[j - 1]);
+    auto is_extra = [&](const PciAddress& a) {
+      for (const auto& e : options_.extra_pci)
+        if (e == a) return true;
+      return false;
+    };
     for (const auto& want : options_.extra_pci) {
-      if (std::none_of(devices.begin(), devices.end(), [&](const auto& d) { return d.first == want; }))
+      bool listed = false;
+      for (const auto& d : devices) listed = listed || d.first == want;
+      if (!listed)
         return fail(Errc::not_found, "PCI device ", want.to_string(), " is not in ", r.shown("sys/bus/pci/devices"),
                     "; check the address with `lspci -D`");
     }
     for (const auto& [addr, name] : devices) {
-      bool extra = std::find(options_.extra_pci.begin(), options_.extra_pci.end(), addr) != options_.extra_pci.end();
+      bool extra = is_extra(addr);
       std::string dir = pci + name + "/";
       PciDevice d;
       d.address = addr;
