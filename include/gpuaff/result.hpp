@@ -104,8 +104,9 @@ constexpr void append_part(Error::Message& m, I v) {
 }  // namespace detail
 
 /// Builds an error from pieces: make_error(Errc::not_found, "no GPU ", 3, " (", n, " visible)").
+/// The error builders are cold: the optimizer keeps them off the paths that succeed.
 template <class... Parts>
-constexpr Error make_error(Errc code, const Parts&... parts) {
+[[gnu::cold]] constexpr Error make_error(Errc code, const Parts&... parts) {
   Error::Message m;
   (detail::append_part(m, parts), ...);
   return Error(code, m.view());
@@ -113,7 +114,7 @@ constexpr Error make_error(Errc code, const Parts&... parts) {
 
 /// Same, with the errno of a failed system call.
 template <class... Parts>
-constexpr Error make_sys_error(Errc code, int sys_errno, const Parts&... parts) {
+[[gnu::cold]] constexpr Error make_sys_error(Errc code, int sys_errno, const Parts&... parts) {
   Error::Message m;
   (detail::append_part(m, parts), ...);
   return Error(code, m.view(), sys_errno);
@@ -136,7 +137,7 @@ constexpr Unexpected<Error> unexpected(Error e) { return Unexpected<Error>(std::
 
 /// Shorthand for `return fail(Errc::x, "what", value, "what to do");`
 template <class... Parts>
-constexpr Unexpected<Error> fail(Errc code, const Parts&... parts) {
+[[gnu::cold]] constexpr Unexpected<Error> fail(Errc code, const Parts&... parts) {
   return Unexpected<Error>(make_error(code, parts...));
 }
 
