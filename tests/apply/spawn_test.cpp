@@ -3,6 +3,7 @@
 
 #include <signal.h>
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -124,6 +125,28 @@ TEST_CASE("spawn_callable reports an exception's text") {
   REQUIRE(os);
   CHECK(os->threw);
   CHECK(os->exception.find("not derived from std::exception") != std::string::npos);
+}
+
+namespace {
+int exit_seven() { return 7; }
+}  // namespace
+
+TEST_CASE("spawn_callable takes function pointers and std::function, and refuses empty ones") {
+  auto by_pointer = gpuaff::spawn_callable(&exit_seven);
+  REQUIRE(by_pointer);
+  CHECK(by_pointer->wait()->exit_code == 7);
+  std::function<int()> wrapped = [] { return 9; };
+  auto by_function = gpuaff::spawn_callable(wrapped);
+  REQUIRE(by_function);
+  CHECK(by_function->wait()->exit_code == 9);
+
+  int (*null_pointer)() = nullptr;
+  auto none = gpuaff::spawn_callable(null_pointer);
+  REQUIRE_FALSE(none);
+  CHECK(none.error().code() == gpuaff::Errc::invalid_argument);
+  auto empty = gpuaff::spawn_callable(std::function<int()>{});
+  REQUIRE_FALSE(empty);
+  CHECK(empty.error().code() == gpuaff::Errc::invalid_argument);
 }
 
 TEST_CASE("Fallback::error: a binding that cannot be applied starts no child") {

@@ -22,9 +22,9 @@
 
 #include <cstring>
 #include <exception>
-#include <functional>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -62,6 +62,19 @@ struct ExitStatus {
   std::string exception;   ///< spawn_callable: what() of what it threw
   bool success() const { return exit_code == 0 && signal == 0 && !threw; }
 };
+
+class Child;
+
+namespace detail {
+/// A callable seen through a function pointer and an opaque pointer to it:
+/// spawn_callable takes any callable without <functional>'s std::function,
+/// which alone added about a fifth of a second to every TU that includes gpuaff.
+struct ChildBody {
+  int (*call)(void* context);
+  void* context;
+};
+Result<Child> spawn_forked(ChildBody body, const SpawnOptions& options);
+}  // namespace detail
 
 /// A started child. Call wait() to reap it; a Child that is never waited for
 /// stays a zombie until the parent exits.
@@ -139,7 +152,7 @@ class Child {
 
  private:
   friend Result<Child> spawn(const std::vector<std::string>&, const SpawnOptions&);
-  friend Result<Child> spawn_callable(std::function<int()>, const SpawnOptions&);
+  friend Result<Child> detail::spawn_forked(detail::ChildBody, const SpawnOptions&);
   Child() = default;
   void close_report() {
     if (report_fd_ >= 0) ::close(report_fd_);
@@ -230,14 +243,11 @@ inline Result<Child> spawn(const std::vector<std::string>& argv, const SpawnOpti
   return child;  // the guard restores the thread here
 }
 
-/// Forks a child that runs `fn` bound as `options` says and exits with its
-/// return value (0..255). If `fn` throws, the child exits with 1 and
-/// Child::wait reports threw and the exception text. See the header comment
-/// for what a callable may do in a forked child of a multithreaded parent.
-/// Errors: Errc::invalid_argument (empty function), Errc::system_error (pipe,
-/// fork); binding errors as ScopedAffinity::create under Fallback::error.
-inline Result<Child> spawn_callable(std::function<int()> fn, const SpawnOptions& options = {}) {
-  if (!fn) return fail(Errc::invalid_argument, "spawn_callable needs a function (got an empty std::function)");
+namespace detail {
+
+/// spawn_callable once the callable is erased: forks a child that runs
+/// body.call(body.context) and exits with its value.
+inline Result<Child> spawn_forked(ChildBody body, const SpawnOptions& options) {
   Child child;
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) {
@@ -265,7 +275,7 @@ inline Result<Child> spawn_callable(std::function<int()> fn, const SpawnOptions&
     };
     int code = 1;
     try {
-      code = fn() & 0xff;
+      code = body.call(body.context) & 0xff;
     } catch (const std::exception& ex) {
       report_exception(ex.what());
       code = 1;
@@ -285,6 +295,35 @@ inline Result<Child> spawn_callable(std::function<int()> fn, const SpawnOptions&
   child.pid_ = pid;
   child.report_fd_ = report[0];
   return child;
+}
+
+}  // namespace detail
+
+/// Forks a child that runs `fn` bound as `options` says and exits with its
+/// return value (0..255). `fn` is any callable taking no argument and
+/// returning an int: a lambda, a function pointer, a std::function. If `fn`
+/// throws, the child exits with 1 and Child::wait reports threw and the
+/// exception text. See the header comment for what a callable may do in a
+/// forked child of a multithreaded parent.
+/// Errors: Errc::invalid_argument (a null function pointer or an empty
+/// std::function), Errc::system_error (pipe, fork); binding errors as
+/// ScopedAffinity::create under Fallback::error.
+template <class F>
+  requires std::is_invocable_r_v<int, F&>
+Result<Child> spawn_callable(F&& fn, const SpawnOptions& options = {}) {
+  using Fn = std::remove_reference_t<F>;
+  bool empty = false;
+  if constexpr (std::is_pointer_v<std::remove_cv_t<Fn>>) {
+    empty = fn == nullptr;
+  } else if constexpr (requires { fn.operator bool(); }) {  // std::function and the like
+    empty = !static_cast<bool>(fn);
+  }
+  if (empty) return fail(Errc::invalid_argument, "spawn_callable needs a function (got an empty one)");
+  struct Ref {  // a pointer to a struct of ours: no user operator& to get around
+    Fn& fn;
+  } ref{fn};
+  auto call = [](void* context) -> int { return static_cast<int>(static_cast<Ref*>(context)->fn()); };
+  return detail::spawn_forked({call, &ref}, options);
 }
 
 }  // namespace v0
