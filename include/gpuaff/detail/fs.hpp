@@ -20,10 +20,8 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -202,6 +200,52 @@ inline std::string join_path(const std::vector<std::string>& comps) {
   return s;
 }
 
+/// A string-to-string map with open addressing in one vector: RootResolver's
+/// directory cache. (<unordered_map> cost every TU of the umbrella header
+/// about 0.1 s to compile, for this one member.)
+class StringMap {
+ public:
+  /// The value of `key`, or nullptr.
+  const std::string* find(std::string_view key) const {
+    if (slots_.empty()) return nullptr;
+    for (std::size_t i = home(key);; i = (i + 1) & (slots_.size() - 1)) {
+      if (!slots_[i].used) return nullptr;
+      if (slots_[i].key == key) return &slots_[i].value;
+    }
+  }
+  /// Adds `key` -> `value`; an existing key keeps its value.
+  void insert(std::string key, std::string value) {
+    if ((size_ + 1) * 2 > slots_.size()) grow();  // at most half full: probes stay short
+    if (place(std::move(key), std::move(value))) ++size_;
+  }
+  std::size_t size() const { return size_; }
+
+ private:
+  struct Slot {
+    std::string key;
+    std::string value;
+    bool used = false;
+  };
+  std::size_t home(std::string_view key) const { return std::hash<std::string_view>{}(key) & (slots_.size() - 1); }
+  bool place(std::string key, std::string value) {
+    std::size_t i = home(key);
+    for (; slots_[i].used; i = (i + 1) & (slots_.size() - 1))
+      if (slots_[i].key == key) return false;
+    slots_[i] = Slot{std::move(key), std::move(value), true};
+    return true;
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.clear();
+    slots_.resize(old.empty() ? 16 : old.size() * 2);  // a power of two: home() masks
+    for (Slot& s : old)
+      if (s.used) place(std::move(s.key), std::move(s.value));
+  }
+
+  std::vector<Slot> slots_;
+  std::size_t size_ = 0;
+};
+
 /// Resolves root-relative paths inside `root` as if `root` were `/`.
 class RootResolver {
  public:
@@ -230,10 +274,9 @@ class RootResolver {
   /// symlink followed, in order.
   int resolve(std::string_view rel, std::string& out, std::vector<Link>* links = nullptr) {
     std::vector<std::string> done;
-    std::deque<std::string> pending;
-    std::vector<std::string> tmp;
-    split_path(rel, tmp);
-    pending.assign(tmp.begin(), tmp.end());
+    std::vector<std::string> pending;
+    split_path(rel, pending);
+    reverse(pending);
     int err = walk(done, pending, links);
     out = join_path(done);
     return err;
@@ -248,8 +291,8 @@ class RootResolver {
       out.clear();
       return 0;
     }
-    if (auto it = cache_.find(key); it != cache_.end()) {
-      out = it->second;
+    if (const std::string* hit = cache_.find(key)) {
+      out = *hit;
       return 0;
     }
     std::size_t slash = key.rfind('/');
@@ -258,24 +301,29 @@ class RootResolver {
     if (err != 0) return err;
     std::vector<std::string> done;
     split_path(parent, done);
-    std::deque<std::string> pending{slash == std::string::npos ? key : key.substr(slash + 1)};
+    std::vector<std::string> pending{slash == std::string::npos ? key : key.substr(slash + 1)};
     err = walk(done, pending, nullptr);
     if (err != 0) return err;
     out = join_path(done);
-    cache_.emplace(std::move(key), out);
+    cache_.insert(std::move(key), out);
     return 0;
   }
 
  private:
   static constexpr int max_links = 40;  // as the kernel's MAXSYMLINKS
 
-  int walk(std::vector<std::string>& done, std::deque<std::string>& pending, std::vector<Link>* links) {
+  static void reverse(std::vector<std::string>& v) {
+    for (std::size_t i = 0, j = v.size(); i + 1 < j; ++i, --j) v[i].swap(v[j - 1]);
+  }
+
+  // `pending` is a stack: its back is the next component to resolve.
+  int walk(std::vector<std::string>& done, std::vector<std::string>& pending, std::vector<Link>* links) {
     int hops = 0;
     std::string host;
     std::vector<std::string> parts;
     while (!pending.empty()) {
-      std::string c = std::move(pending.front());
-      pending.pop_front();
+      std::string c = std::move(pending.back());
+      pending.pop_back();
       if (c.empty() || c == ".") continue;
       if (c == "..") {
         if (!done.empty()) done.pop_back();
@@ -293,8 +341,8 @@ class RootResolver {
       if (::lstat(host.c_str(), &st) != 0) {
         // Missing: keep the rest as written, so that an open fails with ENOENT.
         done.push_back(std::move(c));
-        for (auto& rest : pending)
-          if (!rest.empty() && rest != ".") done.push_back(std::move(rest));
+        for (std::size_t i = pending.size(); i > 0; --i)
+          if (!pending[i - 1].empty() && pending[i - 1] != ".") done.push_back(std::move(pending[i - 1]));
         pending.clear();
         continue;
       }
@@ -311,13 +359,13 @@ class RootResolver {
       if (!target.empty() && target[0] == '/') done.clear();  // re-root absolute targets
       parts.clear();
       split_path(target, parts);
-      for (auto it = parts.rbegin(); it != parts.rend(); ++it) pending.push_front(std::move(*it));
+      for (std::size_t i = parts.size(); i > 0; --i) pending.push_back(std::move(parts[i - 1]));
     }
     return 0;
   }
 
   std::string root_;
-  std::unordered_map<std::string, std::string> cache_;
+  StringMap cache_;
 };
 
 }  // namespace detail
