@@ -37,7 +37,6 @@
 // select_visible_gpus() is pure. Reading the environment is explicit:
 // VisibleDevices::from_environment() or VisibleDevices::with_environment().
 
-#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -144,7 +143,10 @@ inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_
   if (all_indices) {
     for (std::string_view e : entries) {
       long long v = 0;
-      for (char c : e) v = std::min<long long>(v * 10 + (c - '0'), 1'000'000'000LL);
+      for (char c : e) {
+        v = v * 10 + (c - '0');
+        if (v > 1'000'000'000LL) v = 1'000'000'000LL;  // saturate: reported as out of range
+      }
       if (v >= static_cast<long long>(candidates.size()))
         return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24), " is out of range: there ",
                     candidates.size() == 1 ? "is " : "are ", candidates.size(), " ", sel.whose,
@@ -226,8 +228,10 @@ inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_
 /// index, ambiguous UUID prefix, AMD UUID, unmappable MIG UUID), Errc::not_found (UUID
 /// prefix that matches no GPU, or no UUIDs known). Each names the variable or flag and the entry.
 inline Result<std::vector<Gpu>> select_visible_gpus(std::vector<Gpu> all, const VisibleDevices& visible) {
-  std::stable_sort(all.begin(), all.end(),
-                   [](const Gpu& a, const Gpu& b) { return a.pci.address < b.pci.address; });
+  // Bus-id order, equal addresses kept in their order: an insertion sort, as
+  // a machine has tens of GPUs (and <algorithm> is not worth its compile time here).
+  for (std::size_t i = 1; i < all.size(); ++i)
+    for (std::size_t j = i; j > 0 && all[j].pci.address < all[j - 1].pci.address; --j) std::swap(all[j], all[j - 1]);
   std::vector<Gpu> out;
   if (visible.list) {
     GPUAFF_TRY(out, detail::apply_selector({"--visible-devices", "GPU", true}, *visible.list, all));

@@ -1,6 +1,7 @@
 // bind_process: every thread of the process, or none.
 #include <gpuaff/apply/process.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>

@@ -11,7 +11,7 @@
 
 #include <dirent.h>
 
-#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -54,7 +54,15 @@ inline Result<std::vector<pid_t>> list_threads(const char* dir = "/proc/self/tas
     tids.push_back(static_cast<pid_t>(std::strtol(n, nullptr, 10)));
   }
   ::closedir(d);
-  std::sort(tids.begin(), tids.end());
+  // An insertion sort (no <algorithm> in the umbrella header): the kernel lists
+  // a process's threads in creation order, which is ascending tid order unless
+  // tids wrapped around, so this is one pass in practice.
+  for (std::size_t i = 1; i < tids.size(); ++i) {
+    pid_t t = tids[i];
+    std::size_t j = i;
+    for (; j > 0 && tids[j - 1] > t; --j) tids[j] = tids[j - 1];
+    tids[j] = t;
+  }
   return tids;
 }
 
@@ -91,9 +99,14 @@ inline Result<ProcessBinding> bind_all_threads(const CpuSet& cpus, const MemoryO
     auto tids = list_threads();
     if (!tids) return undo(tids.error());
     for (pid_t tid : *tids) {
-      auto pos = std::lower_bound(seen.begin(), seen.end(), tid);
-      if (pos != seen.end() && *pos == tid) continue;
-      seen.insert(pos, tid);
+      std::size_t lo = 0;  // binary search: the first entry of `seen` not below tid
+      for (std::size_t hi = seen.size(); lo < hi;) {
+        std::size_t mid = lo + (hi - lo) / 2;
+        if (seen[mid] < tid) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < seen.size() && seen[lo] == tid) continue;
+      seen.insert(seen.begin() + static_cast<std::ptrdiff_t>(lo), tid);
       found_new = true;
       auto previous = read_affinity(tid);
       if (!previous) {
