@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
-#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -189,10 +188,12 @@ class CpuSet {
     return true;
   }
 
-  /// Iterates the CPU ids in ascending order.
+  /// Iterates the CPU ids in ascending order. It yields ids by value, so it
+  /// is a C++20 std::forward_iterator, and to pre-C++20 algorithms (through
+  /// std::iterator_traits, which deduces the category) an input iterator; no
+  /// tag is named here, which keeps <iterator> out of the umbrella header.
   class iterator {
    public:
-    using iterator_category = std::forward_iterator_tag;
     using value_type = int;
     using difference_type = std::ptrdiff_t;
     using pointer = const int*;
