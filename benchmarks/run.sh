@@ -51,7 +51,7 @@ gpuaff::Result<gpuaff::CpuSet> bind_first_gpu(const gpuaff::Topology& t) {
 }
 EOF
 cat >"$tus/policy_only.cpp" <<'EOF'
-#include <gpuaff/policy/node.hpp>
+#include <gpuaff/policy/dispatch.hpp>
 gpuaff::Result<gpuaff::CpuSet> bind_first_gpu(const gpuaff::Topology& t) {
   return gpuaff::bind(t, 0, gpuaff::NodePolicy{});
 }
@@ -67,7 +67,12 @@ EOF
 cpu_seconds() {  # prints the user+system seconds of compiling $1
   local TIMEFORMAT='%3U %3S'
   local t
-  t=$( { time "$cxx" -std=c++20 -O2 -Iinclude -c "$1" -o /dev/null >/dev/null 2>&1; } 2>&1 )
+  t=$( { time "$cxx" -std=c++20 -O2 -Iinclude -c "$1" -o /dev/null >/dev/null 2>&1 || echo FAILED; } 2>&1 )
+  if [[ $t == *FAILED* ]]; then  # a TU that does not compile would time its error, not the header
+    echo "run.sh: row 6: $cxx cannot compile $(basename "$1"):" >&2
+    "$cxx" -std=c++20 -O2 -Iinclude -c "$1" -o /dev/null >&2 || true
+    exit 1
+  fi
   awk -v t="$t" 'BEGIN { split(t, a, " "); printf "%.3f\n", a[1] + a[2] }'
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -85,7 +90,7 @@ done
 g_med=$(printf '%s\n' "${g_times[@]}" | median)
 v_med=$(printf '%s\n' "${v_times[@]}" | median)
 p_med=$(printf '%s\n' "${p_times[@]}" | median)
-echo "   gpuaff.hpp TU: ${g_times[*]} s; policy/node.hpp TU: ${p_times[*]} s; <vector> TU: ${v_times[*]} s"
+echo "   gpuaff.hpp TU: ${g_times[*]} s; policy/dispatch.hpp TU: ${p_times[*]} s; <vector> TU: ${v_times[*]} s"
 
 # ---- callgrind: instruction counts of rows 1 and 7 ----------------------------------
 instructions=""
