@@ -167,3 +167,90 @@ TEST_CASE("bind_all: the first failing GPU's error, with its index") {
   }();
   GPUAFF_STATIC_CHECK(ok);
 }
+
+// ---- bind_table ----------------------------------------------------------------------
+// One row per spec, one cell per visible GPU; each cell is what bind() gives
+// that GPU (the fixture test checks that cell by cell on every machine); the
+// expected sets below come from the machines' layouts.
+
+namespace {
+constexpr bool is(const Result<CpuSet>& r, std::string_view list) { return r && *r == cpus(list); }
+constexpr bool is_error(const Result<CpuSet>& r, Errc code, std::string_view needle) {
+  return !r && r.error().code() == code && r.error().message().find(needle) != std::string_view::npos;
+}
+// small() with GPU 1 reporting numa_node -1 and no local_cpulist: two nodes
+// have CPUs and no flag is given, so nothing settles its node.
+constexpr Topology lost() {
+  Topology t = small();
+  t.gpus[1].pci.numa_node = -1;
+  t.gpus[1].pci.has_local_cpus = false;
+  return t;
+}
+}  // namespace
+
+TEST_CASE("bind_table: a row per policy, a cell per visible GPU; GPUs beyond --nproc get bind's error") {
+  constexpr bool ok = [] {
+    auto table = bind_table(small(), {{.kind = PolicyKind::exclusive}, {.kind = PolicyKind::unique_contiguous}}, {.nproc = 3});
+    if (table.size() != 2 || table[0].size() != 4 || table[1].size() != 4) return false;
+    // exclusive: node 0 (cores 0-3) split between GPUs 0 and 1; GPU 2 is node
+    // 1's only participating GPU (GPU 3 is beyond --nproc 3), so all 4 cores.
+    bool exclusive = is(table[0][0], "0-1,8-9") && is(table[0][1], "2-3,10-11") && is(table[0][2], "4-7,12-15") &&
+                     is_error(table[0][3], Errc::invalid_argument, "GPU 3 does not take part in the job");
+    // unique-contiguous, balanced: per = min(4 cores / 2 GPUs, 4 / 1) = 2.
+    bool unique = is(table[1][0], "0-1,8-9") && is(table[1][1], "2-3,10-11") && is(table[1][2], "4-5,12-13") &&
+                  is_error(table[1][3], Errc::invalid_argument, "GPU 3 does not take part in the job");
+    return exclusive && unique;
+  }();
+  GPUAFF_STATIC_CHECK(ok);
+}
+
+TEST_CASE("bind_table: a GPU whose node is unknown fails itself and every GPU whose policy needs it as a peer") {
+  constexpr bool ok = [] {
+    auto table = bind_table(lost(), {{.kind = PolicyKind::node}, {.kind = PolicyKind::exclusive}});
+    // node needs only the GPU's own node; exclusive splits a node among its
+    // GPUs, so it needs every participating GPU's node, whatever its own.
+    bool node = is(table[0][0], "0-3,8-11") &&
+                is_error(table[0][1], Errc::unknown_locality, "GPU 1 (0000:20:00.0) does not say which NUMA node") &&
+                is(table[0][2], "4-7,12-15") && is(table[0][3], "4-7,12-15");
+    bool exclusive = is_error(table[1][0], Errc::unknown_locality, "to split node 0 among its GPUs") &&
+                     is_error(table[1][1], Errc::unknown_locality, "GPU 1 (0000:20:00.0) does not say") &&
+                     is_error(table[1][2], Errc::unknown_locality, "to split node 1 among its GPUs") &&
+                     is_error(table[1][3], Errc::unknown_locality, "to split node 1 among its GPUs");
+    // The other order of rows gives the same cells (facts are shared, not results).
+    auto swapped = bind_table(lost(), {{.kind = PolicyKind::exclusive}, {.kind = PolicyKind::node}});
+    bool same = true;
+    for (std::size_t g = 0; g < 4; ++g) {
+      same = same && swapped[0][g].has_value() == table[1][g].has_value() &&
+             swapped[1][g].has_value() == table[0][g].has_value();
+      if (table[0][g]) same = same && *swapped[1][g] == *table[0][g];
+      if (!table[1][g]) same = same && swapped[0][g].error() == table[1][g].error();
+    }
+    // With node0 for unknown nodes GPU 1 joins node 0 and the split is whole again.
+    auto settled = bind_table(lost(), {{.kind = PolicyKind::exclusive}}, {.unknown_node = UnknownNode::node0});
+    bool node0 = is(settled[0][0], "0-1,8-9") && is(settled[0][1], "2-3,10-11") && is(settled[0][2], "4-5,12-13") &&
+                 is(settled[0][3], "6-7,14-15");
+    return node && exclusive && same && node0;
+  }();
+  GPUAFF_STATIC_CHECK(ok);
+}
+
+TEST_CASE("bind_table: balanced shares count every node's cores, in one table with unbalanced rows") {
+  // GPUs 0-2 on node 0 (cores 0-3, siblings +8), GPU 3 alone on node 1 (cores 4-7).
+  constexpr bool ok = [] {
+    Topology t = regular_machine({.packages = 2, .cores_per_node = 4, .smt = 2, .gpus = 4, .gpu_nodes = {0, 0, 0, 1}});
+    auto table = bind_table(t, {{.kind = PolicyKind::unique_contiguous},
+                                {.kind = PolicyKind::unique_contiguous, .nvidia = {.balanced = false}},
+                                {.kind = PolicyKind::unique_interleaved}});
+    // Balanced: per = min(4 / 3, 4 / 1) = 1 core each, GPU 3 too.
+    bool balanced = is(table[0][0], "0,8") && is(table[0][1], "1,9") && is(table[0][2], "2,10") && is(table[0][3], "4,12");
+    // Unbalanced: node 0 still gives 4 / 3 = 1 each; GPU 3 takes all of node 1.
+    bool unbalanced = is(table[1][0], "0,8") && is(table[1][1], "1,9") && is(table[1][2], "2,10") &&
+                      is(table[1][3], "4-7,12-15");
+    // Interleaved, balanced: the first 3 * 1 cores of node 0 dealt by stride 3,
+    // the first 1 * 1 of node 1 to GPU 3.
+    bool interleaved = is(table[2][0], "0,8") && is(table[2][1], "1,9") && is(table[2][2], "2,10") &&
+                       is(table[2][3], "4,12");
+    return balanced && unbalanced && interleaved;
+  }();
+  GPUAFF_STATIC_CHECK(ok);
+}

@@ -290,3 +290,85 @@ TEST_CASE("fixture mi300x: AMD GPUs, 8-core CCDs") {
   CHECK(bind(t, 1, CoreComplexPolicy{})->to_list() == "8-15,200-207");
   CHECK(bind(t, 5, UniqueContiguousPolicy{{.smt = Smt::one}})->to_list() == "120-143");
 }
+
+// ---- bind_table and bind_all against bind, GPU by GPU ------------------------------
+// bind_table derives the facts the bindings share (nodes, allowed CPUs,
+// physical cores, cache groups, sockets) once for every GPU and policy;
+// bind derives them for one binding. Sharing must change nothing: every cell,
+// error or set, equals the binding of that GPU alone, and bind_all is the
+// per-GPU bindings of the participating GPUs or the first one's error with
+// its index. Checked on every fixture and on variants that make bindings
+// fail in different ways: a node outside the allowed set (empty_result for
+// its GPUs only), GPU 0's node unknown (unknown_locality for GPU 0, and for
+// every GPU whose policy needs its peers' nodes), --nproc below and above
+// the GPU count, and node0 for unknown nodes.
+
+namespace {
+
+std::string show(const Result<CpuSet>& r) {
+  if (r) return r->to_list();
+  return "error " + std::to_string(static_cast<int>(r.error().code())) + ": " + std::string(r.error().message());
+}
+
+void check_table_against_bind(const std::string& name, const Topology& t) {
+  int n = static_cast<int>(t.gpus.size());
+  std::vector<PolicySpec> specs = every_spec();
+  specs.push_back({PolicyKind::unique_contiguous, {.max_cores = 3}});
+  specs.push_back({PolicyKind::all, {.smt = Smt::one, .min_cores = 2}});
+  std::vector<JobOptions> jobs = {{}, {.nproc = 1}, {.nproc = n > 1 ? n - 1 : 1}, {.nproc = n + 1},
+                                  {.unknown_node = UnknownNode::node0}};
+  for (const JobOptions& job : jobs) {
+    auto table = bind_table(t, specs, job);
+    REQUIRE(table.size() == specs.size());
+    for (std::size_t s = 0; s < specs.size(); ++s) {
+      INFO(name << ": " << describe(specs[s], job) << " nproc=" << job.nproc);
+      REQUIRE(table[s].size() == t.gpus.size());
+      for (int g = 0; g < n; ++g) CHECK(show(table[s][static_cast<std::size_t>(g)]) == show(bind(t, g, specs[s], job)));
+      // bind_all: the participating GPUs' sets, or the first failure "GPU g: ...".
+      auto all = bind_all(t, specs[s], job);
+      auto participating = job.nproc == 0 ? n : job.nproc;
+      if (participating > n) {
+        CHECK(!all);
+        continue;
+      }
+      std::string expected;
+      int failed = -1;
+      for (int g = 0; g < participating && failed < 0; ++g) {
+        auto r = bind(t, g, specs[s], job);
+        if (!r) {
+          failed = g;
+          expected = "error " + std::to_string(static_cast<int>(r.error().code())) + ": GPU " + std::to_string(g) +
+                     ": " + std::string(r.error().message());
+        } else {
+          expected += r->to_list() + ";";
+        }
+      }
+      std::string got;
+      if (!all)
+        got = "error " + std::to_string(static_cast<int>(all.error().code())) + ": " + std::string(all.error().message());
+      else
+        for (const CpuSet& c : *all) got += c.to_list() + ";";
+      // An error message is cut at Error::max_message; compare what fits.
+      CHECK(got.substr(0, 600) == expected.substr(0, 600));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every fixture: bind_table and bind_all give exactly what bind gives GPU by GPU, errors included") {
+  for (const auto& name : fixture_trees()) {
+    Topology t = load(name);
+    if (t.gpus.empty()) continue;
+    check_table_against_bind(name, t);
+    if (!t.nodes.empty() && t.nodes.size() > 1) {
+      Topology cut = t;
+      cut.allowed -= t.nodes[0].cpus;  // GPUs of node 0: empty_result; the rest still bind
+      check_table_against_bind(name + " without node 0", cut);
+      Topology lost = t;
+      lost.gpus[0].pci.numa_node = -1;  // GPU 0's node unknown: it fails, and so do policies that need it as a peer
+      lost.gpus[0].pci.has_local_cpus = false;
+      check_table_against_bind(name + " with GPU 0's node unknown", lost);
+    }
+  }
+}

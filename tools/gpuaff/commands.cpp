@@ -223,18 +223,19 @@ int run_topo(const TopoArgs& args) {
     color = ::isatty(STDOUT_FILENO) == 1 && (no_color == nullptr || *no_color == '\0');
   }
   o.color = color ? Color::always : Color::never;
-  auto row = [&](PolicyKind kind) {
-    PolicyRow r{.policy = std::string(to_string(kind)), .per_gpu = {}};
+  // Every GPU under each policy, with the job's NVIDIA options: one bind_table,
+  // so the facts the bindings share are derived once.
+  std::vector<PolicySpec> specs;
+  for (PolicyKind kind : all_policy_kinds) {
     PolicySpec s = *spec;
     s.kind = kind;
-    for (std::size_t g = 0; g < topo->gpus.size(); ++g) r.per_gpu.push_back(bind(*topo, static_cast<int>(g), s, *job));
-    return r;
-  };
-  for (PolicyKind kind : {PolicyKind::node, PolicyKind::socket, PolicyKind::exclusive, PolicyKind::core_complex,
-                          PolicyKind::all, PolicyKind::single, PolicyKind::single_unique,
-                          PolicyKind::unique_interleaved, PolicyKind::unique_contiguous})
-    o.table.push_back(row(kind));
-  o.picture = row(spec->kind);
+    specs.push_back(s);
+  }
+  auto table = bind_table(*topo, specs, *job);
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    o.table.push_back(PolicyRow{.policy = std::string(to_string(specs[k].kind)), .per_gpu = std::move(table[k])});
+    if (specs[k].kind == spec->kind) o.picture = o.table.back();
+  }
   for (std::size_t g = 0; g < topo->gpus.size(); ++g)
   {
     o.resolved_nodes.push_back(resolve_gpu_node(*topo, static_cast<int>(g), *job));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gpuaff/policy/common.hpp"
+#include "gpuaff/policy/context.hpp"
 #include "gpuaff/policy/core_complex.hpp"
 #include "gpuaff/policy/exclusive.hpp"
 #include "gpuaff/policy/locality.hpp"
@@ -73,6 +74,47 @@ struct PolicySpec {
   NvidiaOptions nvidia{};
 };
 
+namespace detail {
+
+/// gpuaff::bind on a context: the policy's result (a built-in policy
+/// evaluates on the context's facts; a user-written one is called as
+/// policy.bind(topo, gpu, job)), checked.
+template <BindingPolicy P>
+constexpr Result<CpuSet> bind_checked(JobContext& ctx, int gpu, const P& policy) {
+  const Topology& topo = ctx.topo();
+  GPUAFF_TRY_VOID(ctx.check(gpu));
+  Result<CpuSet> result = [&] {
+    if constexpr (ContextPolicy<P>) return policy.evaluate(ctx, gpu);
+    else return policy.bind(topo, gpu, ctx.job());
+  }();
+  GPUAFF_TRY(CpuSet cpus, std::move(result));
+  if (cpus.empty())
+    return fail(Errc::empty_result, "the policy gives ", gpu_label(topo, gpu), " no CPU; an empty mask is never applied");
+  const CpuSet& usable = ctx.usable();
+  if (!cpus.is_subset_of(usable))
+    return fail(Errc::invalid_argument, "the policy gives ", gpu_label(topo, gpu), " CPUs ", cpulist_text(cpus - usable),
+                " that are not allowed and online (usable: ", cpulist_text(usable), ")");
+  return cpus;
+}
+
+/// gpuaff::bind(topo, gpu, spec, job) on a context.
+constexpr Result<CpuSet> bind_spec(JobContext& ctx, int gpu, const PolicySpec& spec) {
+  switch (spec.kind) {
+    case PolicyKind::node: return bind_checked(ctx, gpu, NodePolicy{});
+    case PolicyKind::socket: return bind_checked(ctx, gpu, SocketPolicy{});
+    case PolicyKind::exclusive: return bind_checked(ctx, gpu, ExclusivePolicy{});
+    case PolicyKind::core_complex: return bind_checked(ctx, gpu, CoreComplexPolicy{});
+    case PolicyKind::all: return bind_checked(ctx, gpu, AllPolicy{spec.nvidia});
+    case PolicyKind::single: return bind_checked(ctx, gpu, SinglePolicy{spec.nvidia});
+    case PolicyKind::single_unique: return bind_checked(ctx, gpu, SingleUniquePolicy{spec.nvidia});
+    case PolicyKind::unique_interleaved: return bind_checked(ctx, gpu, UniqueInterleavedPolicy{spec.nvidia});
+    case PolicyKind::unique_contiguous: return bind_checked(ctx, gpu, UniqueContiguousPolicy{spec.nvidia});
+  }
+  return fail(Errc::invalid_argument, "unknown policy kind ", static_cast<int>(spec.kind));
+}
+
+}  // namespace detail
+
 /// Binds GPU `gpu` with any BindingPolicy, and checks what the policy gives:
 /// never empty, never outside Topology::usable().
 /// Errors: the policy's own; Errc::empty_result for an empty set;
@@ -80,49 +122,48 @@ struct PolicySpec {
 /// not allowed or not online.
 template <BindingPolicy P>
 constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const P& policy, const JobOptions& job = {}) {
-  GPUAFF_TRY_VOID(detail::check_gpu(topo, gpu, job));
-  GPUAFF_TRY(CpuSet cpus, policy.bind(topo, gpu, job));
-  if (cpus.empty())
-    return fail(Errc::empty_result, "the policy gives ", detail::gpu_label(topo, gpu),
-                " no CPU; an empty mask is never applied");
-  CpuSet usable = topo.usable();
-  if (!cpus.is_subset_of(usable))
-    return fail(Errc::invalid_argument, "the policy gives ", detail::gpu_label(topo, gpu), " CPUs ",
-                detail::cpulist_text(cpus - usable), " that are not allowed and online (usable: ",
-                detail::cpulist_text(usable), ")");
-  return cpus;
+  detail::JobContext ctx(topo, job);
+  return detail::bind_checked(ctx, gpu, policy);
 }
 
 /// Binds GPU `gpu` with the policy `spec` names.
 /// Errors: those of the chosen policy (see each policy's bind).
 constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const PolicySpec& spec, const JobOptions& job = {}) {
-  switch (spec.kind) {
-    case PolicyKind::node: return bind(topo, gpu, NodePolicy{}, job);
-    case PolicyKind::socket: return bind(topo, gpu, SocketPolicy{}, job);
-    case PolicyKind::exclusive: return bind(topo, gpu, ExclusivePolicy{}, job);
-    case PolicyKind::core_complex: return bind(topo, gpu, CoreComplexPolicy{}, job);
-    case PolicyKind::all: return bind(topo, gpu, AllPolicy{spec.nvidia}, job);
-    case PolicyKind::single: return bind(topo, gpu, SinglePolicy{spec.nvidia}, job);
-    case PolicyKind::single_unique: return bind(topo, gpu, SingleUniquePolicy{spec.nvidia}, job);
-    case PolicyKind::unique_interleaved: return bind(topo, gpu, UniqueInterleavedPolicy{spec.nvidia}, job);
-    case PolicyKind::unique_contiguous: return bind(topo, gpu, UniqueContiguousPolicy{spec.nvidia}, job);
-  }
-  return fail(Errc::invalid_argument, "unknown policy kind ", static_cast<int>(spec.kind));
+  detail::JobContext ctx(topo, job);
+  return detail::bind_spec(ctx, gpu, spec);
 }
 
 /// The binding of every participating GPU (0..nproc-1, or every visible GPU),
-/// in GPU order: the table `gpuaff bind` can print.
+/// in GPU order: the table `gpuaff bind` can print. Each GPU's set is
+/// bind(topo, g, spec, job); the facts they share are derived once.
 /// Errors: the first GPU's error, prefixed with its index.
 constexpr Result<std::vector<CpuSet>> bind_all(const Topology& topo, const PolicySpec& spec, const JobOptions& job = {}) {
   GPUAFF_TRY(int participating, detail::participating_gpus(topo, job));
+  detail::JobContext ctx(topo, job);
   std::vector<CpuSet> out;
   out.reserve(static_cast<std::size_t>(participating));
   for (int g = 0; g < participating; ++g) {
-    auto r = bind(topo, g, spec, job);
+    auto r = detail::bind_spec(ctx, g, spec);
     if (!r) return fail(r.error().code(), "GPU ", g, ": ", r.error().message());
     out.push_back(*r);
   }
   return out;
+}
+
+/// Every visible GPU bound with each of `specs`, errors included:
+/// table[s][g] is bind(topo, g, specs[s], job) (a GPU beyond JobOptions::nproc
+/// gets bind's error), with the facts the bindings share (nodes, allowed
+/// CPUs, physical cores, cache groups) derived once for the whole table.
+/// What `gpuaff topo` prints, and what a launcher binding every local rank calls.
+constexpr std::vector<std::vector<Result<CpuSet>>> bind_table(const Topology& topo, const std::vector<PolicySpec>& specs,
+                                                              const JobOptions& job = {}) {
+  detail::JobContext ctx(topo, job);
+  std::vector<std::vector<Result<CpuSet>>> table(specs.size());
+  for (std::size_t s = 0; s < specs.size(); ++s) {
+    table[s].reserve(topo.gpus.size());
+    for (int g = 0; g < static_cast<int>(topo.gpus.size()); ++g) table[s].push_back(detail::bind_spec(ctx, g, specs[s]));
+  }
+  return table;
 }
 
 }  // namespace v0

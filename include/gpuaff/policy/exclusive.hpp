@@ -3,7 +3,7 @@
 // without overlap among the node's participating GPUs.
 
 #include "gpuaff/policy/common.hpp"
-#include "gpuaff/policy/locality.hpp"
+#include "gpuaff/policy/context.hpp"
 
 namespace gpuaff {
 inline namespace v0 {
@@ -18,10 +18,16 @@ struct ExclusivePolicy {
   /// split); Errc::empty_result when the node has no allowed CPU;
   /// Errc::insufficient_cores "only K physical cores on node N but M GPUs".
   constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const JobOptions& job) const {
-    GPUAFF_TRY(detail::NodeShare share, detail::node_share(topo, gpu, job));
-    CpuSet cpus = detail::node_allowed(topo, share.node);
+    detail::JobContext ctx(topo, job);
+    return evaluate(ctx, gpu);
+  }
+  /// bind() on the facts of a context (shared by the job's bindings).
+  constexpr Result<CpuSet> evaluate(detail::JobContext& ctx, int gpu) const {
+    const Topology& topo = ctx.topo();
+    GPUAFF_TRY(detail::NodeShare share, detail::node_share(ctx, gpu));
+    const CpuSet& cpus = ctx.allowed(share.node);
     if (cpus.empty()) return detail::no_allowed_cpu(topo, gpu, share.node, "exclusive");
-    detail::CoreList cores = detail::physical_cores(topo, cpus);
+    const detail::CoreList& cores = ctx.cores(share.node);
     int k = static_cast<int>(cores.size());
     int m = share.count;
     if (k < m)

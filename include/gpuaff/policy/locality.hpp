@@ -1,7 +1,7 @@
 #pragma once
 // Where a GPU is: its NUMA node (resolve_gpu_node), the memory nodes to bind
-// for it (memory_nodes), the GPUs that share its node, and binding a PCI
-// device that is not a visible GPU (with_pci_target).
+// for it (memory_nodes), and binding a PCI device that is not a visible GPU
+// (with_pci_target). The GPUs that share a node: context.hpp.
 
 #include <vector>
 
@@ -66,48 +66,6 @@ constexpr Result<int> resolve_node_of(const Topology& topo, int gpu, const JobOp
   return fail(Errc::unknown_locality, gpu_label(topo, gpu), " does not say which NUMA node it is on (numa_node -1, no local_cpulist, ",
               topo.nodes.size(),
               " nodes); pass --unknown-node N to name its node, --unknown-node node0 for PyTorch's behaviour, or --fallback unbound");
-}
-
-/// The GPU's node, its position among the participating GPUs on that node
-/// (in index order), and how many participating GPUs the node has.
-struct NodeShare {
-  int node = -1;
-  int rank = 0;
-  int count = 0;
-};
-
-/// The resolved node of every participating GPU (index = GPU).
-/// Errors: those of resolve_gpu_node, for the first GPU that fails, with context.
-constexpr Result<std::vector<int>> participating_nodes(const Topology& topo, int participating, const JobOptions& job,
-                                                       std::string_view why) {
-  std::vector<int> nodes;
-  nodes.reserve(static_cast<std::size_t>(participating));
-  for (int i = 0; i < participating; ++i) {
-    auto r = resolve_node_of(topo, i, job);
-    if (!r) return fail(r.error().code(), why, ", every GPU of the job needs a known node: ", r.error().message());
-    nodes.push_back(*r);
-  }
-  return nodes;
-}
-
-/// Errors: those of check_gpu and resolve_gpu_node (for this GPU or a peer).
-constexpr Result<NodeShare> node_share(const Topology& topo, int gpu, const JobOptions& job) {
-  GPUAFF_TRY(int participating, check_gpu(topo, gpu, job));
-  GPUAFF_TRY(int node, resolve_node_of(topo, gpu, job));
-  NodeShare s;
-  s.node = node;
-  for (int i = 0; i < participating; ++i) {
-    if (i == gpu) {
-      s.rank = s.count++;
-      continue;
-    }
-    auto other = resolve_node_of(topo, i, job);
-    if (!other)
-      return fail(other.error().code(), "to split node ", node, " among its GPUs, every GPU of the job needs a known node: ",
-                  other.error().message());
-    if (*other == node) ++s.count;
-  }
-  return s;
 }
 
 }  // namespace detail

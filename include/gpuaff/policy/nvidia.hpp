@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gpuaff/policy/common.hpp"
+#include "gpuaff/policy/context.hpp"
 #include "gpuaff/policy/locality.hpp"
 
 namespace gpuaff {
@@ -34,21 +35,6 @@ constexpr Result<void> check_nvidia_options(const NvidiaOptions& o, std::string_
   return {};
 }
 
-/// The allowed CPUs of the socket(s) holding node `node`: the union of the
-/// packages that share a CPU with the node.
-/// Errors: Errc::not_found when no package holds any CPU of the node.
-constexpr Result<CpuSet> socket_cpus(const Topology& topo, int node) {
-  const NumaNode* n = topo.find_node(node);
-  CpuSet out;
-  if (n != nullptr)
-    for (const Package& p : topo.packages)
-      if (p.cpus.intersects(n->cpus)) out |= p.cpus;
-  if (out.empty())
-    return fail(Errc::not_found, "--scope socket: NUMA node ", node, " belongs to no package in ", topo.origin.view(),
-                " (no socket information); use --scope node");
-  return out & topo.usable();
-}
-
 /// One entry of a flattened core list: entry `i` of a node's CoreList, or of
 /// the socket's spare cores (socket scope).
 struct Pick {
@@ -60,41 +46,21 @@ struct Pick {
 /// carry: node core g carries spare[p_g], spare[p_g + L], spare[p_g + 2L], ...
 /// where p_g is its position among the socket's L GPU-local cores (extras
 /// are dealt round-robin, in ascending order, to the GPU-local cores).
+/// Both point into a JobContext.
 struct GroupedCores {
-  CoreList node;
-  CoreList spare;                   ///< socket scope: the socket's cores local to no participating GPU
-  std::vector<std::size_t> local;   ///< socket scope: p_g of every node core (L when it is not GPU-local)
-  std::size_t local_count = 0;      ///< L
-  constexpr std::size_t size() const { return node.size(); }
+  const CoreList* node = nullptr;
+  const NodeFacts* socket = nullptr;  ///< socket scope: NodeFacts::spare, local, local_count; else nullptr
+  constexpr std::size_t size() const { return node->size(); }
 };
 
-/// The node cores of `node`, with their socket-scope extras.
-/// `gpu_nodes`: the resolved nodes of the participating GPUs (socket scope only).
-constexpr Result<GroupedCores> grouped_cores(const Topology& topo, int node, const std::vector<int>& gpu_nodes,
-                                             Scope scope) {
+/// The node cores of `node`, with their socket-scope extras (socket scope:
+/// after ctx.know_all_nodes()).
+constexpr Result<GroupedCores> grouped_cores(JobContext& ctx, int node, Scope scope) {
   GroupedCores out;
-  out.node = physical_cores(topo, node_allowed(topo, node));
-  if (scope == Scope::node || out.node.empty()) return out;
-  GPUAFF_TRY(CpuSet socket, socket_cpus(topo, node));
-  // The socket's GPU-local CPUs: the nodes of participating GPUs in this socket.
-  CpuSet assigned;
-  for (std::size_t i = 0; i < gpu_nodes.size(); ++i) {
-    int m = gpu_nodes[i];
-    bool seen = false;
-    for (std::size_t j = 0; j < i && !seen; ++j) seen = gpu_nodes[j] == m;
-    if (seen) continue;
-    auto s = socket_cpus(topo, m);
-    if (s && *s == socket) assigned |= node_allowed(topo, m);
-  }
-  CoreList local = physical_cores(topo, assigned);
-  out.spare = physical_cores(topo, socket - assigned);
-  out.local_count = local.size();
-  out.local.reserve(out.node.size());
-  for (const CoreRef& g : out.node.refs) {
-    std::size_t p = 0;
-    while (p < local.size() && local.refs[p].key != g.key) ++p;
-    out.local.push_back(p);
-  }
+  out.node = &ctx.cores(node);
+  if (scope == Scope::node || out.node->empty()) return out;
+  GPUAFF_TRY(const NodeFacts* f, ctx.socket_spread(node));
+  out.socket = f;
   return out;
 }
 
@@ -104,16 +70,18 @@ constexpr Result<GroupedCores> grouped_cores(const Topology& topo, int node, con
 constexpr std::vector<Pick> flatten(const GroupedCores& g, const std::vector<std::size_t>& picked) {
   std::vector<Pick> out;
   out.reserve(picked.size());
-  for (std::size_t k : picked) out.push_back(Pick{&g.node, k});
-  if (g.spare.empty() || g.local_count == 0) return out;
+  for (std::size_t k : picked) out.push_back(Pick{g.node, k});
+  if (g.socket == nullptr) return out;
+  const NodeFacts& s = *g.socket;
+  if (s.spare.empty() || s.local_count == 0) return out;
   for (std::size_t round = 0;; ++round) {
     bool any = false;
     for (std::size_t k : picked) {
-      std::size_t p = g.local[k];
-      if (p >= g.local_count) continue;
-      std::size_t e = p + round * g.local_count;
-      if (e < g.spare.size()) {
-        out.push_back(Pick{&g.spare, e});
+      std::size_t p = s.local[k];
+      if (p >= s.local_count) continue;
+      std::size_t e = p + round * s.local_count;
+      if (e < s.spare.size()) {
+        out.push_back(Pick{&s.spare, e});
         any = true;
       }
     }
@@ -155,21 +123,21 @@ constexpr Unexpected<Error> too_few_cores(std::string_view mode, int cores, int 
               " GPUs, and each needs a core of its own; use --policy single or all to share, or fewer processes (--nproc)");
 }
 
-constexpr Result<CpuSet> bind_unique(const Topology& topo, int gpu, const JobOptions& job, const NvidiaOptions& o,
-                                     UniqueLayout layout) {
+constexpr Result<CpuSet> bind_unique(JobContext& ctx, int gpu, const NvidiaOptions& o, UniqueLayout layout) {
+  const Topology& topo = ctx.topo();
   std::string_view mode = layout == UniqueLayout::contiguous ? "unique-contiguous" : "unique-interleaved";
   GPUAFF_TRY_VOID(check_nvidia_options(o, mode));
-  GPUAFF_TRY(int participating, check_gpu(topo, gpu, job));
-  GPUAFF_TRY(int own, resolve_node_of(topo, gpu, job));
-  GPUAFF_TRY(std::vector<int> nodes, participating_nodes(topo, participating, job, mode));
+  GPUAFF_TRY(int participating, ctx.check(gpu));
+  GPUAFF_TRY(int own, ctx.node_of(gpu));
+  GPUAFF_TRY_VOID(ctx.know_all_nodes(mode));
   int gpus_here = 0;  // D: participating GPUs on this node
   int rank = 0;       // j: this GPU's position among them
   for (int i = 0; i < participating; ++i) {
-    if (nodes[static_cast<std::size_t>(i)] != own) continue;
+    if (ctx.known_node(i) != own) continue;
     if (i == gpu) rank = gpus_here;
     ++gpus_here;
   }
-  GPUAFF_TRY(GroupedCores groups, grouped_cores(topo, own, nodes, o.scope));
+  GPUAFF_TRY(GroupedCores groups, grouped_cores(ctx, own, o.scope));
   int cores_here = static_cast<int>(groups.size());
   if (cores_here == 0) return no_allowed_cpu(topo, gpu, own, mode);
 
@@ -180,15 +148,15 @@ constexpr Result<CpuSet> bind_unique(const Topology& topo, int gpu, const JobOpt
     // each of its GPUs one core (or has no allowed CPU) fails its own GPUs
     // only, instead of pulling every GPU's share to zero.
     if (cores_here < gpus_here) return too_few_cores(mode, cores_here, own, gpus_here);
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      int m = nodes[i];
+    for (int i = 0; i < participating; ++i) {
+      int m = ctx.known_node(i);
       bool seen = false;
-      for (std::size_t j = 0; j < i && !seen; ++j) seen = nodes[j] == m;
+      for (int j = 0; j < i && !seen; ++j) seen = ctx.known_node(j) == m;
       if (seen) continue;
       int d = 0;
-      for (int n : nodes) d += n == m ? 1 : 0;
-      // This node's count is known; the others are counted without building them.
-      int c = m == own ? cores_here : count_physical_cores(topo, node_allowed(topo, m));
+      for (int k = 0; k < participating; ++k) d += ctx.known_node(k) == m ? 1 : 0;
+      // The other nodes are counted, not built, unless the context has them already.
+      int c = m == own ? cores_here : ctx.core_count(m);
       if (c >= d && c / d < per) per = c / d;
     }
     usable_groups = static_cast<std::size_t>(gpus_here * per);
@@ -221,34 +189,31 @@ struct AllPolicy {
   /// Errc::empty_result when the scope has no allowed CPU;
   /// Errc::insufficient_cores below min_cores.
   constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const JobOptions& job) const {
+    detail::JobContext ctx(topo, job);
+    return evaluate(ctx, gpu);
+  }
+  /// bind() on the facts of a context (shared by the job's bindings).
+  constexpr Result<CpuSet> evaluate(detail::JobContext& ctx, int gpu) const {
+    const Topology& topo = ctx.topo();
     GPUAFF_TRY_VOID(detail::check_nvidia_options(options, "all"));
-    GPUAFF_TRY(int participating, detail::check_gpu(topo, gpu, job));
-    GPUAFF_TRY(int node, detail::resolve_node_of(topo, gpu, job));
+    GPUAFF_TRY_VOID(ctx.check(gpu));
+    GPUAFF_TRY(int node, ctx.node_of(gpu));
     if (options.scope == Scope::node) {
-      CpuSet cpus = detail::node_allowed(topo, node);
+      const CpuSet& cpus = ctx.allowed(node);
       if (cpus.empty()) return detail::no_allowed_cpu(topo, gpu, node, "all");
       // Every thread of every core, no count to check: the node's allowed CPUs.
       if (options.smt == Smt::all && options.max_cores == 0 && options.min_cores <= 1) return cpus;
-      detail::CoreList cores = detail::physical_cores(topo, cpus);
-      return detail::finish_nvidia(topo, gpu, node, detail::every_pick(cores), options, "all");
+      return detail::finish_nvidia(topo, gpu, node, detail::every_pick(ctx.cores(node)), options, "all");
     }
-    GPUAFF_TRY(CpuSet socket, detail::socket_cpus(topo, node));
+    GPUAFF_TRY(CpuSet socket, ctx.socket(node));
     if (socket.empty())
       return fail(Errc::empty_result, "all --scope socket: the socket of ", detail::gpu_label(topo, gpu), " (NUMA node ",
-                  node, ") has no allowed CPU (allowed CPUs: ", detail::cpulist_text(topo.usable()), ")");
-    GPUAFF_TRY(std::vector<int> nodes, detail::participating_nodes(topo, participating, job, "all --scope socket"));
-    CpuSet local;
-    for (int m : nodes) local |= detail::node_allowed(topo, m);
-    detail::CoreList all = detail::physical_cores(topo, socket);
-    std::vector<unsigned char> is_local(all.size());
-    for (std::size_t i = 0; i < all.size(); ++i)
-      is_local[i] = detail::threads_of(topo, all, all.refs[i]).intersects(local) ? 1 : 0;
+                  node, ") has no allowed CPU (allowed CPUs: ", detail::cpulist_text(ctx.usable()), ")");
+    GPUAFF_TRY_VOID(ctx.know_all_nodes("all --scope socket"));
+    const detail::NodeFacts& f = ctx.socket_order(node);
     std::vector<detail::Pick> ordered;
-    ordered.reserve(all.size());
-    for (std::size_t i = 0; i < all.size(); ++i)
-      if (is_local[i] != 0) ordered.push_back(detail::Pick{&all, i});
-    for (std::size_t i = 0; i < all.size(); ++i)
-      if (is_local[i] == 0) ordered.push_back(detail::Pick{&all, i});
+    ordered.reserve(f.socket_order.size());
+    for (std::size_t i : f.socket_order) ordered.push_back(detail::Pick{&f.socket_cores, i});
     return detail::finish_nvidia(topo, gpu, node, ordered, options, "all");
   }
 };
@@ -261,15 +226,20 @@ struct SinglePolicy {
   /// Errors: invalid options; those of resolve_gpu_node; Errc::empty_result
   /// when the node has no allowed CPU.
   constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const JobOptions& job) const {
+    detail::JobContext ctx(topo, job);
+    return evaluate(ctx, gpu);
+  }
+  /// bind() on the facts of a context (shared by the job's bindings).
+  constexpr Result<CpuSet> evaluate(detail::JobContext& ctx, int gpu) const {
     GPUAFF_TRY_VOID(detail::check_nvidia_options(options, "single"));
     if (options.min_cores > 1)
       return fail(Errc::invalid_argument, "single: gives one physical core per GPU, so --min-cores ", options.min_cores,
                   " cannot be met; use unique-contiguous or all");
-    GPUAFF_TRY(int node, resolve_gpu_node(topo, gpu, job));
-    detail::CoreList cores = detail::physical_cores(topo, detail::node_allowed(topo, node));
-    if (cores.empty()) return detail::no_allowed_cpu(topo, gpu, node, "single");
+    GPUAFF_TRY(int node, ctx.resolve(gpu));
+    const detail::CoreList& cores = ctx.cores(node);
+    if (cores.empty()) return detail::no_allowed_cpu(ctx.topo(), gpu, node, "single");
     CpuSet out;
-    detail::add_threads(topo, cores, cores.refs[0], options.smt, out);
+    detail::add_threads(ctx.topo(), cores, cores.refs[0], options.smt, out);
     return out;
   }
 };
@@ -284,12 +254,18 @@ struct SingleUniquePolicy {
   /// Errc::insufficient_cores when the node's GPUs outnumber its cores
   /// (NVIDIA's version crashes there).
   constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const JobOptions& job) const {
+    detail::JobContext ctx(topo, job);
+    return evaluate(ctx, gpu);
+  }
+  /// bind() on the facts of a context (shared by the job's bindings).
+  constexpr Result<CpuSet> evaluate(detail::JobContext& ctx, int gpu) const {
+    const Topology& topo = ctx.topo();
     GPUAFF_TRY_VOID(detail::check_nvidia_options(options, "single-unique"));
     if (options.min_cores > 1)
       return fail(Errc::invalid_argument, "single-unique: gives one physical core per GPU, so --min-cores ",
                   options.min_cores, " cannot be met; use unique-contiguous");
-    GPUAFF_TRY(detail::NodeShare share, detail::node_share(topo, gpu, job));
-    detail::CoreList cores = detail::physical_cores(topo, detail::node_allowed(topo, share.node));
+    GPUAFF_TRY(detail::NodeShare share, detail::node_share(ctx, gpu));
+    const detail::CoreList& cores = ctx.cores(share.node);
     if (cores.empty()) return detail::no_allowed_cpu(topo, gpu, share.node, "single-unique");
     if (share.rank >= static_cast<int>(cores.size()))
       return fail(Errc::insufficient_cores, "single-unique: only ", cores.size(), " physical cores on node ", share.node,
@@ -311,7 +287,12 @@ struct UniqueInterleavedPolicy {
   /// GPU); Errc::empty_result when the node has no allowed CPU;
   /// Errc::insufficient_cores when the GPU gets no core or fewer than min_cores.
   constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const JobOptions& job) const {
-    return detail::bind_unique(topo, gpu, job, options, detail::UniqueLayout::interleaved);
+    detail::JobContext ctx(topo, job);
+    return evaluate(ctx, gpu);
+  }
+  /// bind() on the facts of a context (shared by the job's bindings).
+  constexpr Result<CpuSet> evaluate(detail::JobContext& ctx, int gpu) const {
+    return detail::bind_unique(ctx, gpu, options, detail::UniqueLayout::interleaved);
   }
 };
 static_assert(BindingPolicy<UniqueInterleavedPolicy>);
@@ -323,7 +304,12 @@ struct UniqueContiguousPolicy {
   NvidiaOptions options{};
   /// Errors: as UniqueInterleavedPolicy.
   constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const JobOptions& job) const {
-    return detail::bind_unique(topo, gpu, job, options, detail::UniqueLayout::contiguous);
+    detail::JobContext ctx(topo, job);
+    return evaluate(ctx, gpu);
+  }
+  /// bind() on the facts of a context (shared by the job's bindings).
+  constexpr Result<CpuSet> evaluate(detail::JobContext& ctx, int gpu) const {
+    return detail::bind_unique(ctx, gpu, options, detail::UniqueLayout::contiguous);
   }
 };
 static_assert(BindingPolicy<UniqueContiguousPolicy>);

@@ -3,7 +3,7 @@
 // the socket of the GPU's node.
 
 #include "gpuaff/policy/common.hpp"
-#include "gpuaff/policy/locality.hpp"
+#include "gpuaff/policy/context.hpp"
 
 namespace gpuaff {
 inline namespace v0 {
@@ -19,18 +19,22 @@ struct SocketPolicy {
   /// node has no allowed CPU; Errc::not_found when the topology places that
   /// CPU in no package (no socket information).
   constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const JobOptions& job) const {
-    GPUAFF_TRY(int node, resolve_gpu_node(topo, gpu, job));
-    CpuSet usable = topo.usable();
-    const NumaNode* own = topo.find_node(node);
-    CpuSet start = own->cpus & usable;
+    detail::JobContext ctx(topo, job);
+    return evaluate(ctx, gpu);
+  }
+  /// bind() on the facts of a context (shared by the job's bindings).
+  constexpr Result<CpuSet> evaluate(detail::JobContext& ctx, int gpu) const {
+    const Topology& topo = ctx.topo();
+    GPUAFF_TRY(int node, ctx.resolve(gpu));
+    const CpuSet& start = ctx.allowed(node);
     if (start.empty()) return detail::no_allowed_cpu(topo, gpu, node, "socket");
     const Package* pkg = topo.package_of_cpu(start.first());
     if (pkg == nullptr)
       return fail(Errc::not_found, "socket: CPU ", start.first(), " of NUMA node ", node, " (", detail::gpu_label(topo, gpu),
                   ") belongs to no package in ", topo.origin.view(), "; without socket information use --policy node");
     CpuSet out;
-    for (const NumaNode& n : topo.nodes) {
-      CpuSet cpus = n.cpus & usable;
+    for (std::size_t i = 0; i < topo.nodes.size(); ++i) {
+      const CpuSet& cpus = ctx.allowed_at(i);
       if (cpus.empty()) continue;  // memory-only or not allowed: no lowest CPU to place
       if (pkg->cpus.test(cpus.first())) out |= cpus;
     }
