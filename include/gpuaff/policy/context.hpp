@@ -68,11 +68,12 @@ struct NodeFacts {
 class JobContext {
  public:
   constexpr JobContext(const Topology& topo, const JobOptions& job)
-      : topo_(&topo), job_(job), usable_(topo.usable()), slot_(topo.nodes.size(), -1) {
+      : topo_(&topo), job_(job), usable_(topo.usable()) {
     auto n = participating_gpus(topo, job);
     participating_ = n ? *n : 0;
-    gpu_node_.resize(topo.gpus.size(), unresolved);
-    facts_.reserve(topo.nodes.size());  // never grows past this: pointers into it stay valid
+    // One allocation: the GPUs' nodes, then the nodes' slots (the last one for ids the topology lacks).
+    known_.assign(topo.gpus.size() + topo.nodes.size() + 1, unresolved);
+    facts_.reserve(topo.nodes.size() + 1);  // never grows past this: pointers into it stay valid
   }
   JobContext(const JobContext&) = delete;
   JobContext& operator=(const JobContext&) = delete;
@@ -87,7 +88,7 @@ class JobContext {
 
   /// resolve_node_of() of a visible GPU (no participation check).
   constexpr Result<int> node_of(int gpu) {
-    int& known = gpu_node_[static_cast<std::size_t>(gpu)];
+    int& known = known_[static_cast<std::size_t>(gpu)];
     if (known != unresolved) return known;
     GPUAFF_TRY(int node, resolve_node_of(*topo_, gpu, job_));
     known = node;
@@ -113,19 +114,15 @@ class JobContext {
     return {};
   }
   /// After know_all_nodes(): the node of participating GPU `gpu`.
-  constexpr int known_node(int gpu) const { return gpu_node_[static_cast<std::size_t>(gpu)]; }
+  constexpr int known_node(int gpu) const { return known_[static_cast<std::size_t>(gpu)]; }
 
   /// node_allowed(): the allowed CPUs of node `id`.
-  constexpr const CpuSet& allowed(int id) {
-    NodeFacts* f = facts(id);
-    return f == nullptr ? none_ : f->allowed;
-  }
+  constexpr const CpuSet& allowed(int id) { return facts(id)->allowed; }
   /// The allowed CPUs of Topology::nodes[at].
   constexpr const CpuSet& allowed_at(std::size_t at) { return facts_at(static_cast<int>(at))->allowed; }
   /// physical_cores(allowed(id)).
   constexpr const CoreList& cores(int id) {
     NodeFacts* f = facts(id);
-    if (f == nullptr) return no_cores_;
     if (!f->has_cores) {
       f->cores = physical_cores(*topo_, f->allowed);
       f->has_cores = true;
@@ -135,7 +132,6 @@ class JobContext {
   /// How many entries cores(id) has, without building them if not yet built.
   constexpr int core_count(int id) {
     NodeFacts* f = facts(id);
-    if (f == nullptr) return 0;
     if (f->has_cores) return static_cast<int>(f->cores.size());
     if (f->core_count < 0) f->core_count = count_physical_cores(*topo_, f->allowed);
     return f->core_count;
@@ -145,7 +141,6 @@ class JobContext {
   /// CPUs in no listed group form one more group.
   constexpr const std::vector<CacheShare>& cache_groups(int id) {
     NodeFacts* f = facts(id);
-    if (f == nullptr) return no_groups_;
     if (f->has_groups) return f->groups;
     std::vector<CacheShare>& groups = f->groups;
     SparseSet left(f->allowed);
@@ -173,12 +168,10 @@ class JobContext {
   /// socket_cpus(topo, id).
   constexpr Result<CpuSet> socket(int id) {
     NodeFacts* f = facts(id);
-    if (f != nullptr && f->has_socket) return f->socket;
+    if (f->has_socket) return f->socket;
     GPUAFF_TRY(CpuSet s, socket_cpus(*topo_, id));
-    if (f != nullptr) {
-      f->socket = s;
-      f->has_socket = true;
-    }
+    f->socket = s;
+    f->has_socket = true;
     return s;
   }
 
@@ -195,9 +188,9 @@ class JobContext {
     // The socket's GPU-local CPUs: the nodes of participating GPUs in this socket.
     CpuSet assigned;
     for (int i = 0; i < participating_; ++i) {
-      int m = gpu_node_[static_cast<std::size_t>(i)];
+      int m = known_node(i);
       bool seen = false;
-      for (int j = 0; j < i && !seen; ++j) seen = gpu_node_[static_cast<std::size_t>(j)] == m;
+      for (int j = 0; j < i && !seen; ++j) seen = known_node(j) == m;
       if (seen) continue;
       auto s = socket(m);
       if (s && *s == own) assigned |= allowed(m);
@@ -223,7 +216,7 @@ class JobContext {
     NodeFacts* f = facts(id);
     if (f->has_socket_order) return *f;
     CpuSet local;
-    for (int i = 0; i < participating_; ++i) local |= allowed(gpu_node_[static_cast<std::size_t>(i)]);
+    for (int i = 0; i < participating_; ++i) local |= allowed(known_node(i));
     f->socket_cores = physical_cores(*topo_, f->socket);
     const CoreList& all = f->socket_cores;
     std::vector<unsigned char> is_local(all.size());
@@ -241,17 +234,20 @@ class JobContext {
  private:
   static constexpr int unresolved = -2147483647 - 1;
 
-  /// The facts of node `id` (made on first use), or nullptr when the
-  /// topology has no such node.
-  constexpr NodeFacts* facts(int id) { return facts_at(topo_->node_index(id)); }
-  /// The facts of Topology::nodes[at]; nullptr when `at` is -1.
+  /// The facts of node `id`, made on first use; a node the topology lacks
+  /// has facts too, with no allowed CPU (its socket_cpus() fails).
+  constexpr NodeFacts* facts(int id) {
+    int at = topo_->node_index(id);
+    return facts_at(at < 0 ? static_cast<int>(topo_->nodes.size()) : at);
+  }
+  /// The facts of Topology::nodes[at] (at == nodes.size(): of a node it lacks).
   constexpr NodeFacts* facts_at(int at) {
-    if (at < 0) return nullptr;
-    int& slot = slot_[static_cast<std::size_t>(at)];
+    int& slot = known_[topo_->gpus.size() + static_cast<std::size_t>(at)];
     if (slot < 0) {
       slot = static_cast<int>(facts_.size());
       facts_.emplace_back();
-      facts_.back().allowed = topo_->nodes[static_cast<std::size_t>(at)].cpus & usable_;
+      if (static_cast<std::size_t>(at) < topo_->nodes.size())
+        facts_.back().allowed = topo_->nodes[static_cast<std::size_t>(at)].cpus & usable_;
     }
     return &facts_[static_cast<std::size_t>(slot)];
   }
@@ -261,12 +257,11 @@ class JobContext {
   CpuSet usable_;
   int participating_ = 0;  ///< 0 when the job's nproc is bad (check() fails first)
   bool all_known_ = false;
-  std::vector<int> gpu_node_;  ///< resolved node per visible GPU, or `unresolved`
-  std::vector<int> slot_;      ///< per Topology::nodes entry: index into facts_, or -1
+  /// Per visible GPU: its resolved node, or `unresolved`; then per
+  /// Topology::nodes entry (and one for ids it lacks): index into facts_,
+  /// or `unresolved`.
+  std::vector<int> known_;
   std::vector<NodeFacts> facts_;
-  CpuSet none_;
-  CoreList no_cores_;
-  std::vector<CacheShare> no_groups_;
 };
 
 /// The node of a GPU, its position among the participating GPUs on that node

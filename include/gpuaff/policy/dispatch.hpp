@@ -87,14 +87,16 @@ constexpr Result<CpuSet> bind_checked(JobContext& ctx, int gpu, const P& policy)
     if constexpr (ContextPolicy<P>) return policy.evaluate(ctx, gpu);
     else return policy.bind(topo, gpu, ctx.job());
   }();
-  GPUAFF_TRY(CpuSet cpus, std::move(result));
+  // Checked in place: the set is returned without a copy.
+  if (!result) return result;
+  const CpuSet& cpus = *result;
   if (cpus.empty())
     return fail(Errc::empty_result, "the policy gives ", gpu_label(topo, gpu), " no CPU; an empty mask is never applied");
   const CpuSet& usable = ctx.usable();
   if (!cpus.is_subset_of(usable))
     return fail(Errc::invalid_argument, "the policy gives ", gpu_label(topo, gpu), " CPUs ", cpulist_text(cpus - usable),
                 " that are not allowed and online (usable: ", cpulist_text(usable), ")");
-  return cpus;
+  return result;
 }
 
 /// gpuaff::bind(topo, gpu, spec, job) on a context.

@@ -64,19 +64,27 @@ constexpr Result<GroupedCores> grouped_cores(JobContext& ctx, int node, Scope sc
   return out;
 }
 
-/// Node cores `picked` (positions in `g.node`) first, then the first extra of
-/// each, the second, ... (every extra is kept; none is dropped when some cores
-/// carry more than others).
-constexpr std::vector<Pick> flatten(const GroupedCores& g, const std::vector<std::size_t>& picked) {
+/// The node cores a GPU picks: positions first, first + step, ... below end
+/// in GroupedCores::node.
+struct Picked {
+  std::size_t first = 0;
+  std::size_t step = 1;
+  std::size_t end = 0;
+  constexpr bool empty() const { return first >= end; }
+};
+
+/// Node cores `picked` first, then the first extra of each, the second, ...
+/// (every extra is kept; none is dropped when some cores carry more than others).
+constexpr std::vector<Pick> flatten(const GroupedCores& g, const Picked& picked) {
   std::vector<Pick> out;
-  out.reserve(picked.size());
-  for (std::size_t k : picked) out.push_back(Pick{g.node, k});
+  if (!picked.empty()) out.reserve((picked.end - picked.first + picked.step - 1) / picked.step);
+  for (std::size_t k = picked.first; k < picked.end; k += picked.step) out.push_back(Pick{g.node, k});
   if (g.socket == nullptr) return out;
   const NodeFacts& s = *g.socket;
   if (s.spare.empty() || s.local_count == 0) return out;
   for (std::size_t round = 0;; ++round) {
     bool any = false;
-    for (std::size_t k : picked) {
+    for (std::size_t k = picked.first; k < picked.end; k += picked.step) {
       std::size_t p = s.local[k];
       if (p >= s.local_count) continue;
       std::size_t e = p + round * s.local_count;
@@ -162,14 +170,12 @@ constexpr Result<CpuSet> bind_unique(JobContext& ctx, int gpu, const NvidiaOptio
     usable_groups = static_cast<std::size_t>(gpus_here * per);
   }
 
-  std::vector<std::size_t> picked;
+  Picked picked;
   if (layout == UniqueLayout::contiguous) {
     if (per == 0) return too_few_cores(mode, cores_here, own, gpus_here);
-    picked.reserve(static_cast<std::size_t>(per));
-    for (int k = rank * per; k < (rank + 1) * per; ++k) picked.push_back(static_cast<std::size_t>(k));
+    picked = {static_cast<std::size_t>(rank * per), 1, static_cast<std::size_t>((rank + 1) * per)};
   } else {
-    for (std::size_t k = static_cast<std::size_t>(rank); k < usable_groups; k += static_cast<std::size_t>(gpus_here))
-      picked.push_back(k);
+    picked = {static_cast<std::size_t>(rank), static_cast<std::size_t>(gpus_here), usable_groups};
     if (picked.empty()) return too_few_cores(mode, cores_here, own, gpus_here);
   }
   return finish_nvidia(topo, gpu, own, flatten(groups, picked), o, mode);
@@ -214,7 +220,7 @@ struct AllPolicy {
     std::vector<detail::Pick> ordered;
     ordered.reserve(f.socket_order.size());
     for (std::size_t i : f.socket_order) ordered.push_back(detail::Pick{&f.socket_cores, i});
-    return detail::finish_nvidia(topo, gpu, node, ordered, options, "all");
+    return detail::finish_nvidia(topo, gpu, node, std::move(ordered), options, "all");
   }
 };
 static_assert(BindingPolicy<AllPolicy>);
