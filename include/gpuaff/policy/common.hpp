@@ -249,6 +249,7 @@ struct CoreRef {
   int key = -1;
   int core = -1;   ///< index into Topology::cores; -1: the lone CPU `key`, which belongs to no listed core
   int exact = -1;  ///< index into CoreList::exact when the core shares CPUs with an earlier core; else -1
+  int top = -1;    ///< the word (CPU / 64) of the core's highest thread: its threads lie in words key / 64 .. top
 };
 
 /// The physical cores of a set of CPUs (see physical_cores).
@@ -274,7 +275,7 @@ constexpr CoreList physical_cores(const Topology& topo, const CpuSet& cpus) {
   for (std::size_t i = 0; i < topo.cores.size() && !left.empty(); ++i) {
     const CpuSet& t = topo.cores[i].threads;
     if (!left.hits(t)) continue;
-    CoreRef r{t.first(), static_cast<int>(i), -1};
+    CoreRef r{t.first(), static_cast<int>(i), -1, t.last() / 64};
     if (left.remove(t)) {
       // The core shares CPUs with an earlier one, which took them: keep what
       // this one took as a set.
@@ -286,7 +287,7 @@ constexpr CoreList physical_cores(const Topology& topo, const CpuSet& cpus) {
     out.refs.push_back(r);
   }
   if (!left.empty()) {
-    left.for_each_left([&](int id) { out.refs.push_back(CoreRef{id, -1, -1}); });
+    left.for_each_left([&](int id) { out.refs.push_back(CoreRef{id, -1, -1, id / 64}); });
     // Insertion sort by key: the cores come in Topology::cores order (sorted
     // there), so mostly the lone CPUs move.
     for (std::size_t i = 1; i < out.refs.size(); ++i) {
@@ -327,7 +328,7 @@ constexpr void add_threads(const Topology& topo, const CoreList& list, const Cor
   const CpuSet& t = topo.cores[static_cast<std::size_t>(r.core)].threads;
   const auto& cw = t.words();
   const auto& sw = list.cpus.words();
-  for (int w = 0, top = t.last() / 64; w <= top; ++w) {
+  for (int w = r.key / 64; w <= r.top; ++w) {
     std::uint64_t bits = cw[static_cast<std::size_t>(w)] & sw[static_cast<std::size_t>(w)];
     if (bits == 0) continue;
     if (smt == Smt::one) {
@@ -345,10 +346,11 @@ constexpr CpuSet threads_of(const Topology& topo, const CoreList& list, const Co
   return out;
 }
 
-/// The union of the threads of entries [first, first + count).
-constexpr CpuSet threads_of(const Topology& topo, const CoreList& list, std::size_t first, std::size_t count) {
-  CpuSet out;
-  for (std::size_t i = first; i < first + count && i < list.size(); ++i) add_threads(topo, list, list.refs[i], Smt::all, out);
+/// The union of the threads of entries [first, first + count), made in
+/// place in a Result (a binding returns it without a copy).
+constexpr Result<CpuSet> threads_of(const Topology& topo, const CoreList& list, std::size_t first, std::size_t count) {
+  Result<CpuSet> out;
+  for (std::size_t i = first; i < first + count && i < list.size(); ++i) add_threads(topo, list, list.refs[i], Smt::all, *out);
   return out;
 }
 

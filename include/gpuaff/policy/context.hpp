@@ -83,8 +83,12 @@ class JobContext {
   /// Topology::usable().
   constexpr const CpuSet& usable() const { return usable_; }
 
-  /// check_gpu(): the participating GPU count.
-  constexpr Result<int> check(int gpu) const { return check_gpu(*topo_, gpu, job_); }
+  /// check_gpu(): the participating GPU count. A GPU below the count passes
+  /// at once (the count is 0 when --nproc is bad); any other is check_gpu's.
+  constexpr Result<int> check(int gpu) const {
+    if (gpu >= 0 && gpu < participating_) return participating_;
+    return check_gpu(*topo_, gpu, job_);
+  }
 
   /// resolve_node_of() of a visible GPU (no participation check).
   constexpr Result<int> node_of(int gpu) {
@@ -101,17 +105,17 @@ class JobContext {
     return node_of(gpu);
   }
 
-  /// The nodes of the participating GPUs (index = GPU), for a GPU that
-  /// passed check(). Errors: the first GPU's that has no known node,
-  /// prefixed with `why`.
-  constexpr Result<void> know_all_nodes(std::string_view why) {
-    if (all_known_) return {};
+  /// Resolves the nodes of the participating GPUs (read them with
+  /// known_node()), for a GPU that passed check(); returns their count.
+  /// Errors: the first GPU's that has no known node, prefixed with `why`.
+  constexpr Result<int> know_all_nodes(std::string_view why) {
+    if (all_known_) return participating_;
     for (int i = 0; i < participating_; ++i) {
       auto r = node_of(i);
       if (!r) return fail(r.error().code(), why, ", every GPU of the job needs a known node: ", r.error().message());
     }
     all_known_ = true;
-    return {};
+    return participating_;
   }
   /// After know_all_nodes(): the node of participating GPU `gpu`.
   constexpr int known_node(int gpu) const { return known_[static_cast<std::size_t>(gpu)]; }

@@ -32,11 +32,14 @@ struct CoreComplexPolicy {
     const std::vector<detail::CacheShare>& groups = ctx.cache_groups(share.node);
     int chosen = groups[static_cast<std::size_t>(share.rank) % groups.size()].index;
     // The chosen group's CPUs: those of the node that no earlier group took.
-    CpuSet mine = cpus;
+    Result<CpuSet> mine = cpus;  // made in place: returned without a copy
     for (std::size_t i = 0; i < topo.core_complexes.size(); ++i) {
       const CpuSet& g = topo.core_complexes[i].cpus;
-      if (static_cast<int>(i) == chosen) return mine & g;
-      if (g.intersects(mine)) mine -= g;
+      if (static_cast<int>(i) == chosen) {
+        *mine &= g;
+        break;
+      }
+      if (g.intersects(*mine)) *mine -= g;
     }
     return mine;
   }

@@ -25,14 +25,20 @@ inline namespace v0 {
 
 namespace detail {
 
-constexpr Result<void> check_nvidia_options(const NvidiaOptions& o, std::string_view mode) {
+/// Whether the min/max core options make sense (nvidia_options_error says why not).
+constexpr bool nvidia_options_valid(const NvidiaOptions& o) {
+  return o.min_cores >= 0 && o.max_cores >= 0 && !(o.max_cores > 0 && o.min_cores > o.max_cores);
+}
+
+/// The error of options that are not nvidia_options_valid(). (A bool and an
+/// error rather than a Result<void>: every binding checks, and a successful
+/// Result<void> clears a whole Error.)
+constexpr Unexpected<Error> nvidia_options_error(const NvidiaOptions& o, std::string_view mode) {
   if (o.min_cores < 0)
     return fail(Errc::invalid_argument, mode, ": --min-cores ", o.min_cores, " is negative (0 means at least one core)");
   if (o.max_cores < 0)
     return fail(Errc::invalid_argument, mode, ": --max-cores ", o.max_cores, " is negative (0 means no limit)");
-  if (o.max_cores > 0 && o.min_cores > o.max_cores)
-    return fail(Errc::invalid_argument, mode, ": --min-cores ", o.min_cores, " is above --max-cores ", o.max_cores);
-  return {};
+  return fail(Errc::invalid_argument, mode, ": --min-cores ", o.min_cores, " is above --max-cores ", o.max_cores);
 }
 
 /// One entry of a flattened core list: entry `i` of a node's CoreList, or of
@@ -98,30 +104,29 @@ constexpr std::vector<Pick> flatten(const GroupedCores& g, const Picked& picked)
   return out;
 }
 
-constexpr CpuSet pick_threads(const Topology& topo, const std::vector<Pick>& cores, Smt smt) {
-  CpuSet out;
-  for (const Pick& p : cores) add_threads(topo, *p.list, p.list->refs[p.i], smt, out);
-  return out;
-}
-
-/// Applies min/max physical cores, then the SMT choice.
-constexpr Result<CpuSet> finish_nvidia(const Topology& topo, int gpu, int node, std::vector<Pick> cores,
+/// Applies min/max physical cores, then the SMT choice, to the flattened
+/// core list of `count` entries, entry i being pick(i) (a Pick): a list
+/// that is a plain run of one CoreList needs no vector.
+template <class PickAt>
+constexpr Result<CpuSet> finish_nvidia(const Topology& topo, int gpu, int node, std::size_t count, PickAt pick,
                                        const NvidiaOptions& o, std::string_view mode) {
   int need = o.min_cores < 1 ? 1 : o.min_cores;
-  if (static_cast<int>(cores.size()) < need)
-    return fail(Errc::insufficient_cores, mode, ": ", gpu_label(topo, gpu), " (NUMA node ", node, ") gets ", cores.size(),
+  if (static_cast<int>(count) < need)
+    return fail(Errc::insufficient_cores, mode, ": ", gpu_label(topo, gpu), " (NUMA node ", node, ") gets ", count,
                 " physical cores, fewer than the minimum of ", need, "; lower --min-cores or run fewer processes");
-  if (o.max_cores > 0 && cores.size() > static_cast<std::size_t>(o.max_cores))
-    cores.resize(static_cast<std::size_t>(o.max_cores));
-  return pick_threads(topo, cores, o.smt);
+  if (o.max_cores > 0 && count > static_cast<std::size_t>(o.max_cores)) count = static_cast<std::size_t>(o.max_cores);
+  Result<CpuSet> out;  // made in place: returned without a copy
+  for (std::size_t i = 0; i < count; ++i) {
+    Pick p = pick(i);
+    add_threads(topo, *p.list, p.list->refs[p.i], o.smt, *out);
+  }
+  return out;
 }
 
-/// Every entry of `list`, in order.
-constexpr std::vector<Pick> every_pick(const CoreList& list) {
-  std::vector<Pick> out;
-  out.reserve(list.size());
-  for (std::size_t i = 0; i < list.size(); ++i) out.push_back(Pick{&list, i});
-  return out;
+/// finish_nvidia on a list of picks.
+constexpr Result<CpuSet> finish_nvidia(const Topology& topo, int gpu, int node, const std::vector<Pick>& cores,
+                                       const NvidiaOptions& o, std::string_view mode) {
+  return finish_nvidia(topo, gpu, node, cores.size(), [&cores](std::size_t i) { return cores[i]; }, o, mode);
 }
 
 enum class UniqueLayout { interleaved, contiguous };
@@ -134,7 +139,7 @@ constexpr Unexpected<Error> too_few_cores(std::string_view mode, int cores, int 
 constexpr Result<CpuSet> bind_unique(JobContext& ctx, int gpu, const NvidiaOptions& o, UniqueLayout layout) {
   const Topology& topo = ctx.topo();
   std::string_view mode = layout == UniqueLayout::contiguous ? "unique-contiguous" : "unique-interleaved";
-  GPUAFF_TRY_VOID(check_nvidia_options(o, mode));
+  if (!nvidia_options_valid(o)) return nvidia_options_error(o, mode);
   GPUAFF_TRY(int participating, ctx.check(gpu));
   GPUAFF_TRY(int own, ctx.node_of(gpu));
   GPUAFF_TRY_VOID(ctx.know_all_nodes(mode));
@@ -178,6 +183,11 @@ constexpr Result<CpuSet> bind_unique(JobContext& ctx, int gpu, const NvidiaOptio
     picked = {static_cast<std::size_t>(rank), static_cast<std::size_t>(gpus_here), usable_groups};
     if (picked.empty()) return too_few_cores(mode, cores_here, own, gpus_here);
   }
+  if (groups.socket == nullptr) {  // node scope: the picked node cores alone
+    std::size_t count = (picked.end - picked.first + picked.step - 1) / picked.step;
+    return finish_nvidia(topo, gpu, own, count,
+                         [&](std::size_t i) { return Pick{groups.node, picked.first + i * picked.step}; }, o, mode);
+  }
   return finish_nvidia(topo, gpu, own, flatten(groups, picked), o, mode);
 }
 
@@ -201,7 +211,7 @@ struct AllPolicy {
   /// bind() on the facts of a context (shared by the job's bindings).
   constexpr Result<CpuSet> evaluate(detail::JobContext& ctx, int gpu) const {
     const Topology& topo = ctx.topo();
-    GPUAFF_TRY_VOID(detail::check_nvidia_options(options, "all"));
+    if (!detail::nvidia_options_valid(options)) return detail::nvidia_options_error(options, "all");
     GPUAFF_TRY_VOID(ctx.check(gpu));
     GPUAFF_TRY(int node, ctx.node_of(gpu));
     if (options.scope == Scope::node) {
@@ -209,7 +219,9 @@ struct AllPolicy {
       if (cpus.empty()) return detail::no_allowed_cpu(topo, gpu, node, "all");
       // Every thread of every core, no count to check: the node's allowed CPUs.
       if (options.smt == Smt::all && options.max_cores == 0 && options.min_cores <= 1) return cpus;
-      return detail::finish_nvidia(topo, gpu, node, detail::every_pick(ctx.cores(node)), options, "all");
+      const detail::CoreList& cores = ctx.cores(node);
+      return detail::finish_nvidia(topo, gpu, node, cores.size(), [&cores](std::size_t i) { return detail::Pick{&cores, i}; },
+                                   options, "all");
     }
     GPUAFF_TRY(CpuSet socket, ctx.socket(node));
     if (socket.empty())
@@ -217,10 +229,9 @@ struct AllPolicy {
                   node, ") has no allowed CPU (allowed CPUs: ", detail::cpulist_text(ctx.usable()), ")");
     GPUAFF_TRY_VOID(ctx.know_all_nodes("all --scope socket"));
     const detail::NodeFacts& f = ctx.socket_order(node);
-    std::vector<detail::Pick> ordered;
-    ordered.reserve(f.socket_order.size());
-    for (std::size_t i : f.socket_order) ordered.push_back(detail::Pick{&f.socket_cores, i});
-    return detail::finish_nvidia(topo, gpu, node, std::move(ordered), options, "all");
+    return detail::finish_nvidia(
+        topo, gpu, node, f.socket_order.size(),
+        [&f](std::size_t i) { return detail::Pick{&f.socket_cores, f.socket_order[i]}; }, options, "all");
   }
 };
 static_assert(BindingPolicy<AllPolicy>);
@@ -237,15 +248,15 @@ struct SinglePolicy {
   }
   /// bind() on the facts of a context (shared by the job's bindings).
   constexpr Result<CpuSet> evaluate(detail::JobContext& ctx, int gpu) const {
-    GPUAFF_TRY_VOID(detail::check_nvidia_options(options, "single"));
+    if (!detail::nvidia_options_valid(options)) return detail::nvidia_options_error(options, "single");
     if (options.min_cores > 1)
       return fail(Errc::invalid_argument, "single: gives one physical core per GPU, so --min-cores ", options.min_cores,
                   " cannot be met; use unique-contiguous or all");
     GPUAFF_TRY(int node, ctx.resolve(gpu));
     const detail::CoreList& cores = ctx.cores(node);
     if (cores.empty()) return detail::no_allowed_cpu(ctx.topo(), gpu, node, "single");
-    CpuSet out;
-    detail::add_threads(ctx.topo(), cores, cores.refs[0], options.smt, out);
+    Result<CpuSet> out;  // made in place: returned without a copy
+    detail::add_threads(ctx.topo(), cores, cores.refs[0], options.smt, *out);
     return out;
   }
 };
@@ -266,7 +277,7 @@ struct SingleUniquePolicy {
   /// bind() on the facts of a context (shared by the job's bindings).
   constexpr Result<CpuSet> evaluate(detail::JobContext& ctx, int gpu) const {
     const Topology& topo = ctx.topo();
-    GPUAFF_TRY_VOID(detail::check_nvidia_options(options, "single-unique"));
+    if (!detail::nvidia_options_valid(options)) return detail::nvidia_options_error(options, "single-unique");
     if (options.min_cores > 1)
       return fail(Errc::invalid_argument, "single-unique: gives one physical core per GPU, so --min-cores ",
                   options.min_cores, " cannot be met; use unique-contiguous");
@@ -277,8 +288,8 @@ struct SingleUniquePolicy {
       return fail(Errc::insufficient_cores, "single-unique: only ", cores.size(), " physical cores on node ", share.node,
                   " but ", share.count, " GPUs; ", detail::gpu_label(topo, gpu),
                   " finds every core taken by a lower GPU; use --policy single to share a core, or fewer processes");
-    CpuSet out;
-    detail::add_threads(topo, cores, cores.refs[static_cast<std::size_t>(share.rank)], options.smt, out);
+    Result<CpuSet> out;  // made in place: returned without a copy
+    detail::add_threads(topo, cores, cores.refs[static_cast<std::size_t>(share.rank)], options.smt, *out);
     return out;
   }
 };

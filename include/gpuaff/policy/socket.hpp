@@ -32,11 +32,11 @@ struct SocketPolicy {
     if (pkg == nullptr)
       return fail(Errc::not_found, "socket: CPU ", start.first(), " of NUMA node ", node, " (", detail::gpu_label(topo, gpu),
                   ") belongs to no package in ", topo.origin.view(), "; without socket information use --policy node");
-    CpuSet out;
+    Result<CpuSet> out;  // made in place: returned without a copy
     for (std::size_t i = 0; i < topo.nodes.size(); ++i) {
       const CpuSet& cpus = ctx.allowed_at(i);
       if (cpus.empty()) continue;  // memory-only or not allowed: no lowest CPU to place
-      if (pkg->cpus.test(cpus.first())) out |= cpus;
+      if (pkg->cpus.test(cpus.first())) *out |= cpus;
     }
     return out;
   }
