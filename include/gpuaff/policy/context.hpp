@@ -44,14 +44,8 @@ struct CacheShare {
   int index = 0;  ///< into Topology::core_complexes; -1: the node's CPUs in no listed group
 };
 
-/// The facts of one NUMA node, each derived on first use.
-struct NodeFacts {
-  CpuSet allowed;  ///< node_allowed(); set when the facts are made
-  bool has_cores = false;
-  CoreList cores;  ///< physical_cores(allowed)
-  int core_count = -1;  ///< count_physical_cores(allowed); -1: not yet
-  bool has_groups = false;
-  std::vector<CacheShare> groups;  ///< core-complex groups, sorted (more CPUs first, then key)
+/// The socket-scope facts of one NUMA node, each derived on first use.
+struct SocketFacts {
   bool has_socket = false;
   CpuSet socket;  ///< socket_cpus() when it succeeds
   bool has_spread = false;
@@ -61,6 +55,17 @@ struct NodeFacts {
   bool has_socket_order = false;
   CoreList socket_cores;              ///< `all --scope socket`: the socket's cores
   std::vector<std::size_t> socket_order;  ///< their positions, GPU-local first
+};
+
+/// The facts of one NUMA node, each derived on first use.
+struct NodeFacts {
+  CpuSet allowed;  ///< node_allowed(); set when the facts are made
+  bool has_cores = false;
+  CoreList cores;  ///< physical_cores(allowed)
+  int core_count = -1;  ///< count_physical_cores(allowed); -1: not yet
+  bool has_groups = false;
+  std::vector<CacheShare> groups;  ///< core-complex groups, sorted (more CPUs first, then key)
+  int socket = -1;  ///< index into the context's socket facts; -1: none yet
 };
 
 /// The facts one job's bindings share. Built from a Topology and the job; the
@@ -171,7 +176,7 @@ class JobContext {
   }
   /// socket_cpus(topo, id).
   constexpr Result<CpuSet> socket(int id) {
-    NodeFacts* f = facts(id);
+    SocketFacts* f = socket_facts(id);
     if (f->has_socket) return f->socket;
     GPUAFF_TRY(CpuSet s, socket_cpus(*topo_, id));
     f->socket = s;
@@ -180,12 +185,12 @@ class JobContext {
   }
 
   /// Socket scope, for a node with cores, after know_all_nodes(): the
-  /// node's facts with NodeFacts::spare, local and local_count set: the
+  /// node's socket facts with SocketFacts::spare, local and local_count set: the
   /// socket's cores that are local to no participating GPU, and where each
   /// node core stands among those that are.
   /// Errors: those of socket_cpus for this node.
-  constexpr Result<const NodeFacts*> socket_spread(int id) {
-    NodeFacts* f = facts(id);
+  constexpr Result<const SocketFacts*> socket_spread(int id) {
+    SocketFacts* f = socket_facts(id);
     if (f->has_spread) return f;
     GPUAFF_TRY(CpuSet own, socket(id));
     const CoreList& node = cores(id);
@@ -213,11 +218,11 @@ class JobContext {
   }
 
   /// `all --scope socket`, after know_all_nodes() and a successful,
-  /// non-empty socket(id): the node's facts with NodeFacts::socket_cores
+  /// non-empty socket(id): the node's socket facts with SocketFacts::socket_cores
   /// and socket_order set: the socket's cores, those holding a CPU of any
   /// participating GPU's node first (each part in ascending order).
-  constexpr const NodeFacts& socket_order(int id) {
-    NodeFacts* f = facts(id);
+  constexpr const SocketFacts& socket_order(int id) {
+    SocketFacts* f = socket_facts(id);
     if (f->has_socket_order) return *f;
     CpuSet local;
     for (int i = 0; i < participating_; ++i) local |= allowed(known_node(i));
@@ -244,14 +249,28 @@ class JobContext {
     int at = topo_->node_index(id);
     return facts_at(at < 0 ? static_cast<int>(topo_->nodes.size()) : at);
   }
+  /// The socket facts of node `id`, made on first use (in a vector of their
+  /// own: node scope never pays for them).
+  constexpr SocketFacts* socket_facts(int id) {
+    NodeFacts* f = facts(id);
+    if (f->socket < 0) {
+      if (socket_facts_.capacity() == 0) socket_facts_.reserve(topo_->nodes.size() + 1);  // never grows past this
+      f->socket = static_cast<int>(socket_facts_.size());
+      socket_facts_.emplace_back();
+    }
+    return &socket_facts_[static_cast<std::size_t>(f->socket)];
+  }
   /// The facts of Topology::nodes[at] (at == nodes.size(): of a node it lacks).
   constexpr NodeFacts* facts_at(int at) {
     int& slot = known_[topo_->gpus.size() + static_cast<std::size_t>(at)];
     if (slot < 0) {
       slot = static_cast<int>(facts_.size());
       facts_.emplace_back();
-      if (static_cast<std::size_t>(at) < topo_->nodes.size())
-        facts_.back().allowed = topo_->nodes[static_cast<std::size_t>(at)].cpus & usable_;
+      if (static_cast<std::size_t>(at) < topo_->nodes.size()) {
+        CpuSet& allowed = facts_.back().allowed;  // node_allowed(), without a temporary
+        allowed = topo_->nodes[static_cast<std::size_t>(at)].cpus;
+        allowed &= usable_;
+      }
     }
     return &facts_[static_cast<std::size_t>(slot)];
   }
@@ -266,6 +285,7 @@ class JobContext {
   /// or `unresolved`.
   std::vector<int> known_;
   std::vector<NodeFacts> facts_;
+  std::vector<SocketFacts> socket_facts_;
 };
 
 /// The node of a GPU, its position among the participating GPUs on that node

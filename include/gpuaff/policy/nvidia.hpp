@@ -55,7 +55,7 @@ struct Pick {
 /// Both point into a JobContext.
 struct GroupedCores {
   const CoreList* node = nullptr;
-  const NodeFacts* socket = nullptr;  ///< socket scope: NodeFacts::spare, local, local_count; else nullptr
+  const SocketFacts* socket = nullptr;  ///< socket scope: SocketFacts::spare, local, local_count; else nullptr
   constexpr std::size_t size() const { return node->size(); }
 };
 
@@ -65,7 +65,7 @@ constexpr Result<GroupedCores> grouped_cores(JobContext& ctx, int node, Scope sc
   GroupedCores out;
   out.node = &ctx.cores(node);
   if (scope == Scope::node || out.node->empty()) return out;
-  GPUAFF_TRY(const NodeFacts* f, ctx.socket_spread(node));
+  GPUAFF_TRY(const SocketFacts* f, ctx.socket_spread(node));
   out.socket = f;
   return out;
 }
@@ -86,7 +86,7 @@ constexpr std::vector<Pick> flatten(const GroupedCores& g, const Picked& picked)
   if (!picked.empty()) out.reserve((picked.end - picked.first + picked.step - 1) / picked.step);
   for (std::size_t k = picked.first; k < picked.end; k += picked.step) out.push_back(Pick{g.node, k});
   if (g.socket == nullptr) return out;
-  const NodeFacts& s = *g.socket;
+  const SocketFacts& s = *g.socket;
   if (s.spare.empty() || s.local_count == 0) return out;
   for (std::size_t round = 0;; ++round) {
     bool any = false;
@@ -228,7 +228,7 @@ struct AllPolicy {
       return fail(Errc::empty_result, "all --scope socket: the socket of ", detail::gpu_label(topo, gpu), " (NUMA node ",
                   node, ") has no allowed CPU (allowed CPUs: ", detail::cpulist_text(ctx.usable()), ")");
     GPUAFF_TRY_VOID(ctx.know_all_nodes("all --scope socket"));
-    const detail::NodeFacts& f = ctx.socket_order(node);
+    const detail::SocketFacts& f = ctx.socket_order(node);
     return detail::finish_nvidia(
         topo, gpu, node, f.socket_order.size(),
         [&f](std::size_t i) { return detail::Pick{&f.socket_cores, f.socket_order[i]}; }, options, "all");
