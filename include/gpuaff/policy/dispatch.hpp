@@ -82,20 +82,20 @@ namespace detail {
 template <BindingPolicy P>
 constexpr Result<CpuSet> bind_checked(JobContext& ctx, int gpu, const P& policy) {
   const Topology& topo = ctx.topo();
-  GPUAFF_TRY_VOID(ctx.check(gpu));
-  Result<CpuSet> result = [&] {
+  // One Result, returned on every path, so it is made in the caller's place
+  // (no 1 KiB copy); the checks read it there.
+  Result<CpuSet> result = [&]() -> Result<CpuSet> {
+    GPUAFF_TRY_VOID(ctx.check(gpu));
     if constexpr (ContextPolicy<P>) return policy.evaluate(ctx, gpu);
     else return policy.bind(topo, gpu, ctx.job());
   }();
-  // Checked in place: the set is returned without a copy.
   if (!result) return result;
-  const CpuSet& cpus = *result;
-  if (cpus.empty())
-    return fail(Errc::empty_result, "the policy gives ", gpu_label(topo, gpu), " no CPU; an empty mask is never applied");
   const CpuSet& usable = ctx.usable();
-  if (!cpus.is_subset_of(usable))
-    return fail(Errc::invalid_argument, "the policy gives ", gpu_label(topo, gpu), " CPUs ", cpulist_text(cpus - usable),
-                " that are not allowed and online (usable: ", cpulist_text(usable), ")");
+  if (result->empty())
+    result = fail(Errc::empty_result, "the policy gives ", gpu_label(topo, gpu), " no CPU; an empty mask is never applied");
+  else if (!result->is_subset_of(usable))
+    result = fail(Errc::invalid_argument, "the policy gives ", gpu_label(topo, gpu), " CPUs ",
+                  cpulist_text(*result - usable), " that are not allowed and online (usable: ", cpulist_text(usable), ")");
   return result;
 }
 
@@ -114,6 +114,15 @@ constexpr Result<CpuSet> bind_spec(JobContext& ctx, int gpu, const PolicySpec& s
   }
   return fail(Errc::invalid_argument, "unknown policy kind ", static_cast<int>(spec.kind));
 }
+
+/// Converts to bind_spec(ctx, gpu, spec): emplace_back makes the Result in
+/// the vector itself, where push_back would copy 1 KiB into it.
+struct BindLater {
+  JobContext* ctx;
+  int gpu;
+  const PolicySpec* spec;
+  constexpr operator Result<CpuSet>() const { return bind_spec(*ctx, gpu, *spec); }  // NOLINT
+};
 
 }  // namespace detail
 
@@ -163,7 +172,8 @@ constexpr std::vector<std::vector<Result<CpuSet>>> bind_table(const Topology& to
   std::vector<std::vector<Result<CpuSet>>> table(specs.size());
   for (std::size_t s = 0; s < specs.size(); ++s) {
     table[s].reserve(topo.gpus.size());
-    for (int g = 0; g < static_cast<int>(topo.gpus.size()); ++g) table[s].push_back(detail::bind_spec(ctx, g, specs[s]));
+    for (int g = 0; g < static_cast<int>(topo.gpus.size()); ++g)
+      table[s].emplace_back(detail::BindLater{&ctx, g, &specs[s]});
   }
   return table;
 }
