@@ -228,9 +228,12 @@ class JobContext {
     for (int i = 0; i < participating_; ++i) local |= allowed(known_node(i));
     f->socket_cores = physical_cores(*topo_, f->socket);
     const CoreList& all = f->socket_cores;
-    std::vector<unsigned char> is_local(all.size());
+    // Filled by push_back, not sized up front: clang cannot constant-evaluate
+    // libstdc++'s fill of a vector(n) of a trivial type.
+    std::vector<unsigned char> is_local;
+    is_local.reserve(all.size());
     for (std::size_t i = 0; i < all.size(); ++i)
-      is_local[i] = threads_of(*topo_, all, all.refs[i]).intersects(local) ? 1 : 0;
+      is_local.push_back(threads_of(*topo_, all, all.refs[i]).intersects(local) ? 1 : 0);
     f->socket_order.reserve(all.size());
     for (std::size_t i = 0; i < all.size(); ++i)
       if (is_local[i] != 0) f->socket_order.push_back(i);
