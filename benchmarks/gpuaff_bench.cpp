@@ -770,7 +770,7 @@ int main(int argc, char** argv) {
         g - v < 0.5);
     if (got == 4)
       add(cfg,
-          {"6", "compile -O2 (CPU s): TU with only <gpuaff/policy/node.hpp> + the same policy vs <vector>",
+          {"6", "compile -O2 (CPU s): TU with only <gpuaff/policy/dispatch.hpp> (bind + the policies) vs <vector>",
            fmt("%.2f s", p), fmt("%.2f s", v), fmt("%+.2f s", p - v), "(info)", ""},
           true, false);
   } else {
