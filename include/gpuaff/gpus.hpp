@@ -147,10 +147,17 @@ inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_
         v = v * 10 + (c - '0');
         if (v > 1'000'000'000LL) v = 1'000'000'000LL;  // saturate: reported as out of range
       }
-      if (v >= static_cast<long long>(candidates.size()))
-        return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24), " is out of range: there ",
-                    candidates.size() == 1 ? "is " : "are ", candidates.size(), " ", sel.whose,
-                    candidates.size() == 1 ? "" : "s", " (indices 0 to N-1); fix ", sel.name);
+      if (v >= static_cast<long long>(candidates.size())) {
+        std::size_t n = candidates.size();
+        if (n == 0)
+          return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24),
+                      " is out of range: there is no ", sel.whose, "; fix ", sel.name);
+        if (n == 1)
+          return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24),
+                      " is out of range: there is 1 ", sel.whose, " (index 0); fix ", sel.name);
+        return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24), " is out of range: there are ",
+                    n, " ", sel.whose, "s (indices 0-", n - 1, "); fix ", sel.name);
+      }
       auto k = static_cast<std::size_t>(v);
       if (taken[k] != 0)
         return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24),

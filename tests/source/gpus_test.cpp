@@ -171,10 +171,14 @@ TEST_CASE("the environment is read only through with_environment and from_enviro
 TEST_CASE("selection errors count GPUs in correct English") {
   std::vector<Gpu> one{make("0000:06:00.0", 0x10de, "GPU-d187a728-6ccc-1c8f-94bd-16688587736a")};
   // One GPU: singular; a prefix that matches none: "no NVIDIA GPU has".
-  CHECK(select_error(one, cuda("1")).find("there is 1 NVIDIA GPU (indices") != std::string::npos);
+  CHECK(select_error(one, cuda("1")).find("there is 1 NVIDIA GPU (index 0)") != std::string::npos);
   CHECK(select_error(one, cuda("GPU-ffff")).find("no NVIDIA GPU has a UUID starting with 'GPU-ffff'") !=
         std::string::npos);
   // Four GPUs: plural; an ambiguous prefix names how many it matches.
-  CHECK(select_error(four_nvidia(), cuda("7")).find("there are 4 NVIDIA GPUs (indices") != std::string::npos);
+  // The valid range is spelled out: four GPUs are indices 0-3.
+  CHECK(select_error(four_nvidia(), cuda("7")).find("there are 4 NVIDIA GPUs (indices 0-3)") != std::string::npos);
+  // No NVIDIA GPU at all (only an AMD one): no index is valid.
+  std::vector<Gpu> amd_only{make("0000:07:00.0", 0x1002)};
+  CHECK(select_error(amd_only, cuda("0")).find("there is no NVIDIA GPU;") != std::string::npos);
   CHECK(select_error(four_nvidia(), cuda("GPU-aaaa")).find("matches 2 NVIDIA GPUs") != std::string::npos);
 }
