@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "gpuaff/detail/fixed_string.hpp"
+#include "gpuaff/fixed_string.hpp"
 
 namespace gpuaff {
 inline namespace v0 {
@@ -51,7 +51,7 @@ constexpr std::string_view to_string(Errc c) {
 class Error {
  public:
   static constexpr std::size_t max_message = 640;
-  using Message = detail::FixedString<max_message>;
+  using Message = FixedString<max_message>;
 
   constexpr Error() = default;
   constexpr Error(Errc code, std::string_view message, int sys_errno = 0)

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gpuaff/cpu_set.hpp"
-#include "gpuaff/detail/fixed_string.hpp"
+#include "gpuaff/fixed_string.hpp"
 #include "gpuaff/result.hpp"
 
 namespace gpuaff {
@@ -27,8 +27,8 @@ struct PciAddress {
   static constexpr Result<PciAddress> parse(std::string_view text);
 
   /// "0000:10:1c.0": lower case, the domain with at least 4 digits.
-  constexpr detail::FixedString<24> to_string() const {
-    detail::FixedString<24> s;
+  constexpr FixedString<24> to_string() const {
+    FixedString<24> s;
     s.append_hex(domain, 4).push_back(':');
     s.append_hex(bus, 2).push_back(':');
     s.append_hex(device, 2).push_back('.');
@@ -85,7 +85,7 @@ struct PciDevice {
 struct Gpu {
   int index = 0;
   PciDevice pci;
-  detail::FixedString<96> uuid;  ///< "GPU-..." when known (NVIDIA), else empty
+  FixedString<96> uuid;  ///< "GPU-..." when known (NVIDIA), else empty
 
   constexpr int numa_node() const { return pci.numa_node; }
   constexpr const PciAddress& address() const { return pci.address; }
@@ -123,7 +123,7 @@ struct CacheGroup {
 };
 
 struct Topology {
-  detail::FixedString<256> origin;  ///< where it came from: a root, a JSON file, "hwloc"
+  FixedString<256> origin;  ///< where it came from: a root, a JSON file, "hwloc"
   CpuSet online;                    ///< online CPUs
   CpuSet allowed;                   ///< the process's allowed set (may name offline CPUs)
   CpuSet mems_allowed;              ///< allowed NUMA node ids (Mems_allowed_list); empty: unknown

@@ -34,7 +34,7 @@
 
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/detail/fs.hpp"
-#include "gpuaff/gpus.hpp"
+#include "gpuaff/source/visible.hpp"
 #include "gpuaff/source/sysfs.hpp"
 #include "gpuaff/topology.hpp"
 

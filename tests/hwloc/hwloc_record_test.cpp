@@ -1,7 +1,7 @@
 // `gpuaff record` captures what hwloc needs: a recording of this machine loads
 // through hwloc (HWLOC_FSROOT) into the topology hwloc sees live.
 #include <gpuaff/source/hwloc.hpp>
-#include <gpuaff/source/record.hpp>
+#include <gpuaff/record/record.hpp>
 
 #include <dirent.h>
 #include <sys/stat.h>

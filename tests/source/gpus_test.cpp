@@ -1,5 +1,5 @@
 // GPU visibility: CONTRACT.md section 2, with the entry rules of gpus.hpp.
-#include <gpuaff/gpus.hpp>
+#include <gpuaff/source/visible.hpp>
 
 #include <cstdlib>
 #include <string>

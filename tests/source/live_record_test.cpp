@@ -1,6 +1,6 @@
 // The live machine ("/"), checked against facts read another way, and the
 // recorder: a recording of this machine loads back to the same Topology.
-#include <gpuaff/source/record.hpp>
+#include <gpuaff/record/record.hpp>
 #include <gpuaff/source/sysfs.hpp>
 
 #include <sched.h>

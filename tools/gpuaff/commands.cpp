@@ -14,7 +14,7 @@
 #include "exit_codes.hpp"
 #include "gpuaff/apply/apply.hpp"
 #include "gpuaff/policy/policy.hpp"
-#include "gpuaff/source/record.hpp"
+#include "gpuaff/record/record.hpp"
 #include "report.hpp"
 
 namespace gpuaff::cli {

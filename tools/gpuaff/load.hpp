@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "gpuaff/gpus.hpp"
+#include "gpuaff/source/visible.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/json.hpp"
 #include "gpuaff/source/sysfs.hpp"

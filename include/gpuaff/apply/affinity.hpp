@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "gpuaff/apply/cpu_buffer.hpp"
 #include "gpuaff/apply/syscalls.hpp"
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/result.hpp"

@@ -15,5 +15,4 @@
 #include "gpuaff/apply/process.hpp"
 #include "gpuaff/apply/scoped_affinity.hpp"
 #include "gpuaff/apply/spawn.hpp"
-#include "gpuaff/apply/threads.hpp"
 #include "gpuaff/topology.hpp"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "gpuaff/cpu_set.hpp"
-#include "gpuaff/detail/fixed_string.hpp"
+#include "gpuaff/fixed_string.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/topology.hpp"
 

@@ -16,3 +16,4 @@
 #include "gpuaff/policy/core_complex.hpp"
 #include "gpuaff/policy/nvidia.hpp"
 #include "gpuaff/policy/dispatch.hpp"
+#include "gpuaff/policy/threads.hpp"

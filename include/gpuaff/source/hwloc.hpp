@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "gpuaff/cpu_set.hpp"
-#include "gpuaff/detail/hwloc_paths.hpp"
-#include "gpuaff/gpus.hpp"
+#include "gpuaff/record/hwloc_files.hpp"
+#include "gpuaff/source/visible.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/source.hpp"
 #include "gpuaff/topology.hpp"
@@ -497,8 +497,8 @@ class HwlocSource {
     hwloc_distances_release(t, dist);
   }
 
-  detail::FixedString<96> uuid_of(hwloc_obj_t pci, const PciDevice& d) const {
-    detail::FixedString<96> out;
+  FixedString<96> uuid_of(hwloc_obj_t pci, const PciDevice& d) const {
+    FixedString<96> out;
     for (hwloc_obj_t c = pci->io_first_child; c != nullptr; c = c->next_sibling) {
       for (const char* key : {"NVIDIAUUID", "AMDUUID"}) {
         if (const char* v = hwloc_obj_get_info_by_name(c, key)) {

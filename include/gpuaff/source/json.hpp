@@ -41,7 +41,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpuaff/gpus.hpp"
+#include "gpuaff/source/visible.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/source.hpp"
 #include "gpuaff/topology.hpp"
@@ -100,7 +100,7 @@ using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
 inline std::string hex_text(std::uint32_t v, int digits) {
-  detail::FixedString<16> s("0x");
+  FixedString<16> s("0x");
   s.append_hex(v, digits);
   return std::string(s.view());
 }

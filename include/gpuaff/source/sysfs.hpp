@@ -85,9 +85,10 @@
 #include <utility>
 #include <vector>
 
+#include "gpuaff/apply/affinity.hpp"
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/detail/fs.hpp"
-#include "gpuaff/gpus.hpp"
+#include "gpuaff/source/visible.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/source.hpp"
 #include "gpuaff/topology.hpp"
@@ -152,27 +153,6 @@ namespace detail {
 /// (no <atomic>): tests set it on one thread while no load runs.
 inline bool sysfs_force_user_space_resolution = false;
 
-/// The calling thread's affinity mask, for any number of CPUs.
-/// Errors: Errc::system_error, Errc::out_of_range (a CPU id >= CpuSet::capacity).
-inline Result<CpuSet> live_allowed_cpus() {
-  int n = CPU_SETSIZE;
-  while (true) {
-    AllocatedCpuSet s(n);
-    if (::sched_getaffinity(0, s.bytes(), s.get()) == 0) {
-      for (std::size_t id = CpuSet::capacity; id < s.bytes() * 8; ++id)
-        if (CPU_ISSET_S(id, s.bytes(), s.get()))
-          return fail(Errc::out_of_range, "sched_getaffinity reports CPU ", static_cast<long long>(id),
-                      ", beyond the ", CpuSet::capacity, " CPUs gpuaff supports");
-      return s.to_cpu_set();
-    }
-    int e = errno;
-    if (e == EINVAL && n < (1 << 20)) {
-      n *= 2;  // the kernel's mask is larger than ours
-      continue;
-    }
-    return unexpected(make_sys_error(Errc::system_error, e, "sched_getaffinity failed (errno ", e, ")"));
-  }
-}
 
 /// The value of "Key:" in a proc status text, or nullopt.
 inline std::optional<std::string_view> status_field(std::string_view text, std::string_view key) {
@@ -628,7 +608,7 @@ inline Result<Topology> SysfsSource::load() {
     const std::string rel = "proc/self/status";
     GPUAFF_TRY(bool have, r.get(rel, s));
     if (live) {
-      GPUAFF_TRY(t.allowed, detail::live_allowed_cpus());
+      GPUAFF_TRY(t.allowed, thread_affinity());
     } else {
       t.allowed = t.online;  // no recorded allowed set: everything online
       if (have) {

@@ -7,7 +7,7 @@
 // is recreated as a relative link inside the recording; proc/self/status is
 // written fresh with the allowed set the load saw (live: sched_getaffinity).
 // With for_hwloc (the default) the files hwloc needs to load the recording
-// through HWLOC_FSROOT are added (detail/hwloc_paths.hpp); SysfsSource ignores them.
+// through HWLOC_FSROOT are added (record/hwloc_files.hpp); SysfsSource ignores them.
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "gpuaff/detail/fs.hpp"
-#include "gpuaff/detail/hwloc_paths.hpp"
+#include "gpuaff/record/hwloc_files.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/sysfs.hpp"
 #include "gpuaff/topology.hpp"
@@ -35,7 +35,7 @@ struct RecordOptions {
   std::string root = "/";               ///< what to record; "/" is this machine
   std::vector<PciAddress> extra_pci{};  ///< non-GPU devices to record too (for --pci)
   bool allow_non_empty = false;         ///< write into a directory that already has entries
-  bool for_hwloc = true;                ///< also copy what hwloc needs to load the recording (detail/hwloc_paths.hpp)
+  bool for_hwloc = true;                ///< also copy what hwloc needs to load the recording (record/hwloc_files.hpp)
 };
 
 struct RecordSummary {

@@ -10,7 +10,6 @@
 
 namespace gpuaff {
 inline namespace v0 {
-namespace detail {
 
 template <std::size_t N>
 class FixedString {
@@ -96,6 +95,5 @@ class FixedString {
   bool truncated_ = false;
 };
 
-}  // namespace detail
 }  // namespace v0
 }  // namespace gpuaff

@@ -1,5 +1,5 @@
 // recommended_threads: physical cores covered by a binding.
-#include <gpuaff/apply/threads.hpp>
+#include <gpuaff/policy/threads.hpp>
 
 #include "support/check.hpp"
 
