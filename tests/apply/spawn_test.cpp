@@ -3,7 +3,11 @@
 
 #include <signal.h>
 
+#include <sys/wait.h>
+
+#include <cerrno>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -184,4 +188,55 @@ TEST_CASE("memory-only options keep the parent's CPUs for the child") {
   REQUIRE(c);
   CHECK(c->wait()->exit_code == 0);
   CHECK(gpuaff::memory_policy()->mode == 0);
+}
+
+// A Child dropped without wait() is reaped by its destructor, so a launcher
+// that returns early leaves no zombie: afterwards waitpid finds no such child.
+TEST_CASE("a Child dropped without wait is waited for, not left a zombie") {
+  pid_t pid = -1;
+  {
+    auto child = gpuaff::spawn({"sh", "-c", "exit 3"});
+    REQUIRE(child);
+    pid = child->pid();
+    CHECK(child->running());
+  }
+  int status = 0;
+  errno = 0;
+  CHECK(waitpid(pid, &status, WNOHANG) == -1);
+  CHECK(errno == ECHILD);
+}
+
+TEST_CASE("a moved-from Child does not wait; the Child it moved into does") {
+  auto child = gpuaff::spawn({"true"});
+  REQUIRE(child);
+  gpuaff::Child moved = std::move(*child);
+  CHECK_FALSE(child->running());
+  CHECK(moved.running());
+  auto s = moved.wait();
+  REQUIRE(s);
+  CHECK(s->success());
+  CHECK_FALSE(moved.running());
+}
+
+TEST_CASE("kill stops a child; wait then reports the signal") {
+  auto child = gpuaff::spawn({"sleep", "30"});
+  REQUIRE(child);
+  REQUIRE(child->kill(SIGTERM));
+  auto s = child->wait();
+  REQUIRE(s);
+  CHECK(s->signal == SIGTERM);
+  CHECK(s->exit_code == -1);
+  auto again = child->kill(SIGTERM);
+  REQUIRE_FALSE(again);
+  CHECK(again.error().code() == Errc::invalid_argument);
+}
+
+TEST_CASE("spawn_callable takes a move-only callable and runs it in the child") {
+  auto owned = std::make_unique<int>(7);
+  auto fn = [p = std::move(owned)]() { return *p; };
+  auto child = gpuaff::spawn_callable(fn);
+  REQUIRE(child);
+  auto s = child->wait();
+  REQUIRE(s);
+  CHECK(s->exit_code == 7);
 }

@@ -193,10 +193,5 @@ class Rebinder {
   ProcessBinding binding_;
 };
 
-/// One-shot form of Rebinder::reapply for a binding kept from bind_process.
-inline Result<ProcessBinding> reapply_process_binding(const ProcessBinding& binding) {
-  return bind_process(binding.cpus, binding.memory);
-}
-
 }  // namespace v0
 }  // namespace gpuaff

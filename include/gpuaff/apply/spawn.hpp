@@ -21,7 +21,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <csignal>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -66,18 +68,14 @@ struct ExitStatus {
 class Child;
 
 namespace detail {
-/// A callable seen through a function pointer and an opaque pointer to it:
-/// spawn_callable takes any callable without <functional>'s std::function,
-/// which alone added about a fifth of a second to every TU that includes gpuaff.
-struct ChildBody {
-  int (*call)(void* context);
-  void* context;
-};
-Result<Child> spawn_forked(ChildBody body, const SpawnOptions& options);
+Result<Child> spawn_forked(const std::function<int()>& body, const SpawnOptions& options);
 }  // namespace detail
 
-/// A started child. Call wait() to reap it; a Child that is never waited for
-/// stays a zombie until the parent exits.
+/// A started child. wait() reaps it and says how it ended. A Child dropped
+/// without wait() is waited for by its destructor, as std::jthread joins: no
+/// child is left a zombie, and a parent that returns early (an error while
+/// starting the next worker) does not leave its workers running unsupervised.
+/// To stop a child rather than wait for it, kill() it first.
 class Child {
  public:
   Child(Child&& o) noexcept
@@ -88,7 +86,7 @@ class Child {
         warnings_(std::move(o.warnings_)) {}
   Child& operator=(Child&& o) noexcept {
     if (this != &o) {
-      close_report();
+      reap();
       pid_ = std::exchange(o.pid_, -1);
       report_fd_ = std::exchange(o.report_fd_, -1);
       cpus_ = o.cpus_;
@@ -99,7 +97,7 @@ class Child {
   }
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
-  ~Child() { close_report(); }
+  ~Child() { reap(); }
 
   pid_t pid() const { return pid_; }
   /// Whether the child started under the requested binding (false after Fallback::unbound).
@@ -108,6 +106,22 @@ class Child {
   const CpuSet& cpus() const { return cpus_; }
   /// Why the binding was not (fully) applied.
   const std::vector<std::string>& warnings() const { return warnings_; }
+
+  /// Whether the child has not been waited for yet.
+  bool running() const { return pid_ > 0; }
+
+  /// Sends `signal` (SIGTERM, SIGKILL, ...) to the child; wait() still reaps it.
+  /// Errors: Errc::invalid_argument when already waited for; Errc::system_error
+  /// when kill(2) fails.
+  Result<void> kill(int signal) {
+    if (pid_ <= 0) return fail(Errc::invalid_argument, "this child was already waited for");
+    if (::kill(pid_, signal) != 0) {
+      int e = errno;
+      return Unexpected(make_sys_error(Errc::system_error, e, "kill(", pid_, ", ", signal, ") failed (",
+                                       detail::errno_name(e), ")"));
+    }
+    return {};
+  }
 
   /// Waits for the child to end and reaps it.
   /// Errors: Errc::invalid_argument when already waited for;
@@ -152,8 +166,13 @@ class Child {
 
  private:
   friend Result<Child> spawn(const std::vector<std::string>&, const SpawnOptions&);
-  friend Result<Child> detail::spawn_forked(detail::ChildBody, const SpawnOptions&);
+  friend Result<Child> detail::spawn_forked(const std::function<int()>&, const SpawnOptions&);
   Child() = default;
+  /// The destructor's wait: reaps a child still running, ignoring the outcome.
+  void reap() noexcept {
+    if (pid_ > 0) (void)wait();
+    close_report();
+  }
   void close_report() {
     if (report_fd_ >= 0) ::close(report_fd_);
     report_fd_ = -1;
@@ -246,8 +265,8 @@ inline Result<Child> spawn(const std::vector<std::string>& argv, const SpawnOpti
 namespace detail {
 
 /// spawn_callable once the callable is erased: forks a child that runs
-/// body.call(body.context) and exits with its value.
-inline Result<Child> spawn_forked(ChildBody body, const SpawnOptions& options) {
+/// body() and exits with its value.
+inline Result<Child> spawn_forked(const std::function<int()>& body, const SpawnOptions& options) {
   Child child;
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) {
@@ -275,7 +294,7 @@ inline Result<Child> spawn_forked(ChildBody body, const SpawnOptions& options) {
     };
     int code = 1;
     try {
-      code = body.call(body.context) & 0xff;
+      code = body() & 0xff;
     } catch (const std::exception& ex) {
       report_exception(ex.what());
       code = 1;
@@ -319,11 +338,9 @@ Result<Child> spawn_callable(F&& fn, const SpawnOptions& options = {}) {
     empty = !static_cast<bool>(fn);
   }
   if (empty) return fail(Errc::invalid_argument, "spawn_callable needs a function (got an empty one)");
-  struct Ref {  // a pointer to a struct of ours: no user operator& to get around
-    Fn& fn;
-  } ref{fn};
-  auto call = [](void* context) -> int { return static_cast<int>(static_cast<Ref*>(context)->fn()); };
-  return detail::spawn_forked({call, &ref}, options);
+  // By reference: the callable runs in the forked copy of this process, so
+  // it is neither copied nor moved, and move-only callables work.
+  return detail::spawn_forked([&fn]() -> int { return static_cast<int>(fn()); }, options);
 }
 
 }  // namespace v0

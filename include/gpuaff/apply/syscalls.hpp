@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 
@@ -57,22 +58,18 @@ inline long real_set_mempolicy(int mode, const unsigned long* nodemask, unsigned
 inline constexpr Syscalls real_syscalls{&real_get_affinity, &real_set_affinity, &real_get_mempolicy,
                                         &real_set_mempolicy};
 
-// Accessed only through the GCC/Clang __atomic built-ins (which
-// ThreadSanitizer understands) rather than std::atomic: <atomic> cost every
-// TU that includes gpuaff about a tenth of a second, for one pointer.
-inline const Syscalls* syscall_table = &real_syscalls;
+/// The table in use; tests swap it while no other thread binds.
+inline std::atomic<const Syscalls*> syscall_table{&real_syscalls};
 
-/// The table in use. Swapping it is for tests, done while no other thread binds.
-inline const Syscalls& sys() { return *__atomic_load_n(&syscall_table, __ATOMIC_ACQUIRE); }
+inline const Syscalls& sys() { return *syscall_table.load(std::memory_order_acquire); }
 
 /// Installs `table` for the lifetime of the object (tests only).
 class ScopedSyscalls {
  public:
-  explicit ScopedSyscalls(const Syscalls& table)
-      : previous_(__atomic_exchange_n(&syscall_table, &table, __ATOMIC_SEQ_CST)) {}
+  explicit ScopedSyscalls(const Syscalls& table) : previous_(syscall_table.exchange(&table)) {}
   ScopedSyscalls(const ScopedSyscalls&) = delete;
   ScopedSyscalls& operator=(const ScopedSyscalls&) = delete;
-  ~ScopedSyscalls() { __atomic_store_n(&syscall_table, previous_, __ATOMIC_SEQ_CST); }
+  ~ScopedSyscalls() { syscall_table.store(previous_); }
 
  private:
   const Syscalls* previous_;
