@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <string>
@@ -54,20 +55,46 @@ inline Result<std::vector<pid_t>> list_threads(const char* dir = "/proc/self/tas
     tids.push_back(static_cast<pid_t>(std::strtol(n, nullptr, 10)));
   }
   ::closedir(d);
-  // An insertion sort (no <algorithm> in the umbrella header): the kernel lists
-  // a process's threads in creation order, which is ascending tid order unless
-  // tids wrapped around, so this is one pass in practice.
-  for (std::size_t i = 1; i < tids.size(); ++i) {
-    pid_t t = tids[i];
-    std::size_t j = i;
-    for (; j > 0 && tids[j - 1] > t; --j) tids[j] = tids[j - 1];
-    tids[j] = t;
-  }
+  std::sort(tids.begin(), tids.end());
   return tids;
 }
 
 /// Most scans before giving up: threads appearing faster than they can be bound.
 inline constexpr int max_process_scans = 64;
+
+/// A thread bound by bind_all_threads, with the mask to put back on undo.
+struct ChangedThread {
+  pid_t tid;
+  AllocatedCpuSet previous;
+};
+
+/// What became of one thread.
+enum class ThreadOutcome { bound, exited };
+
+/// Binds thread `tid` to `cpus` (already in `mask`), recording its previous
+/// mask in `changed`. A thread that exits meanwhile (ESRCH at any step) is
+/// `exited`, which is fine; the kernel silently dropping CPUs is an error.
+inline Result<ThreadOutcome> bind_one_thread(pid_t tid, const CpuSet& cpus, const AllocatedCpuSet& mask,
+                                             std::vector<ChangedThread>& changed) {
+  auto previous = read_affinity(tid);
+  if (!previous) {
+    if (previous.error().sys_errno() == ESRCH) return ThreadOutcome::exited;
+    return Unexpected(previous.error());
+  }
+  if (int e = write_affinity(tid, mask); e != 0) {
+    if (e == ESRCH) return ThreadOutcome::exited;
+    return Unexpected(affinity_error(tid, cpus, e, CpuSet{}));
+  }
+  changed.push_back({tid, std::move(*previous)});
+  auto now = read_affinity(tid);
+  if (!now) {
+    if (now.error().sys_errno() == ESRCH) return ThreadOutcome::exited;
+    return Unexpected(now.error());
+  }
+  CpuSet got = now->to_cpu_set();
+  if (got != cpus) return Unexpected(affinity_error(tid, cpus, 0, cpus - got));
+  return ThreadOutcome::bound;
+}
 
 inline Result<ProcessBinding> bind_all_threads(const CpuSet& cpus, const MemoryOptions& memory) {
   GPUAFF_TRY_VOID(check_binding_set(cpus));
@@ -77,11 +104,7 @@ inline Result<ProcessBinding> bind_all_threads(const CpuSet& cpus, const MemoryO
   out.memory = memory;
   GPUAFF_TRY(MemoryChange mem, change_memory_policy(memory, out.warnings));
   AllocatedCpuSet mask(cpus);
-  struct Changed {
-    pid_t tid;
-    AllocatedCpuSet previous;
-  };
-  std::vector<Changed> changed;
+  std::vector<ChangedThread> changed;
   std::vector<pid_t> seen;  // sorted
   auto undo = [&](Error e) -> Result<ProcessBinding> {
     for (auto it = changed.rbegin(); it != changed.rend(); ++it) (void)write_affinity(it->tid, it->previous);
@@ -89,8 +112,9 @@ inline Result<ProcessBinding> bind_all_threads(const CpuSet& cpus, const MemoryO
     e.append("; every thread was put back as it was");
     return Unexpected(e);
   };
-  bool found_new = true;
-  while (found_new) {
+  // Scan until a scan finds no thread not seen before: threads may be created
+  // while the others are being bound.
+  for (bool found_new = true; found_new;) {
     if (out.passes == max_process_scans)
       return undo(make_error(Errc::system_error, "threads kept appearing through ", max_process_scans,
                              " scans of /proc/self/task; bind before starting threads"));
@@ -99,42 +123,13 @@ inline Result<ProcessBinding> bind_all_threads(const CpuSet& cpus, const MemoryO
     auto tids = list_threads();
     if (!tids) return undo(tids.error());
     for (pid_t tid : *tids) {
-      std::size_t lo = 0;  // binary search: the first entry of `seen` not below tid
-      for (std::size_t hi = seen.size(); lo < hi;) {
-        std::size_t mid = lo + (hi - lo) / 2;
-        if (seen[mid] < tid) lo = mid + 1;
-        else hi = mid;
-      }
-      if (lo < seen.size() && seen[lo] == tid) continue;
-      seen.insert(seen.begin() + static_cast<std::ptrdiff_t>(lo), tid);
+      auto at = std::lower_bound(seen.begin(), seen.end(), tid);
+      if (at != seen.end() && *at == tid) continue;
+      seen.insert(at, tid);
       found_new = true;
-      auto previous = read_affinity(tid);
-      if (!previous) {
-        if (previous.error().sys_errno() == ESRCH) {
-          ++out.threads_exited;
-          continue;
-        }
-        return undo(previous.error());
-      }
-      if (int e = write_affinity(tid, mask); e != 0) {
-        if (e == ESRCH) {
-          ++out.threads_exited;
-          continue;
-        }
-        return undo(affinity_error(tid, cpus, e, CpuSet{}));
-      }
-      changed.push_back({tid, std::move(*previous)});
-      auto now = read_affinity(tid);
-      if (!now) {
-        if (now.error().sys_errno() == ESRCH) {
-          ++out.threads_exited;
-          continue;
-        }
-        return undo(now.error());
-      }
-      CpuSet got = now->to_cpu_set();
-      if (got != cpus) return undo(affinity_error(tid, cpus, 0, cpus - got));
-      ++out.threads_bound;
+      auto outcome = bind_one_thread(tid, cpus, mask, changed);
+      if (!outcome) return undo(outcome.error());
+      ++(*outcome == ThreadOutcome::bound ? out.threads_bound : out.threads_exited);
     }
   }
   out.memory_applied = mem.applied;
