@@ -1,6 +1,8 @@
 // ScopedAffinity: a scope's binding, restored on every way out.
 #include <gpuaff/apply/scoped_affinity.hpp>
 
+#include <sys/wait.h>
+
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
@@ -134,4 +136,27 @@ TEST_CASE("a guard restored from another thread restores the creating thread's C
   CHECK(restored);
   CHECK(mine() == allowed_at_start());
   CHECK(other_tid != gpuaff::detail::current_tid());
+}
+
+// fork() copies the guard into the child. Restoring the copy must act on the
+// child's own thread: the creating thread's id names a thread of the parent,
+// which would otherwise lose its binding while its guard is still in scope.
+TEST_CASE("a guard copied into a forked child restores the child, never the parent") {
+  auto g = ScopedAffinity::create(CpuSet::single(cpu_b()));
+  REQUIRE(g);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int code = 0;
+    if (!g->restore()) code = 1;
+    else if (status_cpus("self") != allowed_at_start()) code = 2;  // the child is back to the saved mask
+    _exit(code);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(mine() == CpuSet::single(cpu_b()));  // the parent keeps its binding inside its guard
+  REQUIRE(g->restore());
+  CHECK(mine() == allowed_at_start());
 }

@@ -11,6 +11,10 @@
 // belongs to the thread that created it; destroy it there (the CPU mask is
 // restored on the creating thread even from elsewhere, the memory policy only
 // on the creating thread, as the kernel allows nothing else).
+//
+// fork() copies a guard into the child along with the thread that forked. The
+// copy restores the child's own thread, never the parent's: thread ids are
+// per process, and the creating thread's id names a thread of the parent.
 
 #include <string>
 #include <utility>
@@ -41,6 +45,7 @@ class ScopedAffinity {
     GPUAFF_TRY(AllocatedCpuSet previous, detail::read_affinity(0));
     ScopedAffinity g;
     g.owner_ = detail::current_tid();
+    g.owner_process_ = ::getpid();
     GPUAFF_TRY(detail::MemoryChange mem, detail::change_memory_policy(memory, g.warnings_));
     if (auto r = detail::apply_affinity(0, cpus, previous); !r) {
       if (mem.applied) (void)restore_memory_policy(mem.saved);
@@ -60,6 +65,7 @@ class ScopedAffinity {
         saved_memory_(o.saved_memory_),
         warnings_(std::move(o.warnings_)),
         owner_(o.owner_),
+        owner_process_(o.owner_process_),
         memory_applied_(o.memory_applied_),
         active_(std::exchange(o.active_, false)) {}
 
@@ -72,6 +78,7 @@ class ScopedAffinity {
       saved_memory_ = o.saved_memory_;
       warnings_ = std::move(o.warnings_);
       owner_ = o.owner_;
+      owner_process_ = o.owner_process_;
       memory_applied_ = o.memory_applied_;
       active_ = std::exchange(o.active_, false);
     }
@@ -91,7 +98,9 @@ class ScopedAffinity {
   Result<void> restore() noexcept {
     if (!active_) return {};
     active_ = false;
-    bool here = detail::current_tid() == owner_;
+    // In a forked child (another process) the calling thread is the copy of
+    // the one that forked: restore it, not the parent thread owner_ names.
+    bool here = detail::current_tid() == owner_ || ::getpid() != owner_process_;
     int e = detail::write_affinity(here ? 0 : owner_, saved_cpus_);
     Result<void> out;
     if (e != 0)
@@ -130,7 +139,8 @@ class ScopedAffinity {
   CpuSet cpus_{};
   SavedMemoryPolicy saved_memory_{};
   std::vector<std::string> warnings_;
-  pid_t owner_ = 0;
+  pid_t owner_ = 0;          ///< the creating thread
+  pid_t owner_process_ = 0;  ///< its process: a forked child holds a copy of the guard
   bool memory_applied_ = false;
   bool active_ = false;
 };
