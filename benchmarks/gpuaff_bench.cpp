@@ -78,8 +78,7 @@ double now_ns() {
 // ---- command line ---------------------------------------------------------------
 
 struct Config {
-  std::string fixtures = GPUAFF_FIXTURES_DIR;             // the test fixtures
-  std::string bench_fixtures = GPUAFF_BENCH_FIXTURES_DIR;  // benchmark-only roots (vm-2cpu)
+  std::string fixtures = GPUAFF_FIXTURES_DIR;  // the fixture roots, unpacked by CMake
   int rounds = 31;             // samples per variant (odd: the median is one sample)
   double sample_ms = 2.0;      // a sample repeats the operation until it takes about this long
   bool quick = false;          // smoke test: 3 rounds, short samples, no verdicts
@@ -406,12 +405,11 @@ int main(int argc, char** argv) {
     } else if (auto v = val("--rounds")) cfg.rounds = std::max(1, std::atoi(v));
     else if (auto v2 = val("--sample-ms")) cfg.sample_ms = std::atof(v2);
     else if (auto v3 = val("--fixtures")) cfg.fixtures = v3;
-    else if (auto v4 = val("--bench-fixtures")) cfg.bench_fixtures = v4;
     else if (auto v5 = val("--compile")) cfg.compile = v5;
     else if (auto v6 = val("--instructions")) cfg.instructions = v6;
     else if (auto v7 = val("--callgrind")) cfg.callgrind_mode = v7;
     else if (a == "--help" || a == "-h") {
-      std::puts("usage: gpuaff_bench [--quick] [--rounds=N] [--sample-ms=MS] [--fixtures=DIR] [--bench-fixtures=DIR]\n"
+      std::puts("usage: gpuaff_bench [--quick] [--rounds=N] [--sample-ms=MS] [--fixtures=DIR]\n"
                 "                    [--compile=GPUAFF_S,VECTOR_S,N] [--instructions=NAME=COUNT,...]\n"
                 "                    [--callgrind=FIXTURE]  (run under callgrind: one load+bind, one hwloc load,\n"
                 "                                            one policy table, 9 single bindings, each dumped separately)\n"
@@ -421,7 +419,7 @@ int main(int argc, char** argv) {
   }
 
   const std::vector<std::pair<std::string, std::string>> machines = {
-      {"vm-2cpu", cfg.bench_fixtures + "/vm-2cpu"},
+      {"vm-2cpu", cfg.fixtures + "/vm-2cpu"},
       {"p4d.24xlarge", cfg.fixtures + "/p4d.24xlarge"},
       {"dgx-h100", cfg.fixtures + "/dgx-h100"},
       {"dgx-a100", cfg.fixtures + "/dgx-a100"},

@@ -6,7 +6,7 @@
 //           [--cpu-only-if-refused] [--map-to-local]
 //
 // It loads the topology (the live machine, or a recorded root such as
-// fixtures/dgx-h100), computes every GPU's binding with a policy, and starts
+// build/fixtures/dgx-h100), computes every GPU's binding with a policy, and starts
 // each worker under a ScopedAffinity guard, so the worker runs on its CPUs
 // from its first instruction while the launcher's own mask is restored after
 // each start. Every worker prints the Cpus_allowed_list the kernel shows for

@@ -2,11 +2,12 @@
 # Sets up a fresh Debian 12 machine for gpuaff, builds the CLI, and runs the
 # main job: the topology report and every GPU's bindings for this machine,
 # then the same for a bundled fixture (a DGX H100 by default).
-#   bash tools/quickstart.sh [FIXTURE]     e.g. fixtures/p4d.24xlarge; run as root, or as a user
+#   bash tools/quickstart.sh [FIXTURE]     e.g. build/quickstart/fixtures/p4d.24xlarge (CMake unpacks
+#                                          fixtures/*.tar.xz there); run as root, or as a user
 #                                          with sudo, when packages are missing
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fixture=${1:-fixtures/dgx-h100}
+fixture=${1:-build/quickstart/fixtures/dgx-h100}
 packages=(build-essential cmake ninja-build pkg-config doctest-dev nlohmann-json3-dev libcli11-dev libhwloc-dev)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -8,7 +8,7 @@
 # Steps: pack an initramfs (busybox, the guest check program, the gpuaff tool,
 # /init), boot the kernel with the shape's QEMU flags, read the serial console,
 # and fail unless the guest printed `@@GPUAFF-QEMU END checks rc=0` (and, with a
-# tool, a recording that matches fixtures/qemu-<shape>).
+# tool, a recording that matches fixtures/qemu-<shape>.tar.xz as the build unpacks it).
 #
 # Exit codes: 0 pass, 1 fail, 77 skipped (no qemu-system-x86_64, kernel image,
 # busybox or cpio on this machine; .ci/run installs them so CI never skips).
@@ -160,7 +160,7 @@ if [[ -n $tool ]]; then
   if [[ -n $fixture ]]; then
     if [[ ${GPUAFF_QEMU_UPDATE_FIXTURES:-0} == 1 ]]; then
       rm -rf "$fixture" && mkdir -p "$fixture" && cp -a "$rec/." "$fixture/" || die "cannot write $fixture"
-      echo "updated fixture $fixture"
+      echo "updated fixture $fixture; archive it with: fixtures/generate.py --pack $fixture qemu-$shape"
     elif [[ ! -d $fixture ]]; then
       die "fixture $fixture does not exist; make it with GPUAFF_QEMU_UPDATE_FIXTURES=1"
     else
