@@ -14,6 +14,7 @@
 #include "exit_codes.hpp"
 #include "gpuaff/apply/apply.hpp"
 #include "gpuaff/policy/policy.hpp"
+#include "gpuaff/record/archive.hpp"
 #include "gpuaff/record/record.hpp"
 #include "report.hpp"
 
@@ -362,6 +363,26 @@ int run_exec(const ExecArgs& args) {
 
 // ---- record ------------------------------------------------------------------
 
+/// `record --out FILE.tar`: the recording is made in a scratch directory beside
+/// FILE.tar, written into that one tar file, and the directory removed.
+int record_to_tar(const RecordArgs& args, const std::vector<PciAddress>& extra) {
+  std::filesystem::path parent = std::filesystem::path(args.out).parent_path();
+  std::string scratch = (parent.empty() ? std::filesystem::path(".") : parent) / ".gpuaff-record-XXXXXX";
+  if (::mkdtemp(scratch.data()) == nullptr) {
+    return report_error(make_error(Errc::io_error, "cannot create a scratch directory beside '", args.out,
+                                   "': ", std::strerror(errno)));
+  }
+  auto summary = record_topology(RecordOptions{.out_dir = scratch, .root = args.root, .extra_pci = extra});
+  auto tar = summary ? write_tar(scratch, args.out, args.force) : Result<TarSummary>(unexpected(summary.error()));
+  std::error_code ec;
+  std::filesystem::remove_all(scratch, ec);
+  if (!tar) return report_error(tar.error());
+  write_stdout("recorded " + std::to_string(summary->files) + " files and " + std::to_string(summary->symlinks) +
+               " symlinks from " + args.root + " into " + args.out + "; replay with: mkdir r && tar -xf " + args.out +
+               " -C r && gpuaff topo --root r\n");
+  return exit_ok;
+}
+
 int run_record(const RecordArgs& args) {
   std::vector<PciAddress> extra;
   for (const auto& text : args.pci) {
@@ -369,6 +390,7 @@ int run_record(const RecordArgs& args) {
     if (!a) return report_error(make_error(Errc::invalid_argument, "--pci: ", a.error().message()));
     extra.push_back(*a);
   }
+  if (args.out.ends_with(".tar")) return record_to_tar(args, extra);
   std::error_code ec;
   if (!args.force && std::filesystem::is_directory(args.out, ec) && !std::filesystem::is_empty(args.out, ec)) {
     return report_error(make_error(Errc::invalid_argument, "output directory '", args.out,

@@ -192,17 +192,22 @@ int main(int argc, char** argv) try {
 
   // ---- record
   RecordArgs record_args;
-  auto* record = app.add_subcommand("record", "Copy the files gpuaff reads into DIR, to replay with --root DIR");
-  record->add_option("--out", record_args.out, "the directory to write (created)")->type_name("DIR")->required();
+  auto* record =
+      app.add_subcommand("record", "Copy the files gpuaff reads into DIR (or FILE.tar), to replay with --root DIR");
+  record->add_option("--out", record_args.out, "the directory to write (created), or FILE.tar: one tar file")
+      ->type_name("DIR|FILE.tar")
+      ->required();
   record->add_option("--root", record_args.root, "the root to record (default: this machine)")
       ->type_name("DIR")
       ->capture_default_str();
   record->add_option("--pci", record_args.pci, "also record these non-GPU devices (e.g. the NIC used with --pci)")
       ->type_name("BDF");
-  record->add_flag("--force", record_args.force, "write into DIR even when it is not empty");
+  record->add_flag("--force", record_args.force, "write into DIR even when it is not empty, or overwrite FILE.tar");
   record->footer(std::string("Examples:\n"
                              "  gpuaff record --out /tmp/node17 && tar czf node17.tgz -C /tmp node17\n"
-                             "  gpuaff topo --root /tmp/node17                 replay it anywhere\n") +
+                             "  gpuaff topo --root /tmp/node17                 replay it anywhere\n"
+                             "  gpuaff record --out node17.tar                 one file for a bug report;\n"
+                             "  mkdir r && tar -xf node17.tar -C r && gpuaff topo --root r   replays it\n") +
                  exit_codes_help);
 
   auto is_command = [&](const std::string& name) {
