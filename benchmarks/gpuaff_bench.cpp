@@ -589,7 +589,7 @@ int main(int argc, char** argv) {
   // cpu/online, node/online, proc/self/status, and the cache-index probe of the
   // first CPU (level+type of each index and the probe that finds the end: 9 on
   // x86). It leaves out a read that no reader can avoid: a GPU is a PCI device
-  // whose class and vendor are in given sets (CONTRACT.md section 2), no sysfs
+  // whose class and vendor are in given sets (docs/contract.md section 2), no sysfs
   // file lists the classes of all devices (/proc/bus/pci/devices has no class),
   // so every device listed under sys/bus/pci/devices costs one `class` read.
   // The complete floor adds that one read per listed device. Both against the

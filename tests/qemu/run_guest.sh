@@ -52,7 +52,7 @@ case $shape in
     # (bus 0x14 -> devices on bus 0x15): an e1000 (15:03.0) and two ATI VGA
     # adapters (15:04.0, 15:05.0); behind one on node 0 (bus 0x28 -> 0x29): a
     # virtio-rng (29:02.0) and a third ATI VGA (29:03.0). The ATI adapters
-    # (vendor 0x1002, class 0x0300) are GPUs by CONTRACT.md section 2.
+    # (vendor 0x1002, class 0x0300) are GPUs by docs/contract.md section 2.
     shape_args=(-m 1536 -smp 8,sockets=2,cores=2,threads=2
       $(common_memory 0) $(common_memory 1) $(common_memory 2)
       -numa node,nodeid=0,cpus=0-3,memdev=m0 -numa node,nodeid=1,cpus=4-7,memdev=m1

@@ -1,6 +1,6 @@
 // gpuaff: bind GPU processes to the right CPUs and NUMA memory.
 // This file only parses the command line (CLI11) and dispatches to
-// commands.cpp; the CLI contract is docs/cli.md and CONTRACT.md section 3.
+// commands.cpp; the CLI contract is docs/cli.md and docs/contract.md section 3.
 
 #include <cstdio>
 #include <exception>
