@@ -1,7 +1,8 @@
 // The words launch options are given in, parsed into the library's types.
 #include <doctest/doctest.h>
 
-#include "gpuaff/launch/choices.hpp"
+#include "gpuaff/gpuaff.hpp"
+#include "gpuaff/launch.hpp"  // with the umbrella: the launch layer declares nothing twice
 
 using gpuaff::Errc;
 using gpuaff::MemPolicy;
@@ -37,7 +38,7 @@ TEST_CASE("every other option word parses to its value") {
   CHECK(*gpuaff::parse_topo_format("json") == gpuaff::TopoFormat::json);
   CHECK(*gpuaff::parse_color("auto") == gpuaff::ColorMode::automatic);
   CHECK(*gpuaff::parse_color("never") == gpuaff::ColorMode::never);
-  CHECK(*gpuaff::parse_fallback("unbound") == gpuaff::Fallback::unbound);
+  CHECK(*gpuaff::parse_fallback("unbound") == gpuaff::Fallback::unbound);  // spawn's Fallback, the same choice
   CHECK(!gpuaff::parse_scope("package"));
   CHECK(!gpuaff::parse_smt("two"));
   CHECK(!gpuaff::parse_topo_format("cpulist"));

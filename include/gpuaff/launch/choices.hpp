@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "gpuaff/apply/mempolicy.hpp"
+#include "gpuaff/apply/spawn.hpp"  // Fallback: `gpuaff exec --fallback` is the same choice as a spawn's
 #include "gpuaff/launch/launcher.hpp"
 #include "gpuaff/policy/common.hpp"
 #include "gpuaff/result.hpp"
@@ -30,8 +31,6 @@ enum class BindFormat { cpulist, mask, numactl, json };
 enum class TopoFormat { text, json };
 /// `gpuaff topo --color`: auto colours a terminal unless NO_COLOR is set.
 enum class ColorMode { automatic, always, never };
-/// `gpuaff exec --fallback`: when the binding cannot be made, fail, or run the command unbound.
-enum class Fallback { error, unbound };
 
 inline constexpr std::array scope_choices{Choice<Scope>{"node", Scope::node}, Choice<Scope>{"socket", Scope::socket}};
 inline constexpr std::array smt_choices{Choice<Smt>{"all", Smt::all}, Choice<Smt>{"one", Smt::one}};
