@@ -125,29 +125,15 @@ std::string command_names(const CLI::App& app) {
   return out;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
+/// Registers `gpuaff bind` and its options into `args`.
+CLI::App* add_bind_command(CLI::App& app, BindArgs& args) {
   const std::string exit_codes_help = gpuaff::cli::exit_codes_help();
   const std::string policies_help = gpuaff::cli::policies_help();
-  CLI::App app{"gpuaff binds GPU processes to the CPUs and NUMA memory closest to their GPU.", "gpuaff"};
-  app.set_version_flag("--version", std::string("gpuaff ") + gpuaff::version_string);
-  app.require_subcommand(1);
-  app.footer(std::string("Examples:\n"
-                         "  gpuaff topo                               this machine, GPUs, nodes, bindings\n"
-                         "  gpuaff bind --gpu 0 --policy exclusive     CPUs for GPU 0, one line\n"
-                         "  torchrun --nproc-per-node 8 --no-python gpuaff exec --local-rank -- python train.py\n"
-                         "  gpuaff record --out /tmp/machine           record this machine for a bug report\n"
-                         "Run 'gpuaff <command> --help' for each command's options.\n") +
-             exit_codes_help);
-
-  // ---- bind
-  BindArgs bind_args;
   auto* bind = app.add_subcommand("bind", "Print the CPUs (and memory nodes) a GPU's process should use");
-  add_source_options(*bind, bind_args.plan.source);
-  add_target_options(*bind, bind_args.plan);
-  add_policy_options(*bind, bind_args.plan, "binding policy: " + policies_help);
-  add_choice(*bind, "--format", bind_args.format, gpuaff::bind_format_choices,
+  add_source_options(*bind, args.plan.source);
+  add_target_options(*bind, args.plan);
+  add_policy_options(*bind, args.plan, "binding policy: " + policies_help);
+  add_choice(*bind, "--format", args.format, gpuaff::bind_format_choices,
              "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... "
              "--membind=...; json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, "
              "recommended_threads");
@@ -158,17 +144,21 @@ int main(int argc, char** argv) try {
                            "  gpuaff bind --gpu 1 --policy unique-contiguous --smt one --nproc 4\n"
                            "  gpuaff bind --root fixtures/dgx-h100 --gpu 7 --format json\n") +
                exit_codes_help);
+  return bind;
+}
 
-  // ---- topo
-  TopoArgs topo_args;
+/// Registers `gpuaff topo` and its options into `args`.
+CLI::App* add_topo_command(CLI::App& app, TopoArgs& args) {
+  const std::string exit_codes_help = gpuaff::cli::exit_codes_help();
+  const std::string policies_help = gpuaff::cli::policies_help();
   auto* topo = app.add_subcommand("topo", "Describe the machine: CPUs, NUMA nodes, GPUs, and every policy's binding");
-  add_source_options(*topo, topo_args.plan.source);
-  add_policy_options(*topo, topo_args.plan,
+  add_source_options(*topo, args.plan.source);
+  add_policy_options(*topo, args.plan,
                      "the policy drawn in the core picture (default exclusive: it shows which cores each GPU owns; "
                      "node would mark shared cores '+'): " + policies_help);
-  add_choice(*topo, "--format", topo_args.format, gpuaff::topo_format_choices,
+  add_choice(*topo, "--format", args.format, gpuaff::topo_format_choices,
              "text: a report for people and bug reports; json: one object");
-  add_choice(*topo, "--color", topo_args.color, gpuaff::color_choices,
+  add_choice(*topo, "--color", args.color, gpuaff::color_choices,
              "colour the picture: auto (on a terminal, unless NO_COLOR is set), always, never");
   topo->footer(std::string("Examples:\n"
                            "  gpuaff topo                                  this machine\n"
@@ -176,29 +166,33 @@ int main(int argc, char** argv) try {
                            "  gpuaff topo --policy unique-contiguous --nproc 4\n"
                            "  gpuaff topo --format json > machine.json      then: gpuaff bind --topology machine.json ...\n") +
                exit_codes_help);
+  return topo;
+}
 
-  // ---- exec
-  ExecArgs exec_args;
+/// Registers `gpuaff exec` and its options into `args`.
+CLI::App* add_exec_command(CLI::App& app, ExecArgs& args) {
+  const std::string exit_codes_help = gpuaff::cli::exit_codes_help();
+  const std::string policies_help = gpuaff::cli::policies_help();
   auto* exec = app.add_subcommand("exec", "Bind this process (every thread, and memory if asked), then run COMMAND");
-  add_source_options(*exec, exec_args.plan.source);
-  add_target_options(*exec, exec_args.plan);
-  auto* local_rank = exec->add_flag("--local-rank", exec_args.plan.local_rank,
+  add_source_options(*exec, args.plan.source);
+  add_target_options(*exec, args.plan);
+  auto* local_rank = exec->add_flag("--local-rank", args.plan.local_rank,
                                     "the GPU index is the first set of " +
                                         gpuaff::variable_list(gpuaff::local_rank_variables));
   local_rank->excludes("--gpu")->excludes("--pci");
   exec->get_option("--gpu")->excludes(local_rank);
   exec->get_option("--pci")->excludes(local_rank);
-  add_policy_options(*exec, exec_args.plan, "binding policy: " + policies_help);
-  add_choice(*exec, "--membind", exec_args.membind, gpuaff::membind_choices,
+  add_policy_options(*exec, args.plan, "binding policy: " + policies_help);
+  add_choice(*exec, "--membind", args.membind, gpuaff::membind_choices,
              "memory policy: none (kernel default: first touch), local (only the GPU's node(s); 'bind' "
              "is a synonym), preferred (the GPU's node first), interleave (over the GPU's nodes)");
-  add_choice(*exec, "--fallback", exec_args.fallback, gpuaff::fallback_choices,
+  add_choice(*exec, "--fallback", args.fallback, gpuaff::fallback_choices,
              "when binding fails: error (exit with the error), or unbound (one warning line, then run "
              "COMMAND anyway; a refused memory policy keeps the CPU binding)");
-  exec->add_flag("--omp-threads", exec_args.omp_threads,
+  exec->add_flag("--omp-threads", args.omp_threads,
                  "set OMP_NUM_THREADS to the recommended thread count of the binding");
-  exec->add_flag("--verbose", exec_args.verbose, "say on stderr what was bound");
-  exec->add_option("command", exec_args.command, "the command and its arguments, after --")->type_name("COMMAND...");
+  exec->add_flag("--verbose", args.verbose, "say on stderr what was bound");
+  exec->add_option("command", args.command, "the command and its arguments, after --")->type_name("COMMAND...");
   exec->footer(std::string("Examples:\n"
                            "  gpuaff exec --gpu 0 -- ./trainer --epochs 3\n"
                            "  torchrun --nproc-per-node 8 --no-python gpuaff exec --local-rank --policy exclusive -- "
@@ -208,21 +202,49 @@ int main(int argc, char** argv) try {
                            "  gpuaff exec --local-rank --fallback unbound --verbose -- python train.py\n"
                            "COMMAND is run with execvp (PATH is searched; no shell, no temporary files).\n") +
                exit_codes_help);
+  return exec;
+}
 
-  // ---- record
-  RecordArgs record_args;
+/// Registers `gpuaff record` and its options into `args`.
+CLI::App* add_record_command(CLI::App& app, RecordArgs& args) {
+  const std::string exit_codes_help = gpuaff::cli::exit_codes_help();
   auto* record = app.add_subcommand("record", "Copy the files gpuaff reads into DIR, to replay with --root DIR");
-  record->add_option("--out", record_args.out, "the directory to write (created)")->type_name("DIR")->required();
-  record->add_option("--root", record_args.root, "the root to record (default: this machine)")
+  record->add_option("--out", args.out, "the directory to write (created)")->type_name("DIR")->required();
+  record->add_option("--root", args.root, "the root to record (default: this machine)")
       ->type_name("DIR")
       ->capture_default_str();
-  record->add_option("--pci", record_args.pci, "also record these non-GPU devices (e.g. the NIC used with --pci)")
+  record->add_option("--pci", args.pci, "also record these non-GPU devices (e.g. the NIC used with --pci)")
       ->type_name("BDF");
-  record->add_flag("--force", record_args.force, "write into DIR even when it is not empty");
+  record->add_flag("--force", args.force, "write into DIR even when it is not empty");
   record->footer(std::string("Examples:\n"
                              "  gpuaff record --out /tmp/node17 && tar czf node17.tgz -C /tmp node17\n"
                              "  gpuaff topo --root /tmp/node17                 replay it anywhere\n") +
                  exit_codes_help);
+  return record;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  CLI::App app{"gpuaff binds GPU processes to the CPUs and NUMA memory closest to their GPU.", "gpuaff"};
+  app.set_version_flag("--version", std::string("gpuaff ") + gpuaff::version_string);
+  app.require_subcommand(1);
+  app.footer(std::string("Examples:\n"
+                         "  gpuaff topo                               this machine, GPUs, nodes, bindings\n"
+                         "  gpuaff bind --gpu 0 --policy exclusive     CPUs for GPU 0, one line\n"
+                         "  torchrun --nproc-per-node 8 --no-python gpuaff exec --local-rank -- python train.py\n"
+                         "  gpuaff record --out /tmp/machine           record this machine for a bug report\n"
+                         "Run 'gpuaff <command> --help' for each command's options.\n") +
+             gpuaff::cli::exit_codes_help());
+
+  BindArgs bind_args;
+  TopoArgs topo_args;
+  ExecArgs exec_args;
+  RecordArgs record_args;
+  CLI::App* bind = add_bind_command(app, bind_args);
+  CLI::App* topo = add_topo_command(app, topo_args);
+  CLI::App* exec = add_exec_command(app, exec_args);
+  CLI::App* record = add_record_command(app, record_args);
 
   auto is_command = [&](const std::string& name) {
     for (const CLI::App* sub : app.get_subcommands({}))
