@@ -79,6 +79,8 @@ double now_ns() {
 
 struct Config {
   std::string fixtures = GPUAFF_FIXTURES_DIR;  // the fixture roots, unpacked by CMake
+  std::string tool = GPUAFF_BENCH_TOOL;              // the gpuaff binary (row 8); empty: not built
+  std::string hwloc_tool = GPUAFF_BENCH_HWLOC_TOOL;  // gpuaff-hwloc (row 8, information); empty: not built
   int rounds = 31;             // samples per variant (odd: the median is one sample)
   double sample_ms = 2.0;      // a sample repeats the operation until it takes about this long
   bool quick = false;          // smoke test: 3 rounds, short samples, no verdicts
@@ -141,6 +143,23 @@ Pair compare(const Config& cfg, const std::function<void()>& a, const std::funct
     ratio.push_back(ta / tb);
   }
   return {median(va), median(vb), median(ratio)};
+}
+
+/// Interleaves any number of variants (each round starts one further along:
+/// A B C, B C A, C A B, ...) and returns the median time per operation of each.
+std::vector<double> compare_all(const Config& cfg, const std::vector<std::function<void()>>& fns) {
+  std::vector<int> reps;
+  for (const auto& f : fns) reps.push_back(calibrate(f, cfg.sample_ms));
+  std::vector<std::vector<double>> samples(fns.size());
+  for (int r = 0; r < cfg.rounds; ++r) {
+    for (std::size_t k = 0; k < fns.size(); ++k) {
+      std::size_t i = (k + static_cast<std::size_t>(r)) % fns.size();
+      samples[i].push_back(time_ns(fns[i], reps[i]) / reps[i]);
+    }
+  }
+  std::vector<double> out;
+  for (auto& v : samples) out.push_back(median(v));
+  return out;
 }
 
 /// Least-squares slope of log(y) against log(x).
@@ -408,9 +427,12 @@ int main(int argc, char** argv) {
     else if (auto v5 = val("--compile")) cfg.compile = v5;
     else if (auto v6 = val("--instructions")) cfg.instructions = v6;
     else if (auto v7 = val("--callgrind")) cfg.callgrind_mode = v7;
+    else if (auto v8 = val("--tool")) cfg.tool = v8;
+    else if (auto v9 = val("--hwloc-tool")) cfg.hwloc_tool = v9;
     else if (a == "--help" || a == "-h") {
       std::puts("usage: gpuaff_bench [--quick] [--rounds=N] [--sample-ms=MS] [--fixtures=DIR]\n"
                 "                    [--compile=GPUAFF_S,VECTOR_S,N] [--instructions=NAME=COUNT,...]\n"
+                "                    [--tool=GPUAFF] [--hwloc-tool=GPUAFF_HWLOC]  (row 8: whole gpuaff processes)\n"
                 "                    [--callgrind=FIXTURE]  (run under callgrind: one load+bind, one hwloc load,\n"
                 "                                            one policy table, 9 single bindings, each dumped separately)\n"
                 "Prints one table; benchmarks/README.md explains the rows. Run benchmarks/run.sh for all of it.");
@@ -812,6 +834,59 @@ int main(int argc, char** argv) {
     }
   }
 
+  // ---- row 8: whole gpuaff processes vs /bin/true -----------------------------------------
+  // What a launcher pays per rank for the binary: exec, dynamic loading, the
+  // sysfs read and the binding, exit; /bin/true is the floor of any process.
+  // `--version` reads nothing, so it shows the loading alone; gpuaff-hwloc's
+  // `--version` shows what loading libhwloc (and libudev) adds to every run.
+  if (!cfg.tool.empty()) {
+    const std::string h100 = cfg.fixtures + "/dgx-h100";
+    auto process = [](std::vector<std::string> words) {
+      return [words]() mutable {
+        std::vector<char*> args;
+        for (auto& w : words) args.push_back(w.data());
+        args.push_back(nullptr);
+        char* no_env[] = {nullptr};  // no *_VISIBLE_DEVICES or launcher variables from the shell
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        pid_t pid;
+        if (posix_spawn(&pid, args[0], &fa, nullptr, args.data(), no_env) != 0) die("posix_spawn " + words[0] + " failed");
+        posix_spawn_file_actions_destroy(&fa);
+        int st = 0;
+        waitpid(pid, &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) die(words[0] + " failed (wait status " + std::to_string(st) + ")");
+      };
+    };
+    std::vector<std::function<void()>> fns{process({cfg.tool, "bind", "--root", h100, "--gpu", "0"}),
+                                           process({cfg.tool, "--version"}), process({"/bin/true"})};
+    if (!cfg.hwloc_tool.empty()) fns.push_back(process({cfg.hwloc_tool, "--version"}));
+    Config c2 = cfg;
+    c2.sample_ms = std::max(cfg.sample_ms, cfg.quick ? 1.0 : 20.0);  // a process is ~1 ms: several per sample
+    for (Timer t : {Timer::self_and_children, Timer::wall}) {
+      timer = t;
+      std::vector<double> m = compare_all(c2, fns);
+      std::string clock = t == Timer::wall ? "wall time" : "CPU, parent + child";
+      add(cfg,
+          {"8", "process: gpuaff bind --root dgx-h100 --gpu 0 vs /bin/true (" + clock + ")", fmt_time(m[0]),
+           fmt_time(m[2]), fmt("%.1fx", m[0] / m[2]), "(info)", ""},
+          true, false);
+      add(cfg,
+          {"8", "process: gpuaff --version vs /bin/true (" + clock + ")", fmt_time(m[1]), fmt_time(m[2]),
+           fmt("%.1fx", m[1] / m[2]), "(info)", ""},
+          true, false);
+      if (m.size() > 3)
+        add(cfg,
+            {"8", "process: gpuaff-hwloc --version vs /bin/true (" + clock + "; loads libhwloc, libudev)",
+             fmt_time(m[3]), fmt_time(m[2]), fmt("%.1fx", m[3] / m[2]), "(info)", ""},
+            true, false);
+    }
+    timer = Timer::thread_cpu;
+  } else {
+    add(cfg, {"8", "whole gpuaff processes: the tool is not built (-DGPUAFF_BUILD_TOOLS=OFF)", "-", "-", "-", "(info)", ""},
+        true, false);
+  }
+
   // ---- callgrind instruction counts (measured by run.sh --callgrind) ------------------------
   if (!cfg.instructions.empty()) notes.push_back("callgrind instructions: " + cfg.instructions);
 
@@ -831,7 +906,7 @@ int main(int argc, char** argv) {
 #endif
               cfg.quick ? ", QUICK MODE (3 rounds, numbers meaningless)" : "");
   std::printf("medians of %d interleaved rounds per variant (A B A B ...); times are per operation, in the\n"
-              "calling thread's CPU time (user + system); row 5: CPU time of this process and its children\n\n",
+              "calling thread's CPU time (user + system); rows 5 and 8: CPU time of this process and its children\n\n",
               cfg.rounds);
   print_table();
   std::puts("");

@@ -195,6 +195,18 @@ TEST_CASE("bad flags and values are usage errors (exit 2)") {
   check_error({"record"}, 2);
 }
 
+TEST_CASE("gpuaff does not read through hwloc: --source hwloc and --hwloc-xml name gpuaff-hwloc (exit 2)") {
+  std::vector<std::vector<std::string>> calls{{"bind", "--source", "hwloc", "--root", h100, "--gpu", "5"},
+                                              {"bind", "--hwloc-xml", h100 + ".xml", "--gpu", "5"},
+                                              {"topo", "--source", "hwloc"},
+                                              {"exec", "--hwloc-xml", h100 + ".xml", "--gpu", "0", "--", "true"}};
+  for (const auto& args : calls) {
+    check_error(args, 2);
+    Run r = tool(args);
+    CHECK(r.err.find("run the same command with gpuaff-hwloc") != std::string::npos);
+  }
+}
+
 TEST_CASE("an unreadable topology exits 3") {
   check_error({"bind", "--root", "/nonexistent/gpuaff-root", "--gpu", "0"}, 3);
   check_error({"topo", "--root", "/nonexistent/gpuaff-root"}, 3);

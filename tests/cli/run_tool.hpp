@@ -157,7 +157,7 @@ struct FakeMachine {
   std::vector<FakeDevice> devices;
 };
 
-/// Writes the files CONTRACT.md section 1 lists, with PCI device directories
+/// Writes the files docs/contract.md section 1 lists, with PCI device directories
 /// under sys/devices/pci0000:00 and sys/bus/pci/devices symlinks to them.
 inline void write_machine(const std::filesystem::path& root, const FakeMachine& m) {
   namespace fs = std::filesystem;

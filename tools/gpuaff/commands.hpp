@@ -1,47 +1,48 @@
 #pragma once
-// The gpuaff commands, as functions of plain option structs filled by the
-// argument parser (main.cpp). Each returns the process exit code and writes
-// its result to stdout, or one error line to stderr and nothing to stdout.
+// The gpuaff commands, one file each (bind.cpp, topo.cpp, exec.cpp,
+// record.cpp), as functions of typed option structs that main.cpp fills from
+// the command line. Each returns the process exit code and writes its result
+// to stdout, or one error line to stderr and nothing to stdout.
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "gpuaff/launch/choices.hpp"
+#include "gpuaff/launch/plan.hpp"
 #include "load.hpp"
 
 namespace gpuaff::cli {
 
-/// The options every command that computes a binding shares.
+/// The options every command that computes a binding shares. The texts of
+/// --policy, --unknown-node and --pci are parsed by the library when the
+/// binding is planned, so that a bad one is a gpuaff error line (exit 2).
 struct PlanOptions {
   SourceOptions source{};
   std::optional<int> gpu{};      ///< --gpu N
   std::string pci{};             ///< --pci BDF (empty: none)
   bool local_rank = false;       ///< --local-rank (exec)
   std::string policy = "node";   ///< --policy
-  std::string scope = "node";    ///< --scope node|socket
-  std::string smt = "all";       ///< --smt all|one
-  bool balanced = true;          ///< --balanced / --no-balanced
-  int min_cores = 0;             ///< --min-cores
-  int max_cores = 0;             ///< --max-cores
+  NvidiaOptions nvidia{};        ///< --scope, --smt, --balanced/--no-balanced, --min-cores, --max-cores
   int nproc = 0;                 ///< --nproc (0: every visible GPU)
   std::string unknown_node = "error";  ///< --unknown-node error|node0|N
 };
 
 struct BindArgs {
   PlanOptions plan{};
-  std::string format = "cpulist";  ///< cpulist|mask|numactl|json
+  BindFormat format = BindFormat::cpulist;
 };
 
 struct TopoArgs {
   PlanOptions plan{.policy = "exclusive"};  ///< the picture's policy and the table's job options
-  std::string format = "text";              ///< text|json
-  std::string color = "auto";               ///< auto|always|never
+  TopoFormat format = TopoFormat::text;
+  ColorMode color = ColorMode::automatic;
 };
 
 struct ExecArgs {
   PlanOptions plan{};
-  std::string membind = "none";    ///< none|local|preferred|interleave
-  std::string fallback = "error";  ///< error|unbound
+  MemPolicy membind = MemPolicy::none;
+  Fallback fallback = Fallback::error;
   bool omp_threads = false;        ///< set OMP_NUM_THREADS to the recommended thread count
   bool verbose = false;            ///< say what was done on stderr
   std::vector<std::string> command{};
@@ -59,7 +60,13 @@ int run_topo(const TopoArgs& args);
 int run_exec(const ExecArgs& args);
 int run_record(const RecordArgs& args);
 
-/// Prints "gpuaff: <message>" on stderr and returns the exit code of its class.
-int report_error(const Error& e);
+/// The policy and job the options name.
+/// Errors: Errc::invalid_argument for an unknown policy or --unknown-node value.
+Result<PolicySpec> policy_spec(const PlanOptions& o);
+Result<JobOptions> job_options(const PlanOptions& o);
+
+/// The plan of bind and exec: the target (--gpu, --pci or --local-rank), read
+/// with binding detail, bound with the options' policy.
+Result<LaunchPlan> plan_binding(const PlanOptions& o, MemPolicy membind);
 
 }  // namespace gpuaff::cli

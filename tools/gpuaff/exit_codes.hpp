@@ -1,8 +1,11 @@
 #pragma once
-// Exit codes of gpuaff, one per failure class, and the single-line error
-// report. Scripts test these numbers: they are part of the CLI contract
-// (docs/cli.md), so extend the list, never renumber it.
+// Exit codes of gpuaff, one per failure class: the library's error classes
+// (Errc) map onto them, and the help text and docs/cli.md's table come from
+// the same lists (tests/cli checks the docs). Scripts test these numbers: they
+// are part of the CLI contract (docs/contract.md section 3), so extend the
+// lists, never renumber them.
 
+#include <array>
 #include <string>
 #include <string_view>
 
@@ -22,22 +25,59 @@ enum ExitCode : int {
   exit_command_not_found = 127 ///< exec: COMMAND not found (as shells do)
 };
 
+/// Each exit code and what it means, as `--help` prints it.
+struct ExitCodeMeaning {
+  ExitCode code;
+  std::string_view meaning;
+};
+inline constexpr std::array<ExitCodeMeaning, 9> exit_code_meanings{{
+    {exit_ok, "success"},
+    {exit_internal, "internal error (a bug in gpuaff; please report it)"},
+    {exit_usage, "usage: bad flag or value, bad or missing launcher variable (--local-rank)"},
+    {exit_topology, "the topology cannot be read: missing root, unreadable or malformed file"},
+    {exit_not_found, "no such GPU or PCI device, or its NUMA node is unknown (see --unknown-node)"},
+    {exit_cannot_bind, "cannot bind: empty result, too few cores, CPUs not allowed here"},
+    {exit_system, "the system refused: permission denied, failed system call, unsupported"},
+    {exit_cannot_execute, "exec: the command cannot be executed"},
+    {exit_command_not_found, "exec: the command was not found"},
+}};
+
+/// Each library error class, its name in the docs, and its exit code.
+struct ErrorClass {
+  Errc errc;
+  std::string_view name;  ///< the enumerator's name, as docs/cli.md writes it
+  ExitCode code;
+};
+inline constexpr std::array<ErrorClass, 11> error_classes{{
+    {Errc::invalid_argument, "invalid_argument", exit_usage},
+    {Errc::parse_error, "parse_error", exit_topology},
+    {Errc::io_error, "io_error", exit_topology},
+    {Errc::out_of_range, "out_of_range", exit_topology},
+    {Errc::not_found, "not_found", exit_not_found},
+    {Errc::unknown_locality, "unknown_locality", exit_not_found},
+    {Errc::empty_result, "empty_result", exit_cannot_bind},
+    {Errc::insufficient_cores, "insufficient_cores", exit_cannot_bind},
+    {Errc::permission_denied, "permission_denied", exit_system},
+    {Errc::system_error, "system_error", exit_system},
+    {Errc::unsupported, "unsupported", exit_system},
+}};
+
 /// The exit code for a library error class.
 constexpr int exit_code(Errc c) {
-  switch (c) {
-    case Errc::invalid_argument: return exit_usage;
-    case Errc::parse_error:
-    case Errc::io_error:
-    case Errc::out_of_range: return exit_topology;
-    case Errc::not_found:
-    case Errc::unknown_locality: return exit_not_found;
-    case Errc::empty_result:
-    case Errc::insufficient_cores: return exit_cannot_bind;
-    case Errc::permission_denied:
-    case Errc::system_error:
-    case Errc::unsupported: return exit_system;
-  }
+  for (const auto& e : error_classes)
+    if (e.errc == c) return e.code;
   return exit_internal;
+}
+
+/// The "Exit codes:" section every --help ends with.
+inline std::string exit_codes_help() {
+  std::string out = "Exit codes:\n";
+  for (const auto& e : exit_code_meanings) {
+    std::string code = std::to_string(e.code);
+    code.resize(5, ' ');
+    out += "  " + code + std::string(e.meaning) + '\n';
+  }
+  return out + "Errors are one line on stderr, \"gpuaff: <what is wrong>; <what to do>\"; stdout stays empty.\n";
 }
 
 /// The text as one line: newlines and tabs become spaces, trailing dots and spaces go.

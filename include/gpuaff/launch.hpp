@@ -1,0 +1,10 @@
+#pragma once
+// The launch layer: what a launcher needs to bind one process of a job to
+// its GPU. The local rank and local size from launcher variables
+// (launch/launcher.hpp), the words its options are given in
+// (launch/choices.hpp), and the plan of one binding and applying it
+// (launch/plan.hpp). `gpuaff bind` and `gpuaff exec` are built on it.
+
+#include "gpuaff/launch/choices.hpp"
+#include "gpuaff/launch/launcher.hpp"
+#include "gpuaff/launch/plan.hpp"

@@ -1,0 +1,82 @@
+// gpuaff exec: bind this process (every thread, and memory when asked), then
+// replace it with COMMAND through execvp.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "commands.hpp"
+#include "gpuaff/policy/threads.hpp"
+#include "output.hpp"
+#include "policies.hpp"
+
+namespace gpuaff::cli {
+namespace {
+
+std::string command_text(const std::vector<std::string>& command) {
+  std::string s;
+  for (const auto& a : command) s += (s.empty() ? "" : " ") + a;
+  return s.size() > 80 ? s.substr(0, 77) + "..." : s;
+}
+
+/// Replaces this process with the command; returns only on failure.
+int exec_command(const std::vector<std::string>& command) {
+  std::vector<char*> argv;
+  argv.reserve(command.size() + 1);
+  for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execvp(argv[0], argv.data());
+  int e = errno;
+  bool missing = e == ENOENT || e == ENOTDIR;
+  print_line(stderr, "gpuaff: cannot run '" + command.front() + "': " + std::strerror(e) +
+                         (missing ? "; check the command name and PATH" : "; check that it is an executable file"));
+  return missing ? exit_command_not_found : exit_cannot_execute;
+}
+
+/// What --verbose says was bound.
+std::string bound_text(const LaunchPlan& plan, const ProcessBinding& done, const ExecArgs& args, int threads) {
+  std::string what = (plan.visible_gpu >= 0 ? "GPU " + std::to_string(plan.visible_gpu) : std::string("device")) +
+                     " " + std::string(plan.target().address().to_string().view()) + " node " +
+                     std::to_string(plan.node);
+  if (!plan.rank_source.empty()) what += " (" + plan.rank_source + ")";
+  what += ", policy " + policy_name(plan.policy.kind) + ": CPUs " + plan.cpus.to_list() + ", memory " +
+          std::string(to_string(plan.membind));
+  if (plan.membind != MemPolicy::none) what += " nodes " + plan.memory_nodes.to_list();
+  if (plan.membind != MemPolicy::none && !done.memory_applied) what += " (not applied)";
+  what += ", " + std::to_string(done.threads_bound) + " thread(s) bound";
+  if (args.omp_threads) what += ", OMP_NUM_THREADS=" + std::to_string(threads);
+  return what;
+}
+
+/// Plans and applies the binding; the command has not run yet.
+Result<std::string> bind_for_exec(const ExecArgs& args) {
+  GPUAFF_TRY(LaunchPlan plan, plan_binding(args.plan, args.membind));
+  OnRefused on_refused = args.fallback == Fallback::unbound ? OnRefused::cpu_only : OnRefused::error;
+  PlannedOn where = reads_another_machine(args.plan.source) ? PlannedOn::another_machine : PlannedOn::this_machine;
+  GPUAFF_TRY(ProcessBinding done, apply_plan(plan, on_refused, where));
+  for (const auto& w : done.warnings) print_line(stderr, "gpuaff: warning: " + w);
+  int threads = recommended_threads(plan.topo, plan.cpus);
+  if (args.omp_threads) ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
+  return bound_text(plan, done, args, threads);
+}
+
+}  // namespace
+
+int run_exec(const ExecArgs& args) {
+  if (args.command.empty()) {
+    return report_error(make_error(Errc::invalid_argument, "exec needs a command after '--'; e.g. gpuaff exec "
+                                                           "--local-rank -- python train.py"));
+  }
+  auto bound = bind_for_exec(args);
+  if (!bound) {
+    if (args.fallback != Fallback::unbound) return report_error(bound.error());
+    print_line(stderr, "gpuaff: warning: " + one_line(bound.error().message()) + "; running '" +
+                           command_text(args.command) + "' unbound (--fallback unbound)");
+  } else if (args.verbose) {
+    print_line(stderr, "gpuaff: " + *bound + "; exec " + command_text(args.command));
+  }
+  return exec_command(args.command);
+}
+
+}  // namespace gpuaff::cli

@@ -1,0 +1,62 @@
+// gpuaff record: copy the files gpuaff reads into a directory (or one tar
+// file), to replay with --root DIR anywhere.
+#include <stdlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "commands.hpp"
+#include "gpuaff/record/archive.hpp"
+#include "gpuaff/record/record.hpp"
+#include "output.hpp"
+
+namespace gpuaff::cli {
+
+namespace {
+
+/// `record --out FILE.tar`: the recording is made in a scratch directory beside
+/// FILE.tar, written into that one tar file, and the directory removed.
+int record_to_tar(const RecordArgs& args, const std::vector<PciAddress>& extra) {
+  std::filesystem::path parent = std::filesystem::path(args.out).parent_path();
+  std::string scratch = (parent.empty() ? std::filesystem::path(".") : parent) / ".gpuaff-record-XXXXXX";
+  if (::mkdtemp(scratch.data()) == nullptr) {
+    return report_error(make_error(Errc::io_error, "cannot create a scratch directory beside '", args.out,
+                                   "': ", std::strerror(errno)));
+  }
+  auto summary = record_topology(RecordOptions{.out_dir = scratch, .root = args.root, .extra_pci = extra});
+  auto tar = summary ? write_tar(scratch, args.out, args.force) : Result<TarSummary>(unexpected(summary.error()));
+  std::error_code ec;
+  std::filesystem::remove_all(scratch, ec);
+  if (!tar) return report_error(tar.error());
+  write_stdout("recorded " + std::to_string(summary->files) + " files and " + std::to_string(summary->symlinks) +
+               " symlinks from " + args.root + " into " + args.out + "; replay with: mkdir r && tar -xf " + args.out +
+               " -C r && gpuaff topo --root r\n");
+  return exit_ok;
+}
+
+}  // namespace
+
+int run_record(const RecordArgs& args) {
+  std::vector<PciAddress> extra;
+  for (const auto& text : args.pci) {
+    auto a = PciAddress::parse(text);
+    if (!a) return report_error(make_error(Errc::invalid_argument, "--pci: ", a.error().message()));
+    extra.push_back(*a);
+  }
+  if (args.out.ends_with(".tar")) return record_to_tar(args, extra);
+  std::error_code ec;
+  if (!args.force && std::filesystem::is_directory(args.out, ec) && !std::filesystem::is_empty(args.out, ec)) {
+    return report_error(make_error(Errc::invalid_argument, "output directory '", args.out,
+                                   "' is not empty; choose a new directory, or pass --force to write into it"));
+  }
+  auto summary = record_topology(RecordOptions{
+      .out_dir = args.out, .root = args.root, .extra_pci = extra, .allow_non_empty = args.force});
+  if (!summary) return report_error(summary.error());
+  write_stdout("recorded " + std::to_string(summary->files) + " files and " + std::to_string(summary->symlinks) +
+               " symlinks from " + args.root + " into " + args.out + "; replay with: gpuaff topo --root " + args.out +
+               '\n');
+  return exit_ok;
+}
+
+}  // namespace gpuaff::cli

@@ -1,0 +1,64 @@
+// gpuaff topo: describe the machine, and what every policy gives every GPU.
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "commands.hpp"
+#include "gpuaff/source/json.hpp"
+#include "output.hpp"
+#include "policies.hpp"
+#include "report.hpp"
+
+namespace gpuaff::cli {
+namespace {
+
+bool use_color(ColorMode mode) {
+  if (mode != ColorMode::automatic) return mode == ColorMode::always;
+  const char* no_color = std::getenv("NO_COLOR");
+  return ::isatty(STDOUT_FILENO) == 1 && (no_color == nullptr || *no_color == '\0');
+}
+
+/// One line describing the job options the table was computed with.
+std::string job_line(const PlanOptions& a) {
+  const NvidiaOptions& n = a.nvidia;
+  return "nproc " + (a.nproc > 0 ? std::to_string(a.nproc) : std::string("all")) + ", unknown node " +
+         a.unknown_node + "; NVIDIA modes: scope " + std::string(name_of(scope_choices, n.scope)) + ", smt " +
+         std::string(name_of(smt_choices, n.smt)) + ", " + (n.balanced ? "balanced" : "not balanced") +
+         (n.min_cores > 0 ? ", min cores " + std::to_string(n.min_cores) : std::string()) +
+         (n.max_cores > 0 ? ", max cores " + std::to_string(n.max_cores) : std::string());
+}
+
+}  // namespace
+
+int run_topo(const TopoArgs& args) {
+  auto spec = policy_spec(args.plan);
+  if (!spec) return report_error(spec.error());
+  auto job = job_options(args.plan);
+  if (!job) return report_error(job.error());
+  auto topo = load_topology(args.plan.source);
+  if (!topo) return report_error(topo.error());
+  if (args.format == TopoFormat::json) {
+    write_stdout(to_json(*topo) + '\n');
+    return exit_ok;
+  }
+  ReportOptions o;
+  o.color = use_color(args.color) ? Color::always : Color::never;
+  // Every GPU under each policy, with the job's NVIDIA options: one bind_table,
+  // so the facts the bindings share are derived once.
+  std::vector<PolicySpec> specs;
+  for (PolicyKind kind : every_policy()) specs.push_back(PolicySpec{.kind = kind, .nvidia = spec->nvidia});
+  auto table = bind_table(*topo, specs, *job);
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    o.table.push_back(PolicyRow{.policy = policy_name(specs[k].kind), .per_gpu = std::move(table[k])});
+    if (specs[k].kind == spec->kind) o.picture = o.table.back();
+  }
+  for (std::size_t g = 0; g < topo->gpus.size(); ++g) {
+    o.resolved_nodes.push_back(resolve_gpu_node(*topo, static_cast<int>(g), *job));
+    o.inferred_nodes.push_back(resolve_gpu_node(*topo, static_cast<int>(g), JobOptions{.nproc = job->nproc}));
+  }
+  o.job = job_line(args.plan);
+  write_stdout(render_report(*topo, o));
+  return exit_ok;
+}
+
+}  // namespace gpuaff::cli
