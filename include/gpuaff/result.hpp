@@ -3,13 +3,23 @@
 // no <expected> in C++20) so that switching to it later is mechanical. Both
 // work in constant evaluation: Error holds its message inline, no allocation.
 
+#include "gpuaff/config.hpp"
+
 #include <exception>
-#include <memory>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
 #include "gpuaff/fixed_string.hpp"
+
+// std::construct_at and std::destroy_at: libstdc++ declares them in a small
+// header of their own; all of <memory> costs about 0.5 s more per translation
+// unit at -O2 (benchmarks row 6).
+#if __has_include(<bits/stl_construct.h>)
+#include <bits/stl_construct.h>
+#else
+#include <memory>
+#endif
 
 namespace gpuaff {
 inline namespace v0 {
