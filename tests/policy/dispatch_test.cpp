@@ -276,6 +276,11 @@ TEST_CASE("the registry: one row per PolicyKind, from which names and parse erro
   GPUAFF_STATIC_CHECK(!policy_info(PolicyKind::exclusive).nvidia_options);
   GPUAFF_STATIC_CHECK(policy_info(PolicyKind::unique_contiguous).nvidia_options);
   GPUAFF_STATIC_CHECK(parse_policy("core_complex") == PolicyKind::core_complex);
+  // Help: a line per row, in registry order; the NVIDIA rows say their options apply.
+  GPUAFF_STATIC_CHECK(policy_help().view().starts_with("  node                the allowed CPUs of the GPU's NUMA node\n"
+                                                       "  socket              "));
+  GPUAFF_STATIC_CHECK(policy_help().view().ends_with(
+      "  unique-contiguous   the node's cores cut into one contiguous run per GPU (NVIDIA's default) (NVIDIA options apply)\n"));
   // A row's binding is gpuaff::bind's: exclusive GPU 3 = node 1's cores 6-7 (+8).
   constexpr bool row_binds = [] {
     Topology t = small();

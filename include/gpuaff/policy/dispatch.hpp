@@ -144,6 +144,20 @@ constexpr FixedString<256> policy_names() {
   return out;
 }
 
+/// One line per policy for --help: two spaces, the name padded to 20
+/// columns, the description, and " (NVIDIA options apply)" where they do.
+constexpr FixedString<1024> policy_help() {
+  FixedString<1024> out;
+  for (const PolicyInfo& p : policy_registry) {
+    out.append("  ").append(p.name);
+    for (std::size_t i = p.name.size(); i < 20; ++i) out.push_back(' ');
+    out.append(p.description);
+    if (p.nvidia_options) out.append(" (NVIDIA options apply)");
+    out.push_back('\n');
+  }
+  return out;
+}
+
 /// Parses a policy name as docs/contract.md section 3 writes it
 /// ("core-complex"), or its registry alternate ("unique_contiguous").
 /// Errors: Errc::invalid_argument naming the text and listing the valid names.
