@@ -176,9 +176,6 @@ constexpr Result<CpuSet> bind_spec(BindingContext& ctx, int gpu, const PolicySpe
   return policy_registry[i].bind(ctx, gpu, spec.nvidia);
 }
 
-template <class P>
-concept BindArgument = BindingPolicy<P> || std::same_as<P, PolicySpec>;
-
 }  // namespace detail
 
 /// Binds GPU `gpu` with any BindingPolicy, or with the policy a PolicySpec
@@ -194,11 +191,13 @@ concept BindArgument = BindingPolicy<P> || std::same_as<P, PolicySpec>;
 /// too, and would otherwise win on the topology's missing const).
 template <class Topo, class Gpu, class Policy, class Job = const JobOptions&>
   requires std::same_as<std::remove_cvref_t<Topo>, Topology> && std::convertible_to<Gpu, int> &&
-           detail::BindArgument<std::remove_cvref_t<Policy>> && std::convertible_to<Job, const JobOptions&>
+           (BindingPolicy<std::remove_cvref_t<Policy>> || std::same_as<std::remove_cvref_t<Policy>, PolicySpec>) &&
+           std::convertible_to<Job, const JobOptions&>
 constexpr Result<CpuSet> bind(Topo&& topo, Gpu&& gpu, Policy&& policy, Job&& job = JobOptions{}) {
   BindingContext ctx(topo, job);
-  if constexpr (std::same_as<std::remove_cvref_t<Policy>, PolicySpec>) return detail::bind_spec(ctx, static_cast<int>(gpu), policy);
-  else return detail::bind_checked(ctx, static_cast<int>(gpu), policy);
+  int g = static_cast<int>(gpu);
+  if constexpr (std::same_as<std::remove_cvref_t<Policy>, PolicySpec>) return detail::bind_spec(ctx, g, policy);
+  else return detail::bind_checked(ctx, g, policy);
 }
 
 /// The binding of every participating GPU (0..nproc-1, or every visible GPU),
