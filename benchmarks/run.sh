@@ -50,8 +50,8 @@ gpuaff::Result<gpuaff::CpuSet> bind_first_gpu(const gpuaff::Topology& t) {
   return gpuaff::bind(t, 0, gpuaff::NodePolicy{});
 }
 EOF
-cat >"$tus/policy_only.cpp" <<'EOF'
-#include <gpuaff/policy/dispatch.hpp>
+cat >"$tus/bindings.cpp" <<'EOF'
+#include <gpuaff/bindings.hpp>
 gpuaff::Result<gpuaff::CpuSet> bind_first_gpu(const gpuaff::Topology& t) {
   return gpuaff::bind(t, 0, gpuaff::NodePolicy{});
 }
@@ -81,16 +81,16 @@ g_times=() v_times=() p_times=()
 for ((i = 0; i < compile_runs; i++)); do
   if ((i % 2 == 0)); then
     g_times+=("$(cpu_seconds "$tus/with_gpuaff.cpp")"); v_times+=("$(cpu_seconds "$tus/with_vector.cpp")")
-    p_times+=("$(cpu_seconds "$tus/policy_only.cpp")")
+    p_times+=("$(cpu_seconds "$tus/bindings.cpp")")
   else
-    p_times+=("$(cpu_seconds "$tus/policy_only.cpp")")
+    p_times+=("$(cpu_seconds "$tus/bindings.cpp")")
     v_times+=("$(cpu_seconds "$tus/with_vector.cpp")"); g_times+=("$(cpu_seconds "$tus/with_gpuaff.cpp")")
   fi
 done
 g_med=$(printf '%s\n' "${g_times[@]}" | median)
 v_med=$(printf '%s\n' "${v_times[@]}" | median)
 p_med=$(printf '%s\n' "${p_times[@]}" | median)
-echo "   gpuaff.hpp TU: ${g_times[*]} s; policy/dispatch.hpp TU: ${p_times[*]} s; <vector> TU: ${v_times[*]} s"
+echo "   gpuaff.hpp TU: ${g_times[*]} s; bindings.hpp TU: ${p_times[*]} s; <vector> TU: ${v_times[*]} s"
 
 # ---- callgrind: instruction counts of rows 1 and 7 ----------------------------------
 instructions=""

@@ -3,6 +3,8 @@
 // machines (glibc's cpu_set_t stops at 1024), with the kernel's two text
 // forms: cpulists ("0-3,8,10-11", "0-31:2/8") and hex masks ("ff,ffffffff").
 
+#include "gpuaff/config.hpp"
+
 #include <sched.h>
 
 #include <array>

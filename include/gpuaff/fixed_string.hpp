@@ -3,6 +3,8 @@
 // topology names use it so they can be built during constant evaluation
 // (clang 14 rejects constexpr std::string) and copied without allocating.
 
+#include "gpuaff/config.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>

@@ -3,6 +3,7 @@
 // the C++ standard library and Linux. The JSON source (nlohmann_json) and the
 // hwloc source are opt-in headers: gpuaff/source/json.hpp, gpuaff/source/hwloc.hpp.
 
+#include "gpuaff/config.hpp"
 #include "gpuaff/version.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/cpu_set.hpp"

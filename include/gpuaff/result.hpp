@@ -3,13 +3,23 @@
 // no <expected> in C++20) so that switching to it later is mechanical. Both
 // work in constant evaluation: Error holds its message inline, no allocation.
 
+#include "gpuaff/config.hpp"
+
 #include <exception>
-#include <memory>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
 #include "gpuaff/fixed_string.hpp"
+
+// std::construct_at and std::destroy_at: libstdc++ declares them in a small
+// header of their own; all of <memory> costs about 0.5 s more per translation
+// unit at -O2 (benchmarks row 6).
+#if __has_include(<bits/stl_construct.h>)
+#include <bits/stl_construct.h>
+#else
+#include <memory>
+#endif
 
 namespace gpuaff {
 inline namespace v0 {
@@ -153,6 +163,22 @@ class BadResultAccess : public std::exception {
 };
 
 template <class T>
+class Result;
+
+namespace detail {
+template <class R>
+inline constexpr bool is_result = false;
+template <class T>
+inline constexpr bool is_result<Result<T>> = true;
+template <class E>
+inline constexpr bool is_unexpected = false;
+template <class E>
+inline constexpr bool is_unexpected<Unexpected<E>> = true;
+}  // namespace detail
+
+/// A T or an Error, like std::expected<T, Error>: value(), error(),
+/// and_then, transform, or_else, transform_error and == behave as there.
+template <class T>
 class [[nodiscard]] Result {
   static_assert(!std::is_reference_v<T> && !std::is_same_v<std::remove_cv_t<T>, Error>);
 
@@ -163,8 +189,8 @@ class [[nodiscard]] Result {
   constexpr Result()
     requires std::is_default_constructible_v<T>
       : value_(), has_(true) {}
-  constexpr Result(const T& v) : value_(v), has_(true) {}             // NOLINT
-  constexpr Result(T&& v) : value_(std::move(v)), has_(true) {}       // NOLINT
+  constexpr Result(const T& v) : value_(v), has_(true) {}        // NOLINT
+  constexpr Result(T&& v) : value_(std::move(v)), has_(true) {}  // NOLINT
   template <class E>
   constexpr Result(const Unexpected<E>& e) : error_(e.error()), has_(false) {}  // NOLINT
   template <class E>
@@ -201,6 +227,7 @@ class [[nodiscard]] Result {
   constexpr bool has_value() const { return has_; }
   constexpr explicit operator bool() const { return has_; }
 
+  /// The value; throws BadResultAccess carrying the error when there is none.
   constexpr T& value() & {
     check();
     return value_;
@@ -213,36 +240,130 @@ class [[nodiscard]] Result {
     check();
     return std::move(value_);
   }
+  constexpr const T&& value() const&& {
+    check();
+    return std::move(value_);
+  }
   constexpr T& operator*() & { return value_; }
   constexpr const T& operator*() const& { return value_; }
   constexpr T&& operator*() && { return std::move(value_); }
+  constexpr const T&& operator*() const&& { return std::move(value_); }
   constexpr T* operator->() { return &value_; }
   constexpr const T* operator->() const { return &value_; }
 
   constexpr const Error& error() const& { return error_; }
   constexpr Error& error() & { return error_; }
+  constexpr Error&& error() && { return std::move(error_); }
 
   template <class U>
   constexpr T value_or(U&& fallback) const& {
     return has_ ? value_ : static_cast<T>(std::forward<U>(fallback));
   }
+  template <class U>
+  constexpr T value_or(U&& fallback) && {
+    return has_ ? std::move(value_) : static_cast<T>(std::forward<U>(fallback));
+  }
 
   /// f(T) -> Result<U>; errors pass through.
   template <class F>
+  constexpr auto and_then(F&& f) & {
+    return and_then_impl(*this, std::forward<F>(f));
+  }
+  template <class F>
   constexpr auto and_then(F&& f) const& {
-    using R = std::remove_cvref_t<std::invoke_result_t<F, const T&>>;
-    if (has_) return std::forward<F>(f)(value_);
-    return R(Unexpected<Error>(error_));
+    return and_then_impl(*this, std::forward<F>(f));
+  }
+  /// f(T&&) -> Result<U>: the value is moved into f (a move-only T chains).
+  template <class F>
+  constexpr auto and_then(F&& f) && {
+    return and_then_impl(std::move(*this), std::forward<F>(f));
   }
   /// f(T) -> U; errors pass through.
   template <class F>
+  constexpr auto transform(F&& f) & {
+    return transform_impl(*this, std::forward<F>(f));
+  }
+  template <class F>
   constexpr auto transform(F&& f) const& {
-    using U = std::remove_cvref_t<std::invoke_result_t<F, const T&>>;
-    if (has_) return Result<U>(std::forward<F>(f)(value_));
-    return Result<U>(Unexpected<Error>(error_));
+    return transform_impl(*this, std::forward<F>(f));
+  }
+  template <class F>
+  constexpr auto transform(F&& f) && {
+    return transform_impl(std::move(*this), std::forward<F>(f));
+  }
+  /// f(Error) -> Result<T>, called only on an error (to recover or replace
+  /// it); a value passes through.
+  template <class F>
+  constexpr Result or_else(F&& f) const& {
+    return or_else_impl(*this, std::forward<F>(f));
+  }
+  template <class F>
+  constexpr Result or_else(F&& f) && {
+    return or_else_impl(std::move(*this), std::forward<F>(f));
+  }
+  /// f(Error) -> Error, called only on an error (to add context); a value
+  /// passes through.
+  template <class F>
+  constexpr Result transform_error(F&& f) const& {
+    return transform_error_impl(*this, std::forward<F>(f));
+  }
+  template <class F>
+  constexpr Result transform_error(F&& f) && {
+    return transform_error_impl(std::move(*this), std::forward<F>(f));
+  }
+
+  /// Equal when both hold equal values or both hold equal errors.
+  template <class U>
+    requires(!std::is_void_v<U>)
+  friend constexpr bool operator==(const Result& a, const Result<U>& b) {
+    if (a.has_value() != b.has_value()) return false;
+    return a.has_value() ? *a == *b : a.error() == b.error();
+  }
+  /// Equal when it holds a value equal to `v`.
+  template <class U>
+    requires(!detail::is_result<U> && !detail::is_unexpected<U>)
+  friend constexpr bool operator==(const Result& a, const U& v) {
+    return a.has_value() && *a == v;
+  }
+  /// Equal when it holds an error equal to `e.error()`.
+  template <class E>
+  friend constexpr bool operator==(const Result& a, const Unexpected<E>& e) {
+    return !a.has_value() && a.error() == e.error();
   }
 
  private:
+  template <class Self, class F>
+  static constexpr auto and_then_impl(Self&& self, F&& f) {
+    using R = std::remove_cvref_t<std::invoke_result_t<F, decltype(*std::forward<Self>(self))>>;
+    static_assert(detail::is_result<R>, "and_then: the function must return a gpuaff::Result");
+    if (self.has_) return std::forward<F>(f)(*std::forward<Self>(self));
+    return R(Unexpected<Error>(std::forward<Self>(self).error()));
+  }
+  template <class Self, class F>
+  static constexpr auto transform_impl(Self&& self, F&& f) {
+    using U = std::remove_cvref_t<std::invoke_result_t<F, decltype(*std::forward<Self>(self))>>;
+    if constexpr (std::is_void_v<U>) {
+      if (!self.has_) return Result<U>(Unexpected<Error>(std::forward<Self>(self).error()));
+      std::forward<F>(f)(*std::forward<Self>(self));
+      return Result<U>();
+    } else {
+      if (self.has_) return Result<U>(std::forward<F>(f)(*std::forward<Self>(self)));
+      return Result<U>(Unexpected<Error>(std::forward<Self>(self).error()));
+    }
+  }
+  template <class Self, class F>
+  static constexpr Result or_else_impl(Self&& self, F&& f) {
+    static_assert(std::is_same_v<std::remove_cvref_t<std::invoke_result_t<F, decltype(std::forward<Self>(self).error())>>,
+                                 Result>,
+                  "or_else: the function must return the same Result type");
+    if (self.has_) return Result(*std::forward<Self>(self));
+    return std::forward<F>(f)(std::forward<Self>(self).error());
+  }
+  template <class Self, class F>
+  static constexpr Result transform_error_impl(Self&& self, F&& f) {
+    if (self.has_) return Result(*std::forward<Self>(self));
+    return Result(Unexpected<Error>(std::forward<F>(f)(std::forward<Self>(self).error())));
+  }
   constexpr void check() const {
     if (!has_) throw BadResultAccess(error_);
   }
@@ -258,26 +379,91 @@ class [[nodiscard]] Result {
   bool has_;
 };
 
+/// Success, or an Error. Success holds no Error: the error storage is only
+/// constructed when there is one.
 template <>
 class [[nodiscard]] Result<void> {
  public:
   using value_type = void;
   using error_type = Error;
 
-  constexpr Result() = default;
+  constexpr Result() : none_(), has_(true) {}
   template <class E>
   constexpr Result(const Unexpected<E>& e) : error_(e.error()), has_(false) {}  // NOLINT
+  template <class E>
+  constexpr Result(Unexpected<E>&& e) : error_(std::move(e).error()), has_(false) {}  // NOLINT
+  constexpr Result(const Result& o) : none_(), has_(o.has_) {
+    if (!has_) std::construct_at(&error_, o.error_);
+  }
+  constexpr Result& operator=(const Result& o) {
+    if (this != &o) {
+      has_ = o.has_;
+      if (!has_) std::construct_at(&error_, o.error_);
+    }
+    return *this;
+  }
+  constexpr ~Result() = default;
 
   constexpr bool has_value() const { return has_; }
   constexpr explicit operator bool() const { return has_; }
+  /// Throws BadResultAccess carrying the error when there is one.
   constexpr void value() const {
     if (!has_) throw BadResultAccess(error_);
   }
-  constexpr const Error& error() const { return error_; }
+  constexpr void operator*() const {}
+  constexpr const Error& error() const& { return error_; }
+  constexpr Error& error() & { return error_; }
+  constexpr Error&& error() && { return std::move(error_); }
+
+  /// f() -> Result<U>; an error passes through.
+  template <class F>
+  constexpr auto and_then(F&& f) const {
+    using R = std::remove_cvref_t<std::invoke_result_t<F>>;
+    static_assert(detail::is_result<R>, "and_then: the function must return a gpuaff::Result");
+    if (has_) return std::forward<F>(f)();
+    return R(Unexpected<Error>(error_));
+  }
+  /// f() -> U; an error passes through.
+  template <class F>
+  constexpr auto transform(F&& f) const {
+    using U = std::remove_cvref_t<std::invoke_result_t<F>>;
+    if constexpr (std::is_void_v<U>) {
+      if (has_) std::forward<F>(f)();
+      return *this;
+    } else {
+      if (has_) return Result<U>(std::forward<F>(f)());
+      return Result<U>(Unexpected<Error>(error_));
+    }
+  }
+  /// f(Error) -> Result<void>, called only on an error.
+  template <class F>
+  constexpr Result or_else(F&& f) const {
+    if (has_) return *this;
+    return std::forward<F>(f)(error_);
+  }
+  /// f(Error) -> Error, called only on an error.
+  template <class F>
+  constexpr Result transform_error(F&& f) const {
+    if (has_) return *this;
+    return Result(Unexpected<Error>(std::forward<F>(f)(error_)));
+  }
+
+  friend constexpr bool operator==(const Result& a, const Result& b) {
+    if (a.has_ != b.has_) return false;
+    return a.has_ || a.error_ == b.error_;
+  }
+  template <class E>
+  friend constexpr bool operator==(const Result& a, const Unexpected<E>& e) {
+    return !a.has_ && a.error_ == e.error();
+  }
 
  private:
-  Error error_{};
-  bool has_ = true;
+  static_assert(std::is_trivially_destructible_v<Error>, "neither member needs destroying");
+  union {
+    char none_;
+    Error error_;
+  };
+  bool has_;
 };
 
 }  // namespace v0

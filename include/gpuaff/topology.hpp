@@ -3,6 +3,8 @@
 // sources (sysfs, JSON, hwloc) fill it, policies read it. Every type is a
 // literal type, so small topologies can be written and bound at compile time.
 
+#include "gpuaff/config.hpp"
+
 #include <compare>
 #include <cstdint>
 #include <string_view>
@@ -71,7 +73,7 @@ struct PciDevice {
   CpuSet local_cpus;             ///< the device's local_cpulist; meaningful when has_local_cpus
   bool has_local_cpus = false;
 
-  /// A GPU by CONTRACT.md section 2: display class and an NVIDIA, AMD or Intel vendor id;
+  /// A GPU by docs/contract.md section 2: display class and an NVIDIA, AMD or Intel vendor id;
   /// extended to AMD processing accelerators (class 0x1200: MI200, MI300).
   constexpr bool is_gpu() const {
     return (is_display_class(class_code) && is_gpu_vendor(vendor)) ||

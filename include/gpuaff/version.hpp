@@ -1,5 +1,8 @@
 #pragma once
 // The one place the version lives; CMakeLists.txt parses these three lines.
+
+#include "gpuaff/config.hpp"
+
 #define GPUAFF_VERSION_MAJOR 0
 #define GPUAFF_VERSION_MINOR 1
 #define GPUAFF_VERSION_PATCH 0

@@ -91,3 +91,94 @@ TEST_CASE("errors carry errno and long messages are cut with an ellipsis") {
   e.prepend("reading topology: ");
   CHECK(e.message() == "reading topology: cannot open /sys/x");
 }
+
+// ---- std::expected's other members: or_else, transform_error, ==, rvalue chains ----
+
+namespace {
+// A move-only value, as gpuaff::Child is: chains must move it along.
+struct MoveOnly {
+  int v = 0;
+  constexpr explicit MoveOnly(int x) : v(x) {}
+  MoveOnly(const MoveOnly&) = delete;
+  MoveOnly& operator=(const MoveOnly&) = delete;
+  constexpr MoveOnly(MoveOnly&&) = default;
+  constexpr MoveOnly& operator=(MoveOnly&&) = default;
+};
+constexpr Result<MoveOnly> make_move_only(int v) {
+  if (v < 0) return gpuaff::fail(Errc::out_of_range, "negative ", v);
+  return MoveOnly(v);
+}
+constexpr Result<MoveOnly> doubled(MoveOnly m) { return MoveOnly(m.v * 2); }
+}  // namespace
+
+TEST_CASE("a move-only value chains through rvalue and_then, transform and value()") {
+  GPUAFF_STATIC_CHECK(make_move_only(3).and_then(doubled).and_then(doubled)->v == 12);
+  GPUAFF_STATIC_CHECK(make_move_only(3).transform([](MoveOnly m) { return m.v + 1; }).value() == 4);
+  GPUAFF_STATIC_CHECK(make_move_only(5).value().v == 5);
+  GPUAFF_STATIC_CHECK(make_move_only(-1).and_then(doubled).error().message() == "negative -1");
+  // The function never runs on an error, so an error passes through unchanged.
+  GPUAFF_STATIC_CHECK(make_move_only(-2).transform([](MoveOnly m) { return m.v; }).error().code() == Errc::out_of_range);
+  Result<MoveOnly> kept = make_move_only(7);
+  MoveOnly taken = std::move(kept).value();
+  CHECK(taken.v == 7);
+}
+
+TEST_CASE("or_else runs only on an error, and may recover from it") {
+  constexpr auto recover = [](const Error& e) -> Result<int> {
+    if (e.code() == Errc::invalid_argument) return 0;
+    return gpuaff::unexpected(e);
+  };
+  GPUAFF_STATIC_CHECK(*half(8).or_else(recover) == 4);  // a value passes through
+  GPUAFF_STATIC_CHECK(*half(3).or_else(recover) == 0);  // odd: invalid_argument, recovered
+  GPUAFF_STATIC_CHECK(check_positive(-1).or_else([](const Error&) -> Result<void> { return {}; }).has_value());
+  GPUAFF_STATIC_CHECK(!check_positive(-1).or_else([](Error e) -> Result<void> { return gpuaff::unexpected(e); }));
+  GPUAFF_STATIC_CHECK(make_move_only(-1).or_else([](const Error&) -> Result<MoveOnly> { return MoveOnly(9); })->v == 9);
+}
+
+TEST_CASE("transform_error rewrites an error and leaves a value alone") {
+  constexpr auto with_context = [](Error e) { return e.prepend("GPU 2: "); };
+  GPUAFF_STATIC_CHECK(half(3).transform_error(with_context).error().message() ==
+                      "GPU 2: value 3 is odd; pass an even number");
+  GPUAFF_STATIC_CHECK(half(3).transform_error(with_context).error().code() == Errc::invalid_argument);
+  GPUAFF_STATIC_CHECK(*half(4).transform_error(with_context) == 2);
+  GPUAFF_STATIC_CHECK(check_positive(0).transform_error(with_context).error().message() ==
+                      "GPU 2: value 0 is not positive");
+  GPUAFF_STATIC_CHECK(check_positive(1).transform_error(with_context).has_value());
+}
+
+TEST_CASE("== compares against values, errors and other results, like std::expected") {
+  GPUAFF_STATIC_CHECK(half(8) == 4);
+  GPUAFF_STATIC_CHECK(!(half(8) == 5));
+  GPUAFF_STATIC_CHECK(half(8) != 5);
+  GPUAFF_STATIC_CHECK(!(half(3) == 1));  // an error equals no value
+  GPUAFF_STATIC_CHECK(half(3) == gpuaff::unexpected(Error(Errc::invalid_argument, "value 3 is odd; pass an even number")));
+  GPUAFF_STATIC_CHECK(half(3) != gpuaff::unexpected(Error(Errc::parse_error, "value 3 is odd; pass an even number")));
+  GPUAFF_STATIC_CHECK(!(half(8) == gpuaff::unexpected(Error(Errc::invalid_argument, ""))));
+  GPUAFF_STATIC_CHECK(half(8) == half(8));
+  GPUAFF_STATIC_CHECK(half(8) != half(12));
+  GPUAFF_STATIC_CHECK(half(3) == half(3));
+  GPUAFF_STATIC_CHECK(half(3) != half(5));  // the messages differ
+  GPUAFF_STATIC_CHECK(half(8) != half(3));
+  GPUAFF_STATIC_CHECK(half(8) == Result<long>(4L));
+  GPUAFF_STATIC_CHECK(check_positive(1) == check_positive(2));
+  GPUAFF_STATIC_CHECK(check_positive(-1) != check_positive(1));
+  GPUAFF_STATIC_CHECK(check_positive(-1) != check_positive(-2));
+  GPUAFF_STATIC_CHECK(check_positive(-1) == gpuaff::unexpected(Error(Errc::out_of_range, "value -1 is not positive")));
+}
+
+TEST_CASE("a successful Result<void> copies and assigns like a failed one") {
+  constexpr bool ok = [] {
+    Result<void> a = check_positive(1);
+    Result<void> b = check_positive(-3);
+    Result<void> c = b;  // copies the error
+    b = a;               // now a success
+    a = c;               // now the error
+    return b.has_value() && !a && a.error().message() == "value -3 is not positive" && !c &&
+           c.error().code() == Errc::out_of_range;
+  }();
+  GPUAFF_STATIC_CHECK(ok);
+  // void and_then / transform.
+  GPUAFF_STATIC_CHECK(*check_positive(1).and_then([] { return half(10); }) == 5);
+  GPUAFF_STATIC_CHECK(!check_positive(0).and_then([] { return half(10); }));
+  GPUAFF_STATIC_CHECK(*check_positive(1).transform([] { return 7; }) == 7);
+}

@@ -76,7 +76,7 @@ TEST_CASE("PCI addresses parse, order by domain/bus/device/function and print") 
   }
 }
 
-TEST_CASE("GPU classes and vendors follow CONTRACT section 2") {
+TEST_CASE("GPU classes and vendors follow docs/contract.md section 2") {
   gpuaff::PciDevice d;
   d.vendor = gpuaff::pci_vendor::nvidia;
   d.class_code = 0x030200;

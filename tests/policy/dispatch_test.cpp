@@ -75,7 +75,7 @@ TEST_CASE("a user-written policy goes through the same bind, which checks its re
 
 // ---- names ------------------------------------------------------------------------
 
-TEST_CASE("policy names round-trip, in CONTRACT.md's spelling") {
+TEST_CASE("policy names round-trip, in docs/contract.md section 3's spelling") {
   constexpr bool ok = [] {
     for (PolicyKind k : all_policy_kinds) {
       auto r = parse_policy(to_string(k));
@@ -251,6 +251,76 @@ TEST_CASE("bind_table: balanced shares count every node's cores, in one table wi
     bool interleaved = is(table[2][0], "0,8") && is(table[2][1], "1,9") && is(table[2][2], "2,10") &&
                        is(table[2][3], "4,12");
     return balanced && unbalanced && interleaved;
+  }();
+  GPUAFF_STATIC_CHECK(ok);
+}
+
+// ---- the registry --------------------------------------------------------------------
+
+TEST_CASE("the registry: one row per PolicyKind, from which names and parse errors come") {
+  GPUAFF_STATIC_CHECK(policy_registry.size() == 9);
+  GPUAFF_STATIC_CHECK(policy_names() ==
+                      std::string_view("node, socket, exclusive, core-complex, all, single, single-unique, "
+                                       "unique-interleaved, unique-contiguous"));
+  constexpr bool rows = [] {
+    for (const PolicyInfo& p : policy_registry) {
+      if (policy_info(p.kind).name != p.name || to_string(p.kind) != p.name) return false;
+      if (!p.alternate.empty() && parse_policy(p.alternate) != p.kind) return false;
+      // The five NVIDIA modes, and only they, read NvidiaOptions.
+      if (p.nvidia_options != (p.origin == "NVIDIA")) return false;
+      if (p.description.empty()) return false;
+    }
+    return true;
+  }();
+  GPUAFF_STATIC_CHECK(rows);
+  GPUAFF_STATIC_CHECK(!policy_info(PolicyKind::exclusive).nvidia_options);
+  GPUAFF_STATIC_CHECK(policy_info(PolicyKind::unique_contiguous).nvidia_options);
+  GPUAFF_STATIC_CHECK(parse_policy("core_complex") == PolicyKind::core_complex);
+  // Help: a line per row, in registry order; the NVIDIA rows say their options apply.
+  GPUAFF_STATIC_CHECK(policy_help().view().starts_with("  node                the allowed CPUs of the GPU's NUMA node\n"
+                                                       "  socket              "));
+  GPUAFF_STATIC_CHECK(policy_help().view().ends_with(
+      "  unique-contiguous   the node's cores cut into one contiguous run per GPU (NVIDIA's default) (NVIDIA options apply)\n"));
+  // A row's binding is gpuaff::bind's: exclusive GPU 3 = node 1's cores 6-7 (+8).
+  constexpr bool row_binds = [] {
+    Topology t = small();
+    BindingContext ctx(t);
+    return policy_info(PolicyKind::exclusive).bind(ctx, 3, {}) == cpus("6-7,14-15");
+  }();
+  GPUAFF_STATIC_CHECK(row_binds);
+}
+
+// ---- the toolkit for own policies ------------------------------------------------------
+
+TEST_CASE("BindingContext: a GPU's node, its share of the node, the node's CPUs and cores") {
+  constexpr bool ok = [] {
+    Topology t = small();
+    BindingContext ctx(t, {.nproc = 3});
+    bool nodes = ctx.gpu_node(1) == 0 && ctx.gpu_node(2) == 1 && ctx.check_gpu(2) == 3 &&
+                 ctx.check_gpu(3).error().code() == Errc::invalid_argument;
+    // With --nproc 3, node 1 holds GPU 2 only; node 0 holds GPUs 0 and 1.
+    auto s1 = ctx.node_share(1);
+    auto s2 = ctx.node_share(2);
+    bool shares = s1 && s1->node == 0 && s1->rank == 1 && s1->count == 2 && s2 && s2->node == 1 && s2->rank == 0 &&
+                  s2->count == 1;
+    bool facts = ctx.node_cpus(1) == cpus("4-7,12-15") && ctx.cores(1).size() == 4 && ctx.core_count(0) == 4 &&
+                 ctx.cores(1).threads(0) == cpus("4,12") && ctx.cores(1).threads(2, 2, Smt::one) == cpus("6-7") &&
+                 ctx.node_cpus(9).empty();
+    bool all = ctx.all_gpu_nodes("test") == 3 && ctx.known_node(2) == 1;
+    return nodes && shares && facts && all;
+  }();
+  GPUAFF_STATIC_CHECK(ok);
+}
+
+TEST_CASE("share: contiguous parts, the remainder one core more each to the lowest parts") {
+  constexpr bool ok = [] {
+    // 2 sockets x 5 cores, SMT2: node 0 = cores 0-4 (siblings 10-14).
+    Topology t = regular_machine({.packages = 2, .cores_per_node = 5, .smt = 2, .gpus = 1, .gpu_nodes = {0}});
+    CoreList cores = physical_cores(t, cpus("0-4,10-14"));
+    // 5 cores in 3 parts: 2, 2, 1.
+    return cores.size() == 5 && share(cores, 3, 0) == cpus("0-1,10-11") && share(cores, 3, 1) == cpus("2-3,12-13") &&
+           share(cores, 3, 2) == cpus("4,14") && share(cores, 3, 2, Smt::one) == cpus("4") && share(cores, 3, 3).empty() &&
+           share(cores, 0, 0).empty() && share(cores, 6, 5).empty();
   }();
   GPUAFF_STATIC_CHECK(ok);
 }

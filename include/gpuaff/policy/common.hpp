@@ -1,19 +1,21 @@
 #pragma once
-// The vocabulary every binding policy shares: job and NVIDIA options, the
-// BindingPolicy concept, and the pure helpers the policies are built from
-// (participating GPUs, physical cores, text for error messages).
+// The vocabulary every binding policy shares: job and NVIDIA options, and
+// the pure helpers the policies are built from (participating GPUs, text for
+// error messages).
 //
 // A policy is a pure function of a Topology, a GPU index and the job: no I/O,
 // no current mask (the baseline is always Topology::usable(), the allowed and
 // online CPUs), so every policy runs in constant evaluation and two ranks that
 // start with different masks still agree.
 
+#include "gpuaff/config.hpp"
+
 #include <array>
 #include <bit>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <string_view>
 
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/fixed_string.hpp"
@@ -62,16 +64,6 @@ struct NvidiaOptions {
   int min_cores = 0;     ///< fewer physical cores than this is an error (0: at least 1)
   int max_cores = 0;     ///< keep at most this many physical cores (0: no limit)
 };
-
-/// A binding policy: a copyable value with
-/// `constexpr Result<CpuSet> bind(const Topology&, int gpu, const JobOptions&) const`.
-/// User-written policies that satisfy it go through the same gpuaff::bind as
-/// the built-in ones (which checks their result).
-template <class P>
-concept BindingPolicy = std::copy_constructible<P> &&
-                        requires(const P& p, const Topology& topo, int gpu, const JobOptions& job) {
-                          { p.bind(topo, gpu, job) } -> std::same_as<Result<CpuSet>>;
-                        };
 
 namespace detail {
 
@@ -241,130 +233,19 @@ class SparseSet {
   std::array<std::uint64_t, cpu_set_words> left_;
 };
 
-/// A physical core as the policies see it: the allowed threads of one core,
-/// keyed by the lowest thread of the whole core (allowed or not), as both
-/// PyTorch and NVIDIA key them. Kept as an index, not a set: its threads are
-/// Topology::cores[core].threads & CoreList::cpus.
-struct CoreRef {
-  int key = -1;
-  int core = -1;   ///< index into Topology::cores; -1: the lone CPU `key`, which belongs to no listed core
-  int exact = -1;  ///< index into CoreList::exact when the core shares CPUs with an earlier core; else -1
-  int top = -1;    ///< the word (CPU / 64) of the core's highest thread: its threads lie in words key / 64 .. top
-};
-
-/// The physical cores of a set of CPUs (see physical_cores).
-struct CoreList {
-  CpuSet cpus;                  ///< the CPUs they were made from
-  std::vector<CoreRef> refs;    ///< sorted by key
-  std::vector<CpuSet> exact;    ///< threads of the cores that overlap an earlier core (malformed topologies)
-  constexpr std::size_t size() const { return refs.size(); }
-  constexpr bool empty() const { return refs.empty(); }
-};
-
-/// The CPUs of `cpus` grouped by Topology::cores (any sibling count: SMT2,
-/// SMT4, SMT8, strided or adjacent numbering; never parsed from two numbers),
-/// sorted by key. A CPU that belongs to no listed core is a core by itself.
-/// A core takes the CPUs of `cpus` that no earlier core took.
-constexpr CoreList physical_cores(const Topology& topo, const CpuSet& cpus) {
-  CoreList out;
-  out.cpus = cpus;
-  if (cpus.empty()) return out;
-  SparseSet left(cpus);
-  std::size_t most = static_cast<std::size_t>(left.words()) * 64;  // at most one core per CPU
-  out.refs.reserve(most < topo.cores.size() ? most : topo.cores.size());
-  for (std::size_t i = 0; i < topo.cores.size() && !left.empty(); ++i) {
-    const CpuSet& t = topo.cores[i].threads;
-    if (!left.hits(t)) continue;
-    CoreRef r{t.first(), static_cast<int>(i), -1, t.last() / 64};
-    if (left.remove(t)) {
-      // The core shares CPUs with an earlier one, which took them: keep what
-      // this one took as a set.
-      CpuSet mine = t & cpus;
-      for (const CoreRef& prev : out.refs) mine -= topo.cores[static_cast<std::size_t>(prev.core)].threads;
-      r.exact = static_cast<int>(out.exact.size());
-      out.exact.push_back(mine);
-    }
-    out.refs.push_back(r);
-  }
-  if (!left.empty()) {
-    left.for_each_left([&](int id) { out.refs.push_back(CoreRef{id, -1, -1, id / 64}); });
-    // Insertion sort by key: the cores come in Topology::cores order (sorted
-    // there), so mostly the lone CPUs move.
-    for (std::size_t i = 1; i < out.refs.size(); ++i) {
-      CoreRef r = out.refs[i];
-      std::size_t j = i;
-      for (; j > 0 && out.refs[j - 1].key > r.key; --j) out.refs[j] = out.refs[j - 1];
-      out.refs[j] = r;
-    }
-  }
-  return out;
-}
-
-/// How many entries physical_cores(topo, cpus) would have, without building them.
-constexpr int count_physical_cores(const Topology& topo, const CpuSet& cpus) {
-  int n = 0;
-  SparseSet left(cpus);
-  for (std::size_t i = 0; i < topo.cores.size() && !left.empty(); ++i) {
-    const CpuSet& t = topo.cores[i].threads;
-    if (!left.hits(t)) continue;
-    ++n;
-    left.remove(t);
-  }
-  return n + left.count_left();  // CPUs of no listed core count as cores of their own
-}
-
-/// Adds the threads of `r` (all of them, or the lowest) to `out`.
-constexpr void add_threads(const Topology& topo, const CoreList& list, const CoreRef& r, Smt smt, CpuSet& out) {
-  if (r.core < 0) {
-    out.set(r.key);
-    return;
-  }
-  if (r.exact >= 0) {
-    const CpuSet& e = list.exact[static_cast<std::size_t>(r.exact)];
-    if (smt == Smt::all) out |= e;
-    else out.set(e.first());
-    return;
-  }
-  const CpuSet& t = topo.cores[static_cast<std::size_t>(r.core)].threads;
-  const auto& cw = t.words();
-  const auto& sw = list.cpus.words();
-  for (int w = r.key / 64; w <= r.top; ++w) {
-    std::uint64_t bits = cw[static_cast<std::size_t>(w)] & sw[static_cast<std::size_t>(w)];
-    if (bits == 0) continue;
-    if (smt == Smt::one) {
-      out.set(w * 64 + std::countr_zero(bits));
-      return;
-    }
-    for (; bits != 0; bits &= bits - 1) out.set(w * 64 + std::countr_zero(bits));
-  }
-}
-
-/// The threads of `r` as a set.
-constexpr CpuSet threads_of(const Topology& topo, const CoreList& list, const CoreRef& r) {
-  CpuSet out;
-  add_threads(topo, list, r, Smt::all, out);
-  return out;
-}
-
-/// The union of the threads of entries [first, first + count), made in
-/// place in a Result (a binding returns it without a copy).
-constexpr Result<CpuSet> threads_of(const Topology& topo, const CoreList& list, std::size_t first, std::size_t count) {
-  Result<CpuSet> out;
-  for (std::size_t i = first; i < first + count && i < list.size(); ++i) add_threads(topo, list, list.refs[i], Smt::all, *out);
-  return out;
-}
+}  // namespace detail
 
 /// The error of a GPU whose node has no allowed CPU (memory-only node, or a
-/// container/cgroup that excludes the node): names the GPU, the node and both sets.
+/// container/cgroup that excludes the node): names the policy, the GPU, the
+/// node and both sets.
 constexpr Unexpected<Error> no_allowed_cpu(const Topology& topo, int gpu, int node, std::string_view policy) {
   const NumaNode* n = topo.find_node(node);
   CpuSet node_cpus = n == nullptr ? CpuSet{} : n->cpus;
-  return fail(Errc::empty_result, policy, ": ", gpu_label(topo, gpu), " is on NUMA node ", node,
-              ", which has no allowed CPU (node CPUs: ", cpulist_text(node_cpus),
-              "; allowed CPUs: ", cpulist_text(topo.usable()),
+  return fail(Errc::empty_result, policy, ": ", detail::gpu_label(topo, gpu), " is on NUMA node ", node,
+              ", which has no allowed CPU (node CPUs: ", detail::cpulist_text(node_cpus),
+              "; allowed CPUs: ", detail::cpulist_text(topo.usable()),
               "); allow some CPUs of that node (taskset, cgroup cpuset) or use --fallback unbound");
 }
 
-}  // namespace detail
 }  // namespace v0
 }  // namespace gpuaff

@@ -1,16 +1,21 @@
 #pragma once
-// Choosing a policy at run time (--policy NAME) and the one `bind` every
-// policy, built-in or user-written, goes through.
+// Choosing a policy at run time (--policy NAME): the registry of built-in
+// policies, from which their names, parse_policy and the CLI's help are
+// derived; and the one gpuaff::bind every policy, built-in or user-written,
+// goes through.
+
+#include "gpuaff/config.hpp"
 
 #include <array>
+#include <concepts>
+#include <cstddef>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
-#include "gpuaff/policy/common.hpp"
 #include "gpuaff/policy/context.hpp"
 #include "gpuaff/policy/core_complex.hpp"
 #include "gpuaff/policy/exclusive.hpp"
-#include "gpuaff/policy/locality.hpp"
 #include "gpuaff/policy/node.hpp"
 #include "gpuaff/policy/nvidia.hpp"
 #include "gpuaff/policy/socket.hpp"
@@ -18,6 +23,7 @@
 namespace gpuaff {
 inline namespace v0 {
 
+/// The built-in policies, in the order of policy_registry.
 enum class PolicyKind {
   node,
   socket,
@@ -30,44 +36,6 @@ enum class PolicyKind {
   unique_contiguous,
 };
 
-inline constexpr std::array<PolicyKind, 9> all_policy_kinds{
-    PolicyKind::node,          PolicyKind::socket, PolicyKind::exclusive,     PolicyKind::core_complex,
-    PolicyKind::all,           PolicyKind::single, PolicyKind::single_unique, PolicyKind::unique_interleaved,
-    PolicyKind::unique_contiguous};
-
-/// The name used on the command line: "node", "core-complex", "unique-contiguous", ...
-constexpr std::string_view to_string(PolicyKind k) {
-  switch (k) {
-    case PolicyKind::node: return "node";
-    case PolicyKind::socket: return "socket";
-    case PolicyKind::exclusive: return "exclusive";
-    case PolicyKind::core_complex: return "core-complex";
-    case PolicyKind::all: return "all";
-    case PolicyKind::single: return "single";
-    case PolicyKind::single_unique: return "single-unique";
-    case PolicyKind::unique_interleaved: return "unique-interleaved";
-    case PolicyKind::unique_contiguous: return "unique-contiguous";
-  }
-  return "unknown";
-}
-
-/// Parses a policy name as CONTRACT.md writes it ("core-complex"); NVIDIA's
-/// spelling with '_' ("unique_contiguous") is accepted too.
-/// Errors: Errc::invalid_argument naming the text and listing the valid names.
-constexpr Result<PolicyKind> parse_policy(std::string_view name) {
-  for (PolicyKind k : all_policy_kinds) {
-    std::string_view want = to_string(k);
-    if (name.size() != want.size()) continue;
-    bool same = true;
-    for (std::size_t i = 0; i < name.size() && same; ++i)
-      same = name[i] == want[i] || (name[i] == '_' && want[i] == '-');
-    if (same) return k;
-  }
-  return fail(Errc::invalid_argument, "unknown policy '", name.substr(0, 40),
-              "'; valid policies: node, socket, exclusive, core-complex, all, single, single-unique, "
-              "unique-interleaved, unique-contiguous");
-}
-
 /// A policy chosen at run time; `nvidia` is read by the five NVIDIA modes only.
 struct PolicySpec {
   PolicyKind kind = PolicyKind::node;
@@ -76,72 +44,160 @@ struct PolicySpec {
 
 namespace detail {
 
-/// gpuaff::bind on a context: the policy's result (a built-in policy
-/// evaluates on the context's facts; a user-written one is called as
-/// policy.bind(topo, gpu, job)), checked.
-template <BindingPolicy P>
-constexpr Result<CpuSet> bind_checked(JobContext& ctx, int gpu, const P& policy) {
-  const Topology& topo = ctx.topo();
-  // One Result, returned on every path, so it is made in the caller's place
-  // (no 1 KiB copy); the checks read it there.
+/// gpuaff::bind on a context: the policy's result, checked: never empty,
+/// never outside the usable CPUs.
+template <class P>
+constexpr Result<CpuSet> bind_checked(BindingContext& ctx, int gpu, const P& policy) {
+  const Topology& topo = ctx.topology();
   Result<CpuSet> result = [&]() -> Result<CpuSet> {
-    GPUAFF_TRY_VOID(ctx.check(gpu));
+    GPUAFF_TRY_VOID(ctx.check_gpu(gpu));
     if constexpr (ContextPolicy<P>) return policy.evaluate(ctx, gpu);
     else return policy.bind(topo, gpu, ctx.job());
   }();
   if (!result) return result;
   const CpuSet& usable = ctx.usable();
   if (result->empty())
-    result = fail(Errc::empty_result, "the policy gives ", gpu_label(topo, gpu), " no CPU; an empty mask is never applied");
-  else if (!result->is_subset_of(usable))
-    result = fail(Errc::invalid_argument, "the policy gives ", gpu_label(topo, gpu), " CPUs ",
-                  cpulist_text(*result - usable), " that are not allowed and online (usable: ", cpulist_text(usable), ")");
+    return fail(Errc::empty_result, "the policy gives ", gpu_label(topo, gpu), " no CPU; an empty mask is never applied");
+  if (!result->is_subset_of(usable))
+    return fail(Errc::invalid_argument, "the policy gives ", gpu_label(topo, gpu), " CPUs ", cpulist_text(*result - usable),
+                " that are not allowed and online (usable: ", cpulist_text(usable), ")");
   return result;
 }
 
-/// gpuaff::bind(topo, gpu, spec, job) on a context.
-constexpr Result<CpuSet> bind_spec(JobContext& ctx, int gpu, const PolicySpec& spec) {
-  switch (spec.kind) {
-    case PolicyKind::node: return bind_checked(ctx, gpu, NodePolicy{});
-    case PolicyKind::socket: return bind_checked(ctx, gpu, SocketPolicy{});
-    case PolicyKind::exclusive: return bind_checked(ctx, gpu, ExclusivePolicy{});
-    case PolicyKind::core_complex: return bind_checked(ctx, gpu, CoreComplexPolicy{});
-    case PolicyKind::all: return bind_checked(ctx, gpu, AllPolicy{spec.nvidia});
-    case PolicyKind::single: return bind_checked(ctx, gpu, SinglePolicy{spec.nvidia});
-    case PolicyKind::single_unique: return bind_checked(ctx, gpu, SingleUniquePolicy{spec.nvidia});
-    case PolicyKind::unique_interleaved: return bind_checked(ctx, gpu, UniqueInterleavedPolicy{spec.nvidia});
-    case PolicyKind::unique_contiguous: return bind_checked(ctx, gpu, UniqueContiguousPolicy{spec.nvidia});
-  }
-  return fail(Errc::invalid_argument, "unknown policy kind ", static_cast<int>(spec.kind));
+/// bind_checked with policy P made from a spec's NVIDIA options (the
+/// PyTorch modes take none).
+template <class P>
+constexpr Result<CpuSet> bind_kind(BindingContext& ctx, int gpu, const NvidiaOptions& nvidia) {
+  if constexpr (requires { P{nvidia}; }) return bind_checked(ctx, gpu, P{nvidia});
+  else return bind_checked(ctx, gpu, P{});
 }
-
-/// Converts to bind_spec(ctx, gpu, spec): emplace_back makes the Result in
-/// the vector itself, where push_back would copy 1 KiB into it.
-struct BindLater {
-  JobContext* ctx;
-  int gpu;
-  const PolicySpec* spec;
-  constexpr operator Result<CpuSet>() const { return bind_spec(*ctx, gpu, *spec); }  // NOLINT
-};
 
 }  // namespace detail
 
-/// Binds GPU `gpu` with any BindingPolicy, and checks what the policy gives:
-/// never empty, never outside Topology::usable().
+/// One row of policy_registry: a built-in policy as the command line knows it.
+struct PolicyInfo {
+  PolicyKind kind;
+  std::string_view name;         ///< on the command line and in docs/contract.md: "core-complex"
+  std::string_view alternate;    ///< another accepted spelling (NVIDIA's "unique_contiguous"); empty if none
+  std::string_view origin;       ///< whose mode it reproduces: "PyTorch" or "NVIDIA"
+  std::string_view description;  ///< one line for help text
+  bool nvidia_options;           ///< reads NvidiaOptions (--scope, --smt, --balanced, --min-cores, --max-cores)
+  /// The policy's binding of one GPU on a context, checked like gpuaff::bind.
+  Result<CpuSet> (*bind)(BindingContext& ctx, int gpu, const NvidiaOptions& nvidia);
+};
+
+/// Every built-in policy, one row each, in PolicyKind order. Adding a policy
+/// is its class, its PolicyKind and its row here.
+inline constexpr std::array policy_registry{
+    PolicyInfo{PolicyKind::node, "node", "", "PyTorch", "the allowed CPUs of the GPU's NUMA node", false,
+               detail::bind_kind<NodePolicy>},
+    PolicyInfo{PolicyKind::socket, "socket", "", "PyTorch", "the allowed CPUs of every node in the GPU's socket", false,
+               detail::bind_kind<SocketPolicy>},
+    PolicyInfo{PolicyKind::exclusive, "exclusive", "", "PyTorch",
+               "the node's physical cores split without overlap among its GPUs", false,
+               detail::bind_kind<ExclusivePolicy>},
+    PolicyInfo{PolicyKind::core_complex, "core-complex", "core_complex", "PyTorch",
+               "one last-level-cache group of the node per GPU", false, detail::bind_kind<CoreComplexPolicy>},
+    PolicyInfo{PolicyKind::all, "all", "", "NVIDIA", "every core of the GPU's node (or socket)", true,
+               detail::bind_kind<AllPolicy>},
+    PolicyInfo{PolicyKind::single, "single", "", "NVIDIA", "the node's first core, shared by its GPUs", true,
+               detail::bind_kind<SinglePolicy>},
+    PolicyInfo{PolicyKind::single_unique, "single-unique", "single_unique", "NVIDIA",
+               "one core of the node per GPU, none shared", true, detail::bind_kind<SingleUniquePolicy>},
+    PolicyInfo{PolicyKind::unique_interleaved, "unique-interleaved", "unique_interleaved", "NVIDIA",
+               "the node's cores dealt to its GPUs by stride", true, detail::bind_kind<UniqueInterleavedPolicy>},
+    PolicyInfo{PolicyKind::unique_contiguous, "unique-contiguous", "unique_contiguous", "NVIDIA",
+               "the node's cores cut into one contiguous run per GPU (NVIDIA's default)", true,
+               detail::bind_kind<UniqueContiguousPolicy>},
+};
+
+static_assert([] {
+  for (std::size_t i = 0; i < policy_registry.size(); ++i)
+    if (static_cast<std::size_t>(policy_registry[i].kind) != i) return false;
+  return true;
+}(), "policy_registry lists the policies in PolicyKind order");
+
+/// Every PolicyKind, in registry order.
+inline constexpr auto all_policy_kinds = [] {
+  std::array<PolicyKind, policy_registry.size()> out{};
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = policy_registry[i].kind;
+  return out;
+}();
+
+/// The registry row of `k`.
+constexpr const PolicyInfo& policy_info(PolicyKind k) { return policy_registry[static_cast<std::size_t>(k)]; }
+
+/// The name used on the command line: "node", "core-complex", "unique-contiguous", ...
+constexpr std::string_view to_string(PolicyKind k) {
+  auto i = static_cast<std::size_t>(k);
+  return i < policy_registry.size() ? policy_registry[i].name : "unknown";
+}
+
+/// The names of every policy, comma-separated, in registry order:
+/// "node, socket, exclusive, ..." (for help text and error messages).
+constexpr FixedString<256> policy_names() {
+  FixedString<256> out;
+  for (const PolicyInfo& p : policy_registry) {
+    if (!out.empty()) out.append(", ");
+    out.append(p.name);
+  }
+  return out;
+}
+
+/// One line per policy for --help: two spaces, the name padded to 20
+/// columns, the description, and " (NVIDIA options apply)" where they do.
+constexpr FixedString<1024> policy_help() {
+  FixedString<1024> out;
+  for (const PolicyInfo& p : policy_registry) {
+    out.append("  ").append(p.name);
+    for (std::size_t i = p.name.size(); i < 20; ++i) out.push_back(' ');
+    out.append(p.description);
+    if (p.nvidia_options) out.append(" (NVIDIA options apply)");
+    out.push_back('\n');
+  }
+  return out;
+}
+
+/// Parses a policy name as docs/contract.md section 3 writes it
+/// ("core-complex"), or its registry alternate ("unique_contiguous").
+/// Errors: Errc::invalid_argument naming the text and listing the valid names.
+constexpr Result<PolicyKind> parse_policy(std::string_view name) {
+  for (const PolicyInfo& p : policy_registry)
+    if (name == p.name || (!p.alternate.empty() && name == p.alternate)) return p.kind;
+  return fail(Errc::invalid_argument, "unknown policy '", name.substr(0, 40), "'; valid policies: ", policy_names());
+}
+
+namespace detail {
+
+/// gpuaff::bind(topo, gpu, spec, job) on a context.
+constexpr Result<CpuSet> bind_spec(BindingContext& ctx, int gpu, const PolicySpec& spec) {
+  auto i = static_cast<std::size_t>(spec.kind);
+  if (i >= policy_registry.size()) return fail(Errc::invalid_argument, "unknown policy kind ", static_cast<int>(i));
+  return policy_registry[i].bind(ctx, gpu, spec.nvidia);
+}
+
+}  // namespace detail
+
+/// Binds GPU `gpu` with any BindingPolicy, or with the policy a PolicySpec
+/// names, and checks what the policy gives: never empty, never outside
+/// Topology::usable().
 /// Errors: the policy's own; Errc::empty_result for an empty set;
 /// Errc::invalid_argument when a (user-written) policy returns CPUs that are
 /// not allowed or not online.
-template <BindingPolicy P>
-constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const P& policy, const JobOptions& job = {}) {
-  detail::JobContext ctx(topo, job);
-  return detail::bind_checked(ctx, gpu, policy);
-}
-
-/// Binds GPU `gpu` with the policy `spec` names.
-/// Errors: those of the chosen policy (see each policy's bind).
-constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const PolicySpec& spec, const JobOptions& job = {}) {
-  detail::JobContext ctx(topo, job);
-  return detail::bind_spec(ctx, gpu, spec);
+///
+/// Every parameter is a constrained forwarding reference so that an
+/// unqualified bind(topo, 0, ExclusivePolicy{}) under `using namespace std;`
+/// picks this function over std::bind (which takes forwarding references
+/// too, and would otherwise win on the topology's missing const).
+template <class Topo, class Gpu, class Policy, class Job = const JobOptions&>
+  requires std::same_as<std::remove_cvref_t<Topo>, Topology> && std::convertible_to<Gpu, int> &&
+           (BindingPolicy<std::remove_cvref_t<Policy>> || std::same_as<std::remove_cvref_t<Policy>, PolicySpec>) &&
+           std::convertible_to<Job, const JobOptions&>
+constexpr Result<CpuSet> bind(Topo&& topo, Gpu&& gpu, Policy&& policy, Job&& job = JobOptions{}) {
+  BindingContext ctx(topo, job);
+  int g = static_cast<int>(gpu);
+  if constexpr (std::same_as<std::remove_cvref_t<Policy>, PolicySpec>) return detail::bind_spec(ctx, g, policy);
+  else return detail::bind_checked(ctx, g, policy);
 }
 
 /// The binding of every participating GPU (0..nproc-1, or every visible GPU),
@@ -150,7 +206,7 @@ constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const PolicySpec& s
 /// Errors: the first GPU's error, prefixed with its index.
 constexpr Result<std::vector<CpuSet>> bind_all(const Topology& topo, const PolicySpec& spec, const JobOptions& job = {}) {
   GPUAFF_TRY(int participating, detail::participating_gpus(topo, job));
-  detail::JobContext ctx(topo, job);
+  BindingContext ctx(topo, job);
   std::vector<CpuSet> out;
   out.reserve(static_cast<std::size_t>(participating));
   for (int g = 0; g < participating; ++g) {
@@ -164,16 +220,15 @@ constexpr Result<std::vector<CpuSet>> bind_all(const Topology& topo, const Polic
 /// Every visible GPU bound with each of `specs`, errors included:
 /// table[s][g] is bind(topo, g, specs[s], job) (a GPU beyond JobOptions::nproc
 /// gets bind's error), with the facts the bindings share (nodes, allowed
-/// CPUs, physical cores, cache groups) derived once for the whole table.
+/// CPUs, physical cores) derived once for the whole table.
 /// What `gpuaff topo` prints, and what a launcher binding every local rank calls.
 constexpr std::vector<std::vector<Result<CpuSet>>> bind_table(const Topology& topo, const std::vector<PolicySpec>& specs,
                                                               const JobOptions& job = {}) {
-  detail::JobContext ctx(topo, job);
+  BindingContext ctx(topo, job);
   std::vector<std::vector<Result<CpuSet>>> table(specs.size());
   for (std::size_t s = 0; s < specs.size(); ++s) {
     table[s].reserve(topo.gpus.size());
-    for (int g = 0; g < static_cast<int>(topo.gpus.size()); ++g)
-      table[s].emplace_back(detail::BindLater{&ctx, g, &specs[s]});
+    for (int g = 0; g < static_cast<int>(topo.gpus.size()); ++g) table[s].push_back(detail::bind_spec(ctx, g, specs[s]));
   }
   return table;
 }

@@ -3,6 +3,8 @@
 // for it (memory_nodes), and binding a PCI device that is not a visible GPU
 // (with_pci_target). The GPUs that share a node: context.hpp.
 
+#include "gpuaff/config.hpp"
+
 #include <vector>
 
 #include "gpuaff/policy/common.hpp"

@@ -1,25 +1,21 @@
 #pragma once
 // PyTorch's `--numa-binding=node`: the allowed CPUs of the GPU's NUMA node.
 
-#include "gpuaff/policy/common.hpp"
+#include "gpuaff/config.hpp"
+
 #include "gpuaff/policy/context.hpp"
 
 namespace gpuaff {
 inline namespace v0 {
 
 /// The allowed CPUs of the GPU's NUMA node (resolve_gpu_node).
+/// Errors: those of resolve_gpu_node; Errc::empty_result when the node has
+/// no allowed CPU (a memory-only node, or a container that excludes it).
 struct NodePolicy {
-  /// Errors: those of resolve_gpu_node; Errc::empty_result when the node has
-  /// no allowed CPU (a memory-only node, or a container that excludes it).
-  constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const JobOptions& job) const {
-    detail::JobContext ctx(topo, job);
-    return evaluate(ctx, gpu);
-  }
-  /// bind() on the facts of a context (shared by the job's bindings).
-  constexpr Result<CpuSet> evaluate(detail::JobContext& ctx, int gpu) const {
-    GPUAFF_TRY(int node, ctx.resolve(gpu));
-    const CpuSet& cpus = ctx.allowed(node);
-    if (cpus.empty()) return detail::no_allowed_cpu(ctx.topo(), gpu, node, "node");
+  constexpr Result<CpuSet> evaluate(BindingContext& ctx, int gpu) const {
+    GPUAFF_TRY(int node, ctx.gpu_node(gpu));
+    const CpuSet& cpus = ctx.node_cpus(node);
+    if (cpus.empty()) return no_allowed_cpu(ctx.topology(), gpu, node, "node");
     return cpus;
   }
 };

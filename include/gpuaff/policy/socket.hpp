@@ -2,7 +2,8 @@
 // PyTorch's `--numa-binding=socket`: the allowed CPUs of every NUMA node in
 // the socket of the GPU's node.
 
-#include "gpuaff/policy/common.hpp"
+#include "gpuaff/config.hpp"
+
 #include "gpuaff/policy/context.hpp"
 
 namespace gpuaff {
@@ -14,29 +15,24 @@ inline namespace v0 {
 /// Nodes with no allowed CPU (memory-only nodes such as GB200 GPU memory, HBM
 /// or CXL; nodes outside a container's cpuset) are skipped: they have no
 /// lowest CPU, and PyTorch's version of this rule crashes on them.
+/// Errors: those of resolve_gpu_node; Errc::empty_result when the GPU's own
+/// node has no allowed CPU; Errc::not_found when the topology places that
+/// CPU in no package (no socket information).
 struct SocketPolicy {
-  /// Errors: those of resolve_gpu_node; Errc::empty_result when the GPU's own
-  /// node has no allowed CPU; Errc::not_found when the topology places that
-  /// CPU in no package (no socket information).
-  constexpr Result<CpuSet> bind(const Topology& topo, int gpu, const JobOptions& job) const {
-    detail::JobContext ctx(topo, job);
-    return evaluate(ctx, gpu);
-  }
-  /// bind() on the facts of a context (shared by the job's bindings).
-  constexpr Result<CpuSet> evaluate(detail::JobContext& ctx, int gpu) const {
-    const Topology& topo = ctx.topo();
-    GPUAFF_TRY(int node, ctx.resolve(gpu));
-    const CpuSet& start = ctx.allowed(node);
-    if (start.empty()) return detail::no_allowed_cpu(topo, gpu, node, "socket");
+  constexpr Result<CpuSet> evaluate(BindingContext& ctx, int gpu) const {
+    const Topology& topo = ctx.topology();
+    GPUAFF_TRY(int node, ctx.gpu_node(gpu));
+    const CpuSet& start = ctx.node_cpus(node);
+    if (start.empty()) return no_allowed_cpu(topo, gpu, node, "socket");
     const Package* pkg = topo.package_of_cpu(start.first());
     if (pkg == nullptr)
       return fail(Errc::not_found, "socket: CPU ", start.first(), " of NUMA node ", node, " (", detail::gpu_label(topo, gpu),
                   ") belongs to no package in ", topo.origin.view(), "; without socket information use --policy node");
-    Result<CpuSet> out;  // made in place: returned without a copy
+    CpuSet out;
     for (std::size_t i = 0; i < topo.nodes.size(); ++i) {
-      const CpuSet& cpus = ctx.allowed_at(i);
+      const CpuSet& cpus = ctx.node_cpus_at(i);
       if (cpus.empty()) continue;  // memory-only or not allowed: no lowest CPU to place
-      if (pkg->cpus.test(cpus.first())) *out |= cpus;
+      if (pkg->cpus.test(cpus.first())) out |= cpus;
     }
     return out;
   }

@@ -4,6 +4,8 @@
 // (OMP_NUM_THREADS, torch.set_num_threads, DataLoader num_workers) gain
 // little from a second thread per core and lose to contention.
 
+#include "gpuaff/config.hpp"
+
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/topology.hpp"
 
