@@ -71,7 +71,7 @@ struct PciDevice {
   CpuSet local_cpus;             ///< the device's local_cpulist; meaningful when has_local_cpus
   bool has_local_cpus = false;
 
-  /// A GPU by CONTRACT.md section 2: display class and an NVIDIA, AMD or Intel vendor id;
+  /// A GPU by docs/contract.md section 2: display class and an NVIDIA, AMD or Intel vendor id;
   /// extended to AMD processing accelerators (class 0x1200: MI200, MI300).
   constexpr bool is_gpu() const {
     return (is_display_class(class_code) && is_gpu_vendor(vendor)) ||
@@ -193,17 +193,11 @@ constexpr Result<PciAddress> PciAddress::parse(std::string_view full) {
     return fail(Errc::parse_error, "malformed PCI address '", full.substr(0, 40), "': ", why,
                 " (expected DDDD:BB:DD.F, e.g. 0000:17:00.0)");
   };
-  auto hex = [](char c) -> int {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-  };
   auto field = [&](std::string_view f, int max_digits, std::uint32_t& out) -> bool {
     if (f.empty() || f.size() > static_cast<std::size_t>(max_digits)) return false;
-    out = 0;
-    for (char c : f) {
-      int d = hex(c);
-      if (d < 0) return false;
-      out = out * 16 + static_cast<std::uint32_t>(d);
-    }
+    long long v = 0;
+    if (detail::leading_number(f, 16, 0xffffffffLL, v) != f.size()) return false;
+    out = static_cast<std::uint32_t>(v);
     return true;
   };
   std::size_t dot = s.rfind('.');
