@@ -240,6 +240,47 @@ class HwlocSource {
 
     std::unique_lock<std::mutex> env_lock(detail::hwloc_env_mutex(), std::defer_lock);
     std::optional<detail::HwlocScopedEnv> env;
+    GPUAFF_TRY_VOID(select_input(t, env_lock, env));
+    int load_status = hwloc_topology_load(t);
+    int load_errno = errno;
+    env.reset();  // restore the environment as soon as hwloc has read it
+    if (env_lock.owns_lock()) env_lock.unlock();
+    if (load_status != 0) {
+      int e = load_errno;
+      return Unexpected<Error>(make_sys_error(
+          options_.input == HwlocInput::xml ? Errc::parse_error : Errc::system_error, e, "hwloc could not load ",
+          origin, ": ", std::string_view(std::strerror(e)),
+          options_.input == HwlocInput::xml ? "; is it an XML file written by 'lstopo --of xml'?" : ""));
+    }
+    if (options_.input == HwlocInput::root) {
+      // A root hwloc's Linux backend gave up on falls back to a topology of this
+      // machine; refuse it rather than return the wrong machine.
+      const char* backend = hwloc_obj_get_info_by_name(hwloc_get_root_obj(t), "Backend");
+      if (backend == nullptr || std::string_view(backend) != "Linux") {
+        return fail(Errc::unsupported, "hwloc's Linux backend did not read root '", options_.path,
+                    "' (it lacks files hwloc needs); record it with 'gpuaff record'");
+      }
+    }
+    return convert(t, origin);
+  }
+
+  const HwlocOptions& options() const { return options_; }
+
+ private:
+  std::string describe() const {
+    switch (options_.input) {
+      case HwlocInput::xml: return "hwloc XML '" + options_.path + "'";
+      case HwlocInput::root: return "hwloc root '" + options_.path + "'";
+      case HwlocInput::live: break;
+    }
+    return "hwloc (this machine)";
+  }
+
+  /// Points hwloc at the input: the XML file, or the root through HWLOC_FSROOT
+  /// with only the Linux backend, or this machine without the slow probes.
+  /// Environment variables hwloc reads are set in `env` under `env_lock`.
+  Result<void> select_input(hwloc_topology_t t, std::unique_lock<std::mutex>& env_lock,
+                            std::optional<detail::HwlocScopedEnv>& env) const {
     switch (options_.input) {
       case HwlocInput::xml: {
         std::string probe;
@@ -289,39 +330,7 @@ class HwlocSource {
         break;
       }
     }
-    int load_status = hwloc_topology_load(t);
-    int load_errno = errno;
-    env.reset();  // restore the environment as soon as hwloc has read it
-    if (env_lock.owns_lock()) env_lock.unlock();
-    if (load_status != 0) {
-      int e = load_errno;
-      return Unexpected<Error>(make_sys_error(
-          options_.input == HwlocInput::xml ? Errc::parse_error : Errc::system_error, e, "hwloc could not load ",
-          origin, ": ", std::string_view(std::strerror(e)),
-          options_.input == HwlocInput::xml ? "; is it an XML file written by 'lstopo --of xml'?" : ""));
-    }
-    if (options_.input == HwlocInput::root) {
-      // A root hwloc's Linux backend gave up on falls back to a topology of this
-      // machine; refuse it rather than return the wrong machine.
-      const char* backend = hwloc_obj_get_info_by_name(hwloc_get_root_obj(t), "Backend");
-      if (backend == nullptr || std::string_view(backend) != "Linux") {
-        return fail(Errc::unsupported, "hwloc's Linux backend did not read root '", options_.path,
-                    "' (it lacks files hwloc needs); record it with 'gpuaff record'");
-      }
-    }
-    return convert(t, origin);
-  }
-
-  const HwlocOptions& options() const { return options_; }
-
- private:
-  std::string describe() const {
-    switch (options_.input) {
-      case HwlocInput::xml: return "hwloc XML '" + options_.path + "'";
-      case HwlocInput::root: return "hwloc root '" + options_.path + "'";
-      case HwlocInput::live: break;
-    }
-    return "hwloc (this machine)";
+    return {};
   }
 
   Result<Topology> convert(hwloc_topology_t t, const std::string& origin) const {
