@@ -199,9 +199,18 @@ class Parser {
     return v;
   }
 
-  Result<const Json*> object_at(const Json& arr, std::size_t i, const std::string& path) const {
-    GPUAFF_TRY_VOID(expect(arr[i], at(path, i), Json::value_t::object, "an object"));
-    return &arr[i];
+  /// Calls `each(object, path, i)` (which returns Result<void>) for every
+  /// element of the array doc[key], each of which must be an object; an
+  /// absent array that is not `required` has none.
+  template <class Each>
+  Result<void> each_object(const Json& doc, const char* key, bool required, Each each) const {
+    GPUAFF_TRY(const Json* arr, array(doc, "", key, required));
+    if (arr == nullptr) return {};
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      GPUAFF_TRY_VOID(expect((*arr)[i], at(key, i), Json::value_t::object, "an object"));
+      GPUAFF_TRY_VOID(each((*arr)[i], at(key, i), i));
+    }
+    return {};
   }
 
  private:
@@ -234,19 +243,17 @@ inline Result<void> parse_cpu_sets(const Parser& p, const Json& doc, Topology& t
 }
 
 inline Result<void> parse_packages(const Parser& p, const Json& doc, Topology& t) {
-  GPUAFF_TRY(const Json* packages, p.array(doc, "", "packages", false));
-  if (packages == nullptr) return {};
-  for (std::size_t i = 0; i < packages->size(); ++i) {
-    std::string path = Parser::at("packages", i);
-    GPUAFF_TRY(const Json* o, p.object_at(*packages, i, "packages"));
+  auto package = [&](const Json& o, const std::string& path, std::size_t /*position*/) -> Result<void> {
     Package pk;
-    GPUAFF_TRY(const Json* id, p.require(*o, path, "id"));
+    GPUAFF_TRY(const Json* id, p.require(o, path, "id"));
     GPUAFF_TRY(long long idv, p.integer(*id, Parser::join(path, "id"), -1, std::numeric_limits<int>::max()));
     pk.id = static_cast<int>(idv);
-    GPUAFF_TRY(const Json* c, p.require(*o, path, "cpus"));
+    GPUAFF_TRY(const Json* c, p.require(o, path, "cpus"));
     GPUAFF_TRY(pk.cpus, p.cpus(*c, Parser::join(path, "cpus")));
     t.packages.push_back(pk);
-  }
+    return {};
+  };
+  GPUAFF_TRY_VOID(p.each_object(doc, "packages", false, package));
   std::stable_sort(t.packages.begin(), t.packages.end(), [](const Package& a, const Package& b) { return a.id < b.id; });
   return {};
 }
@@ -254,20 +261,17 @@ inline Result<void> parse_packages(const Parser& p, const Json& doc, Topology& t
 /// numa_nodes: kept in the file's order, which must be by id, because
 /// distances are listed in that order.
 inline Result<void> parse_nodes(const Parser& p, const Json& doc, Topology& t) {
-  GPUAFF_TRY(const Json* nodes, p.array(doc, "", "numa_nodes", true));
-  for (std::size_t i = 0; i < nodes->size(); ++i) {
-    std::string path = Parser::at("numa_nodes", i);
-    GPUAFF_TRY(const Json* o, p.object_at(*nodes, i, "numa_nodes"));
+  auto node = [&](const Json& o, const std::string& path, std::size_t /*position*/) -> Result<void> {
     NumaNode n;
-    GPUAFF_TRY(const Json* id, p.require(*o, path, "id"));
+    GPUAFF_TRY(const Json* id, p.require(o, path, "id"));
     GPUAFF_TRY(long long idv, p.integer(*id, Parser::join(path, "id"), 0, CpuSet::capacity - 1));
     n.id = static_cast<int>(idv);
     if (!t.nodes.empty() && n.id <= t.nodes.back().id)
       return p.bad(Errc::parse_error, Parser::join(path, "id"), "node ", n.id,
                    " is listed after node ", t.nodes.back().id, "; numa_nodes must be sorted by id without repeats");
-    GPUAFF_TRY(const Json* c, p.require(*o, path, "cpus"));
+    GPUAFF_TRY(const Json* c, p.require(o, path, "cpus"));
     GPUAFF_TRY(n.cpus, p.cpus(*c, Parser::join(path, "cpus")));
-    GPUAFF_TRY(const Json* d, p.array(*o, path, "distances", false));
+    GPUAFF_TRY(const Json* d, p.array(o, path, "distances", false));
     if (d != nullptr) {
       for (std::size_t k = 0; k < d->size(); ++k) {
         GPUAFF_TRY(long long dv, p.integer((*d)[k], Parser::at(Parser::join(path, "distances"), k), 0, 255));
@@ -275,7 +279,9 @@ inline Result<void> parse_nodes(const Parser& p, const Json& doc, Topology& t) {
       }
     }
     t.nodes.push_back(std::move(n));
-  }
+    return {};
+  };
+  GPUAFF_TRY_VOID(p.each_object(doc, "numa_nodes", true, node));
   for (std::size_t i = 0; i < t.nodes.size(); ++i) {
     const auto& n = t.nodes[i];
     if (!n.distances.empty() && n.distances.size() != t.nodes.size())
@@ -315,22 +321,19 @@ inline Result<void> parse_cores(const Parser& p, const Json& doc, Topology& t) {
 }
 
 inline Result<void> parse_core_complexes(const Parser& p, const Json& doc, Topology& t) {
-  GPUAFF_TRY(const Json* ccx, p.array(doc, "", "core_complexes", false));
-  if (ccx != nullptr) {
-    for (std::size_t i = 0; i < ccx->size(); ++i) {
-      std::string path = Parser::at("core_complexes", i);
-      GPUAFF_TRY(const Json* o, p.object_at(*ccx, i, "core_complexes"));
-      CacheGroup g;
-      GPUAFF_TRY(const Json* level, p.require(*o, path, "level"));
-      GPUAFF_TRY(long long lv, p.integer(*level, Parser::join(path, "level"), 0, 16));
-      g.level = static_cast<int>(lv);
-      GPUAFF_TRY(const Json* c, p.require(*o, path, "cpus"));
-      GPUAFF_TRY(g.cpus, p.cpus(*c, Parser::join(path, "cpus")));
-      t.core_complexes.push_back(g);
-    }
-    std::stable_sort(t.core_complexes.begin(), t.core_complexes.end(),
-                     [](const CacheGroup& a, const CacheGroup& b) { return a.cpus.first() < b.cpus.first(); });
-  }
+  auto group = [&](const Json& o, const std::string& path, std::size_t /*position*/) -> Result<void> {
+    CacheGroup g;
+    GPUAFF_TRY(const Json* level, p.require(o, path, "level"));
+    GPUAFF_TRY(long long lv, p.integer(*level, Parser::join(path, "level"), 0, 16));
+    g.level = static_cast<int>(lv);
+    GPUAFF_TRY(const Json* c, p.require(o, path, "cpus"));
+    GPUAFF_TRY(g.cpus, p.cpus(*c, Parser::join(path, "cpus")));
+    t.core_complexes.push_back(g);
+    return {};
+  };
+  GPUAFF_TRY_VOID(p.each_object(doc, "core_complexes", false, group));
+  std::stable_sort(t.core_complexes.begin(), t.core_complexes.end(),
+                   [](const CacheGroup& a, const CacheGroup& b) { return a.cpus.first() < b.cpus.first(); });
   return {};
 }
 
@@ -369,16 +372,14 @@ inline Result<PciDevice> parse_pci_device(const Parser& p, const Json& o, const 
 }
 
 inline Result<void> parse_pci_devices(const Parser& p, const Json& doc, Topology& t) {
-  GPUAFF_TRY(const Json* pci, p.array(doc, "", "pci_devices", false));
-  if (pci == nullptr) return {};
-  for (std::size_t i = 0; i < pci->size(); ++i) {
-    std::string path = Parser::at("pci_devices", i);
-    GPUAFF_TRY(const Json* o, p.object_at(*pci, i, "pci_devices"));
-    GPUAFF_TRY(PciDevice d, parse_pci_device(p, *o, path));
+  auto device = [&](const Json& o, const std::string& path, std::size_t /*position*/) -> Result<void> {
+    GPUAFF_TRY(PciDevice d, parse_pci_device(p, o, path));
     if (t.find_pci(d.address) != nullptr)
       return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "device ", d.address.to_string(), " is listed twice");
     t.pci_devices.push_back(d);
-  }
+    return {};
+  };
+  GPUAFF_TRY_VOID(p.each_object(doc, "pci_devices", false, device));
   std::stable_sort(t.pci_devices.begin(), t.pci_devices.end(),
                    [](const PciDevice& a, const PciDevice& b) { return a.address < b.address; });
   return {};
@@ -422,18 +423,16 @@ inline Result<Gpu> parse_gpu(const Parser& p, const Json& o, const std::string& 
 }
 
 inline Result<void> parse_gpus(const Parser& p, const Json& doc, Topology& t) {
-  GPUAFF_TRY(const Json* gpus, p.array(doc, "", "gpus", false));
-  if (gpus == nullptr) return {};
-  for (std::size_t i = 0; i < gpus->size(); ++i) {
-    std::string path = Parser::at("gpus", i);
-    GPUAFF_TRY(const Json* o, p.object_at(*gpus, i, "gpus"));
-    GPUAFF_TRY(Gpu g, parse_gpu(p, *o, path, i, t));
+  auto gpu = [&](const Json& o, const std::string& path, std::size_t i) -> Result<void> {
+    GPUAFF_TRY(Gpu g, parse_gpu(p, o, path, i, t));
     for (const auto& other : t.gpus)
       if (other.pci.address == g.pci.address)
         return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "GPU ", g.pci.address.to_string(),
                      " is listed twice");
     t.gpus.push_back(g);
-  }
+    return {};
+  };
+  GPUAFF_TRY_VOID(p.each_object(doc, "gpus", false, gpu));
   return {};
 }
 
