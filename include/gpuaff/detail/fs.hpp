@@ -4,8 +4,8 @@
 // so we read to EOF), writes, listings, and path resolution inside a root
 // directory that follows symlinks the way the kernel would if the root were
 // `/`, without ever leaving it (absolute targets are re-rooted, ".." stops at
-// the root): RootDir opens, reads and lists in a root; RootCopy copies files
-// out of one into a recording, recreating the symlinks met on the way.
+// the root): RootDir opens, reads and lists in a root (the recorder's RootCopy,
+// record/root_copy.hpp, copies out of one with these functions).
 // No iostreams and no <filesystem>: this header is part of the umbrella.
 
 #include <dirent.h>
@@ -26,8 +26,6 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -130,6 +128,18 @@ inline int write_whole_file(const std::string& path, std::string_view data) {
     done += static_cast<std::size_t>(n);
   }
   return ::close(fd) == 0 ? 0 : errno;
+}
+
+/// Makes `at` a symlink to `target`. Returns 0, EEXIST when `at` already is
+/// exactly that link, or errno.
+inline int make_symlink(const std::string& target, const std::string& at) {
+  if (::symlink(target.c_str(), at.c_str()) == 0) return 0;
+  int e = errno;
+  if (e != EEXIST) return e;
+  std::string existing(4096, '\0');
+  ssize_t n = ::readlink(at.c_str(), existing.data(), existing.size());
+  if (n < 0 || std::string_view(existing.data(), static_cast<std::size_t>(n)) != target) return e;
+  return EEXIST;
 }
 
 /// mkdir -p. Returns 0 or errno.
@@ -250,7 +260,7 @@ class RootResolver {
       out.clear();
       return 0;
     }
-    if (auto hit = cache_.find(key); hit != cache_.end()) {
+    if (auto hit = cached(key); hit != cache_.end() && hit->first == key) {
       out = hit->second;
       return 0;
     }
@@ -264,12 +274,20 @@ class RootResolver {
     err = walk(done, pending, nullptr);
     if (err != 0) return err;
     out = join_path(done);
-    cache_.emplace(std::move(key), out);
+    auto at = cached(key);  // found again: resolving the parent cached its prefixes
+    cache_.insert(at, {std::move(key), out});
     return 0;
   }
 
  private:
   static constexpr int max_links = 40;  // as the kernel's MAXSYMLINKS
+
+  using CacheEntry = std::pair<std::string, std::string>;
+  /// Where `key` is in the cache, or would be inserted.
+  std::vector<CacheEntry>::iterator cached(const std::string& key) {
+    return std::lower_bound(cache_.begin(), cache_.end(), key,
+                            [](const CacheEntry& entry, const std::string& k) { return entry.first < k; });
+  }
 
   // `pending` is a stack: its back is the next component to resolve.
   int walk(std::vector<std::string>& done, std::vector<std::string>& pending, std::vector<Link>* links) {
@@ -320,7 +338,10 @@ class RootResolver {
   }
 
   std::string root_;
-  std::unordered_map<std::string, std::string> cache_;  // directory -> its resolved path
+  // Directory -> its resolved path, sorted by directory: a few hundred entries
+  // at most, and a sorted vector keeps <unordered_map>'s instantiations out of
+  // every translation unit of the umbrella header (benchmarks row 6).
+  std::vector<CacheEntry> cache_;
 };
 
 /// Lexically normalised root-relative path of `base_dir/target` (absolute
@@ -495,86 +516,6 @@ class RootDir {
   std::string host_;
   int root_fd_ = -1;
   bool in_root_ = false;  // openat2 RESOLVE_IN_ROOT works here
-};
-
-/// Copies root-relative files from a root into a recording directory `out`.
-/// A path copied with its links keeps every symlink met on the way as a
-/// relative link inside the recording (sys/bus/pci/devices/X stays a link into
-/// sys/devices/pci*, as the kernel has it and as every reader expects); each
-/// link is made once however many files go through it.
-class RootCopy {
- public:
-  /// What went wrong with one file: the errno and which side it was on.
-  struct Failure {
-    int error = 0;                ///< 0: copied
-    std::string_view what{};      ///< "resolve", "read" (in the root), "create directory", "create symlink", "write"
-    std::string path{};           ///< the host path that failed
-    /// The error is in the recording (else in the root being read).
-    bool writing() const { return what != "resolve" && what != "read"; }
-  };
-
-  RootCopy(RootDir& from, std::string out) : from_(from), out_(std::move(out)) {}
-
-  int links_made() const { return links_made_; }
-
-  /// Copies `rel` to the path it resolves to, recreating the links on the way.
-  /// On success `copied` is the resolved root-relative path and `bytes` its size.
-  Failure copy_with_links(std::string_view rel, std::string& copied, std::uint64_t& bytes) {
-    std::vector<RootResolver::Link> links;
-    RootResolver& resolver = from_.resolver();
-    if (int e = resolver.resolve(rel, copied, &links); e != 0) return {e, "resolve", resolver.host_path(rel)};
-    for (const auto& link : links)
-      if (Failure f = make_link(link); f.error != 0) return f;
-    return copy_file(copied, copied, bytes);
-  }
-
-  /// Copies `rel` under the same name, following links inside the root rather
-  /// than recreating them (proc/self is a link to this process's pid: the
-  /// recording keeps the name).
-  Failure copy_as_named(std::string_view rel, std::uint64_t& bytes) { return copy_file(rel, rel, bytes); }
-
-  /// Writes `data` to the root-relative `rel` in the recording.
-  Failure write(std::string_view rel, std::string_view data) {
-    std::string dir = path_under(out_, parent_of(rel));
-    if (int e = make_directories(dir); e != 0) return {e, "create directory", dir};
-    std::string at = path_under(out_, rel);
-    if (int e = write_whole_file(at, data); e != 0) return {e, "write", at};
-    return {};
-  }
-
- private:
-  Failure copy_file(std::string_view from_rel, std::string_view to_rel, std::uint64_t& bytes) {
-    int e = from_.read(from_rel, data_);
-    if (e != 0) return {e, "read", from_.resolver().host_path(from_rel)};
-    bytes = data_.size();
-    return write(to_rel, data_);
-  }
-
-  Failure make_link(const RootResolver::Link& link) {
-    if (!made_.insert(link.path).second) return {};
-    std::string parent = parent_of(link.path);
-    std::vector<std::string> from;
-    split_path(parent, from);
-    std::string target = relative_link(from, normalise_in_root(parent, link.target));
-    std::string dir = path_under(out_, parent);
-    if (int e = make_directories(dir); e != 0) return {e, "create directory", dir};
-    std::string at = path_under(out_, link.path);
-    if (::symlink(target.c_str(), at.c_str()) == 0) {
-      ++links_made_;
-      return {};
-    }
-    int e = errno;
-    std::string existing(4096, '\0');
-    ssize_t n = e == EEXIST ? ::readlink(at.c_str(), existing.data(), existing.size()) : -1;
-    if (n < 0 || std::string_view(existing.data(), static_cast<std::size_t>(n)) != target) return {e, "create symlink", at};
-    return {};  // made by an earlier recording into the same directory
-  }
-
-  RootDir& from_;
-  std::string out_;
-  std::unordered_set<std::string> made_;  // links made, by root-relative path
-  int links_made_ = 0;
-  std::string data_;
 };
 
 }  // namespace detail

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "gpuaff/detail/fs.hpp"
+#include "gpuaff/record/root_copy.hpp"
 #include "gpuaff/result.hpp"
 
 namespace gpuaff {

@@ -22,6 +22,7 @@
 
 #include "gpuaff/detail/fs.hpp"
 #include "gpuaff/record/hwloc_files.hpp"
+#include "gpuaff/record/root_copy.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/sysfs.hpp"
 #include "gpuaff/topology.hpp"
