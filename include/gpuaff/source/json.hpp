@@ -75,7 +75,7 @@ class JsonSource {
  public:
   struct Options {
     std::string path;          ///< the JSON file
-    VisibleDevices visible{};  ///< GPU visibility (see gpus.hpp)
+    VisibleDevices visible{};  ///< GPU visibility (see source/visible.hpp)
   };
 
   explicit JsonSource(Options options) : options_(std::move(options)) {}

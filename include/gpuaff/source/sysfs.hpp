@@ -101,7 +101,7 @@ enum class SysfsDetail {
 
 struct SysfsOptions {
   std::string root = "/";                ///< directory laid out like `/`; "/" reads this machine
-  VisibleDevices visible{};              ///< GPU visibility (see gpus.hpp)
+  VisibleDevices visible{};              ///< GPU visibility (see source/visible.hpp)
   std::vector<PciAddress> extra_pci{};   ///< non-GPU devices to read too (e.g. --pci of a NIC)
   SysfsDetail detail = SysfsDetail::full;
   /// A visibility list the caller applies itself after the load (select_visible_gpus);
