@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "gpuaff/detail/parse.hpp"
 #include "gpuaff/result.hpp"
 
 namespace gpuaff {
@@ -268,21 +269,6 @@ class CpuSet {
 
 namespace detail {
 
-constexpr bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\0' || c == '\v' || c == '\f';
-}
-
-/// The text without leading/trailing whitespace and NUL bytes; `offset` gets
-/// the position of the first kept character.
-constexpr std::string_view trim(std::string_view s, std::size_t* offset = nullptr) {
-  std::size_t b = 0;
-  while (b < s.size() && is_space(s[b])) ++b;
-  std::size_t e = s.size();
-  while (e > b && is_space(s[e - 1])) --e;
-  if (offset != nullptr) *offset = b;
-  return s.substr(b, e - b);
-}
-
 /// A short excerpt of the text at `pos`, for error messages.
 constexpr std::string_view excerpt(std::string_view s, std::size_t pos) {
   if (pos >= s.size()) return "end of text";
@@ -302,14 +288,9 @@ constexpr Result<CpuSet> CpuSet::parse_list(std::string_view full) {
   CpuSet out;
   std::size_t i = 0;
   auto number = [&](long long& v) -> bool {
-    std::size_t start = i;
-    v = 0;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-      v = v * 10 + (s[i] - '0');
-      if (v > 1'000'000'000) v = 1'000'000'000;  // saturate; reported as out of range
-      ++i;
-    }
-    return i > start;
+    std::size_t digits = detail::leading_number(s.substr(i), 10, 1'000'000'000, v);  // saturated: out of range below
+    i += digits;
+    return digits > 0;
   };
   if (s.empty()) return out;
   while (true) {
@@ -364,13 +345,10 @@ constexpr Result<CpuSet> CpuSet::parse_mask(std::string_view full) {
     std::size_t len = end - start;
     if (len == 0) return detail::parse_failure("hex mask", full, base + start, "empty word between commas");
     if (len > 8) return detail::parse_failure("hex mask", full, base + start, "a word has more than 8 hex digits");
-    std::uint32_t w = 0;
-    for (std::size_t k = start; k < end; ++k) {
-      char c = s[k];
-      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-      if (d < 0) return detail::parse_failure("hex mask", full, base + k, "not a hex digit");
-      w = (w << 4) | static_cast<std::uint32_t>(d);
-    }
+    long long value = 0;
+    std::size_t digits = detail::leading_number(s.substr(start, len), 16, 0xffffffffLL, value);
+    if (digits < len) return detail::parse_failure("hex mask", full, base + start + digits, "not a hex digit");
+    auto w = static_cast<std::uint32_t>(value);
     if (w != 0) {
       long long first_bit = static_cast<long long>(word_index) * 32;
       if (first_bit + 32 > capacity)

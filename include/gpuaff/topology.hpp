@@ -195,17 +195,11 @@ constexpr Result<PciAddress> PciAddress::parse(std::string_view full) {
     return fail(Errc::parse_error, "malformed PCI address '", full.substr(0, 40), "': ", why,
                 " (expected DDDD:BB:DD.F, e.g. 0000:17:00.0)");
   };
-  auto hex = [](char c) -> int {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-  };
   auto field = [&](std::string_view f, int max_digits, std::uint32_t& out) -> bool {
     if (f.empty() || f.size() > static_cast<std::size_t>(max_digits)) return false;
-    out = 0;
-    for (char c : f) {
-      int d = hex(c);
-      if (d < 0) return false;
-      out = out * 16 + static_cast<std::uint32_t>(d);
-    }
+    long long v = 0;
+    if (detail::leading_number(f, 16, 0xffffffffLL, v) != f.size()) return false;
+    out = static_cast<std::uint32_t>(v);
     return true;
   };
   std::size_t dot = s.rfind('.');

@@ -208,3 +208,33 @@ TEST_CASE("extra_pci devices are recorded too, so --pci works on the recording")
   CHECK(d->local_cpus == CpuSet{1});
   CHECK(d->numa_node == 0);
 }
+
+// A recording copied out of a container, or handed over in a bug report, may
+// hold absolute links. Recording from it must resolve them inside it, /proc
+// included: the hwloc extras (proc/self/cgroup, proc/mounts, ...) must never
+// copy a file of the machine that runs the recorder.
+TEST_CASE("recording a root never copies a host file that an absolute link in its proc/ names") {
+  TempTree host;  // stands for the machine's own files, outside the root
+  host.write("secret", "host-only\n");
+  TempTree src;
+  src.write("sys/devices/system/cpu/online", "0\n");
+  src.write("sys/devices/system/cpu/cpu0/topology/core_cpus_list", "0\n")
+      .write("sys/devices/system/cpu/cpu0/topology/physical_package_id", "0\n")
+      .write("sys/devices/system/cpu/cpu0/topology/package_cpus_list", "0\n");
+  src.link("proc/self/cgroup", host.path("secret"));  // absolute: outside the root unless re-rooted
+  src.link("proc/meminfo", "/etc/meminfo");           // re-rooted: the root's own etc/meminfo
+  src.write("etc/meminfo", "MemTotal: 1 kB\n");
+  TempTree out;
+  auto sum = gpuaff::record_topology(RecordOptions{.out_dir = out.path("rec"), .root = src.root()});
+  REQUIRE_MESSAGE(sum, sum.error().message());
+
+  std::string text;
+  CHECK(gpuaff::detail::read_whole_file(out.path("rec/proc/self/cgroup"), text) == ENOENT);
+  for (const auto& p : sum->paths) {
+    REQUIRE(gpuaff::detail::read_whole_file(out.path("rec/" + p), text) == 0);
+    CHECK_MESSAGE(text.find("host-only") == std::string::npos, p);
+  }
+  // The link that stays inside the root is followed there, and the file keeps its name.
+  REQUIRE(gpuaff::detail::read_whole_file(out.path("rec/proc/meminfo"), text) == 0);
+  CHECK(text == "MemTotal: 1 kB\n");
+}

@@ -432,3 +432,35 @@ TEST_CASE("AMD processing accelerators (class 0x1200, MI300X) are GPUs; an Intel
   CHECK(topo.gpus[0].pci.local_cpus == CpuSet{0, 1});
   CHECK(topo.find_pci(gpuaff::PciAddress::parse("0000:06:00.0").value()) == nullptr);
 }
+
+// Cores, packages and cache groups are each read once per group, for the group's
+// first CPU; the file must list that CPU and no CPU of a group read before. The
+// error names the file that was read, which is the hex-mask twin on old kernels.
+TEST_CASE("a sibling mask that leaves out its own CPU is an error naming the mask file") {
+  TempTree t;
+  t.write(cpu_root + "online", "0-1\n");
+  t.write(cpu_root + "cpu0/topology/thread_siblings", "2\n");  // CPU 1 only
+  auto r = SysfsSource(opts(t)).load();
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code() == gpuaff::Errc::parse_error);
+  std::string msg(r.error().message());
+  CHECK(msg.find(t.path(cpu_root + "cpu0/topology/thread_siblings") + ": does not list cpu0 itself") !=
+        std::string::npos);
+}
+
+TEST_CASE("cache groups that overlap are an error naming the later file and the earlier CPU") {
+  TempTree t;
+  t.write(cpu_root + "online", "0-1\n");
+  add_cpu(t, 0, "0", 0, "0-1", "0");  // cpu0's L3 holds cpu0 alone
+  add_cpu(t, 1, "1", 0, "0-1", "0");
+  t.remove(cpu_root + "cpu1/cache/index3/shared_cpu_list");
+  t.write(cpu_root + "cpu1/cache/index3/shared_cpu_map", "3\n");  // cpu1's says cpu0 and cpu1
+  add_node(t, 0, "0-1", "10");
+  t.write(node_root + "online", "0\n");
+  auto r = SysfsSource(opts(t)).load();
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code() == gpuaff::Errc::parse_error);
+  std::string msg(r.error().message());
+  CHECK(msg.find(t.path(cpu_root + "cpu1/cache/index3/shared_cpu_map") + ": disagrees with the cache group of cpu0") !=
+        std::string::npos);
+}

@@ -1,9 +1,11 @@
 #pragma once
-// Small POSIX file helpers for the sysfs source and the recorder: whole-file
-// reads with open/read/close (sysfs files report a size of 4096 whatever they
-// hold, so we read to EOF), and path resolution inside a root directory that
-// follows symlinks the way the kernel would if the root were `/`, without ever
-// leaving the root (absolute targets are re-rooted, ".." stops at the root).
+// The one file layer under the sysfs reader and the recorder: whole-file reads
+// with open/read/close (sysfs files report a size of 4096 whatever they hold,
+// so we read to EOF), writes, listings, and path resolution inside a root
+// directory that follows symlinks the way the kernel would if the root were
+// `/`, without ever leaving it (absolute targets are re-rooted, ".." stops at
+// the root): RootDir opens, reads and lists in a root (the recorder's RootCopy,
+// record/root_copy.hpp, copies out of one with these functions).
 // No iostreams and no <filesystem>: this header is part of the umbrella.
 
 #include <dirent.h>
@@ -17,21 +19,26 @@
 #define GPUAFF_HAVE_OPENAT2 1
 #endif
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "gpuaff/detail/parse.hpp"
+
 namespace gpuaff {
 inline namespace v0 {
 namespace detail {
 
-/// The largest file gpuaff reads (a cpulist of 8192 CPUs in the worst
-/// spelling is far below this); bigger files give EFBIG.
-inline constexpr std::size_t max_small_file = std::size_t{1} << 22;
+/// The largest file gpuaff reads or copies (a cpulist of 8192 CPUs in the
+/// worst spelling is far below this; an hwloc XML file of a large machine is a
+/// few MiB); bigger files give EFBIG.
+inline constexpr std::size_t max_small_file = std::size_t{1} << 24;
 
 /// How to treat a read that returns less than asked for. A sysfs attribute is
 /// at most one page and comes whole from the first read, and a regular file
@@ -101,11 +108,7 @@ inline int open_in_root(int root_fd, const std::string& rel, int flags) {
 /// files end in NULs; every kernel file ends in a newline).
 inline void strip_trailing(std::string& s) {
   std::size_t e = s.size();
-  while (e > 0) {
-    char c = s[e - 1];
-    if (c == '\0' || c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f') --e;
-    else break;
-  }
+  while (e > 0 && is_space(s[e - 1])) --e;
   s.resize(e);
 }
 
@@ -125,6 +128,18 @@ inline int write_whole_file(const std::string& path, std::string_view data) {
     done += static_cast<std::size_t>(n);
   }
   return ::close(fd) == 0 ? 0 : errno;
+}
+
+/// Makes `at` a symlink to `target`. Returns 0, EEXIST when `at` already is
+/// exactly that link, or errno.
+inline int make_symlink(const std::string& target, const std::string& at) {
+  if (::symlink(target.c_str(), at.c_str()) == 0) return 0;
+  int e = errno;
+  if (e != EEXIST) return e;
+  std::string existing(4096, '\0');
+  ssize_t n = ::readlink(at.c_str(), existing.data(), existing.size());
+  if (n < 0 || std::string_view(existing.data(), static_cast<std::size_t>(n)) != target) return e;
+  return EEXIST;
 }
 
 /// mkdir -p. Returns 0 or errno.
@@ -200,52 +215,6 @@ inline std::string join_path(const std::vector<std::string>& comps) {
   return s;
 }
 
-/// A string-to-string map with open addressing in one vector: RootResolver's
-/// directory cache. (<unordered_map> cost every TU of the umbrella header
-/// about 0.1 s to compile, for this one member.)
-class StringMap {
- public:
-  /// The value of `key`, or nullptr.
-  const std::string* find(std::string_view key) const {
-    if (slots_.empty()) return nullptr;
-    for (std::size_t i = home(key);; i = (i + 1) & (slots_.size() - 1)) {
-      if (!slots_[i].used) return nullptr;
-      if (slots_[i].key == key) return &slots_[i].value;
-    }
-  }
-  /// Adds `key` -> `value`; an existing key keeps its value.
-  void insert(std::string key, std::string value) {
-    if ((size_ + 1) * 2 > slots_.size()) grow();  // at most half full: probes stay short
-    if (place(std::move(key), std::move(value))) ++size_;
-  }
-  std::size_t size() const { return size_; }
-
- private:
-  struct Slot {
-    std::string key;
-    std::string value;
-    bool used = false;
-  };
-  std::size_t home(std::string_view key) const { return std::hash<std::string_view>{}(key) & (slots_.size() - 1); }
-  bool place(std::string key, std::string value) {
-    std::size_t i = home(key);
-    for (; slots_[i].used; i = (i + 1) & (slots_.size() - 1))
-      if (slots_[i].key == key) return false;
-    slots_[i] = Slot{std::move(key), std::move(value), true};
-    return true;
-  }
-  void grow() {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.clear();
-    slots_.resize(old.empty() ? 16 : old.size() * 2);  // a power of two: home() masks
-    for (Slot& s : old)
-      if (s.used) place(std::move(s.key), std::move(s.value));
-  }
-
-  std::vector<Slot> slots_;
-  std::size_t size_ = 0;
-};
-
 /// Resolves root-relative paths inside `root` as if `root` were `/`.
 class RootResolver {
  public:
@@ -276,7 +245,7 @@ class RootResolver {
     std::vector<std::string> done;
     std::vector<std::string> pending;
     split_path(rel, pending);
-    reverse(pending);
+    std::reverse(pending.begin(), pending.end());
     int err = walk(done, pending, links);
     out = join_path(done);
     return err;
@@ -291,8 +260,8 @@ class RootResolver {
       out.clear();
       return 0;
     }
-    if (const std::string* hit = cache_.find(key)) {
-      out = *hit;
+    if (auto hit = cached(key); hit != cache_.end() && hit->first == key) {
+      out = hit->second;
       return 0;
     }
     std::size_t slash = key.rfind('/');
@@ -305,15 +274,19 @@ class RootResolver {
     err = walk(done, pending, nullptr);
     if (err != 0) return err;
     out = join_path(done);
-    cache_.insert(std::move(key), out);
+    auto at = cached(key);  // found again: resolving the parent cached its prefixes
+    cache_.insert(at, {std::move(key), out});
     return 0;
   }
 
  private:
   static constexpr int max_links = 40;  // as the kernel's MAXSYMLINKS
 
-  static void reverse(std::vector<std::string>& v) {
-    for (std::size_t i = 0, j = v.size(); i + 1 < j; ++i, --j) v[i].swap(v[j - 1]);
+  using CacheEntry = std::pair<std::string, std::string>;
+  /// Where `key` is in the cache, or would be inserted.
+  std::vector<CacheEntry>::iterator cached(const std::string& key) {
+    return std::lower_bound(cache_.begin(), cache_.end(), key,
+                            [](const CacheEntry& entry, const std::string& k) { return entry.first < k; });
   }
 
   // `pending` is a stack: its back is the next component to resolve.
@@ -365,7 +338,184 @@ class RootResolver {
   }
 
   std::string root_;
-  StringMap cache_;
+  // Directory -> its resolved path, sorted by directory: a few hundred entries
+  // at most, and a sorted vector keeps <unordered_map>'s instantiations out of
+  // every translation unit of the umbrella header (benchmarks row 6).
+  std::vector<CacheEntry> cache_;
+};
+
+/// Lexically normalised root-relative path of `base_dir/target` (absolute
+/// targets start at the root; ".." stops at the root), as components.
+inline std::vector<std::string> normalise_in_root(std::string_view base_dir, std::string_view target) {
+  std::vector<std::string> in;
+  if (target.empty() || target[0] != '/') split_path(base_dir, in);
+  split_path(target, in);
+  std::vector<std::string> out;
+  for (auto& c : in) {
+    if (c == "..") {
+      if (!out.empty()) out.pop_back();
+    } else {
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+/// The shortest relative link from directory `from_dir` to `to` (both root-relative components).
+inline std::string relative_link(const std::vector<std::string>& from_dir, const std::vector<std::string>& to) {
+  std::size_t common = 0;
+  while (common < from_dir.size() && common < to.size() && from_dir[common] == to[common]) ++common;
+  std::string s;
+  for (std::size_t i = common; i < from_dir.size(); ++i) s += "../";
+  for (std::size_t i = common; i < to.size(); ++i) {
+    s += to[i];
+    if (i + 1 < to.size()) s += '/';
+  }
+  if (s.empty()) s = ".";
+  return s;
+}
+
+/// The directory part of a root-relative path ("" for a name at the root).
+inline std::string parent_of(std::string_view rel) {
+  std::size_t slash = rel.rfind('/');
+  return slash == std::string_view::npos ? std::string() : std::string(rel.substr(0, slash));
+}
+
+/// `dir/rel` as a host path.
+inline std::string path_under(std::string_view dir, std::string_view rel) {
+  std::string p(dir);
+  if (p.empty() || p.back() != '/') p += '/';
+  p += rel;
+  return p;
+}
+
+/// Whether `path` is a directory (symlinks followed).
+inline bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/// Whether the directory `root` is this machine's `/` (a spelling such as
+/// "/." or a link to "/" included).
+inline bool is_host_root(const std::string& root) {
+  if (root == "/") return true;
+  char* real = ::realpath(root.c_str(), nullptr);
+  if (real == nullptr) return false;
+  bool host = std::string_view(real) == "/";
+  std::free(real);  // NOLINT(cppcoreguidelines-no-malloc): realpath allocates with malloc
+  return host;
+}
+
+/// Tests set this to exercise the user-space resolver (RootResolver) that
+/// kernels without openat2 use; nothing else should touch it. A plain bool:
+/// tests set it on one thread while no load runs.
+inline bool sysfs_force_user_space_resolution = false;
+
+/// A directory read as if it were `/`: every root-relative path is opened,
+/// read or listed inside it (openat2 RESOLVE_IN_ROOT, or RootResolver where
+/// the kernel lacks it). The live root ("/" itself) is opened directly, so
+/// that magic links such as /proc/self work.
+class RootDir {
+ public:
+  /// `root`: a directory; `live`: it is this machine's `/`.
+  RootDir(const std::string& root, bool live) : live_(live), resolver_(live ? std::string() : root) {
+    if (!live) root_fd_ = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    in_root_ = root_fd_ >= 0 && !sysfs_force_user_space_resolution;
+  }
+  RootDir(const RootDir&) = delete;
+  RootDir& operator=(const RootDir&) = delete;
+  ~RootDir() {
+    if (root_fd_ >= 0) ::close(root_fd_);
+  }
+
+  bool live() const { return live_; }
+  /// The resolver of this root, for walks that need the links on the way.
+  RootResolver& resolver() { return resolver_; }
+
+  /// Opens a root-relative path. Returns 0 or errno.
+  int open(std::string_view rel, int flags, int& fd) {
+    fd = -1;
+    if (live_) {
+      host_ = "/";
+      host_ += rel;
+      fd = ::open(host_.c_str(), flags | O_CLOEXEC);
+      return fd >= 0 ? 0 : errno;
+    }
+    if (in_root_) {
+      std::string r(rel);
+      int got = open_in_root(root_fd_, r, flags);
+      if (got >= 0) {
+        fd = got;
+        return 0;
+      }
+      if (got != -ENOSYS) return -got;
+      in_root_ = false;  // resolve in user space from now on
+    }
+    return open_resolved(rel, flags, fd);
+  }
+
+  /// Reads a whole root-relative file. Returns 0 or errno (ENOENT or ENOTDIR
+  /// when it is missing, EFBIG above max_small_file).
+  int read(std::string_view rel, std::string& out, ShortRead short_read = ShortRead::more) {
+    out.clear();
+    int fd = -1;
+    int err = open(rel, O_RDONLY, fd);
+    if (err != 0) return err;
+    err = read_fd(fd, out, short_read);
+    ::close(fd);
+    return err;
+  }
+
+  /// Names in a root-relative directory. Returns 0 or errno.
+  int list(std::string_view rel, std::vector<std::string>& names) {
+    names.clear();
+    int fd = -1;
+    int err = open(rel, O_RDONLY | O_DIRECTORY, fd);
+    return err != 0 ? err : list_directory_fd(fd, names);
+  }
+
+  /// The path names a directory (symlinks followed inside the root).
+  bool is_directory(std::string_view rel) { return opens(rel, O_RDONLY | O_DIRECTORY); }
+  /// Something is at the path (a dangling symlink counts: it is not followed).
+  bool exists(std::string_view rel) { return opens(rel, O_PATH | O_NOFOLLOW); }
+
+ private:
+  bool opens(std::string_view rel, int flags) {
+    int fd = -1;
+    if (open(rel, flags, fd) != 0) return false;
+    ::close(fd);
+    return true;
+  }
+
+  // RootResolver's way: the directory part resolved (and cached), the last
+  // component opened without following it; only if it is a symlink is the
+  // whole path resolved.
+  int open_resolved(std::string_view rel, int flags, int& fd) {
+    std::string path;
+    if ((flags & O_DIRECTORY) != 0) {
+      int err = resolver_.resolve(rel, path);
+      if (err != 0) return err;
+      fd = ::open(resolver_.host_path(path).c_str(), flags | O_CLOEXEC);
+      return fd >= 0 ? 0 : errno;
+    }
+    std::size_t slash = rel.rfind('/');
+    int err = resolver_.resolve_dir(slash == std::string_view::npos ? std::string_view{} : rel.substr(0, slash), path);
+    if (err != 0) return err;
+    if (!path.empty()) path += '/';
+    path += slash == std::string_view::npos ? rel : rel.substr(slash + 1);
+    fd = ::open(resolver_.host_path(path).c_str(), flags | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0 || errno != ELOOP || (flags & O_NOFOLLOW) != 0) return fd >= 0 ? 0 : errno;
+    err = resolver_.resolve(rel, path);  // the file itself is a symlink: resolve it inside the root
+    if (err != 0) return err;
+    fd = ::open(resolver_.host_path(path).c_str(), flags | O_CLOEXEC);
+    return fd >= 0 ? 0 : errno;
+  }
+
+  bool live_;
+  RootResolver resolver_;
+  std::string host_;
+  int root_fd_ = -1;
+  bool in_root_ = false;  // openat2 RESOLVE_IN_ROOT works here
 };
 
 }  // namespace detail

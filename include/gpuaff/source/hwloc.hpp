@@ -18,7 +18,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -27,7 +26,8 @@
 #include <vector>
 
 #include "gpuaff/cpu_set.hpp"
-#include "gpuaff/record/hwloc_files.hpp"
+#include "gpuaff/detail/fs.hpp"
+#include "gpuaff/detail/parse.hpp"
 #include "gpuaff/source/visible.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/source.hpp"
@@ -150,42 +150,50 @@ inline int hwloc_os_index(const hwloc_obj* o) {
 
 /// "GPU UUID:" from the NVIDIA driver's information file under `root`, or "".
 inline std::string hwloc_nvidia_uuid(const std::string& root, const PciAddress& a) {
+  RootDir dir(root, is_host_root(root));
   std::string text;
-  std::string path = hwloc_join(root, std::string("proc/driver/nvidia/gpus/") + std::string(a.to_string().view()) +
-                                          "/information");
-  if (hwloc_read_file(path, text) != 0) return {};
-  std::size_t p = text.find("GPU UUID:");
-  if (p == std::string::npos) return {};
-  p += 9;
-  std::size_t e = text.find('\n', p);
-  std::string_view v = trim(std::string_view(text).substr(p, e == std::string::npos ? std::string::npos : e - p));
-  return std::string(v);
+  if (dir.read("proc/driver/nvidia/gpus/" + std::string(a.to_string().view()) + "/information", text) != 0) return {};
+  auto uuid = status_field(text, "GPU UUID");
+  return uuid ? std::string(*uuid) : std::string();
 }
 
 /// A "Key:\tvalue" line of a recorded proc/self/status, parsed as a cpulist.
 /// Missing file or key: nullopt. Errors: Errc::parse_error naming the file.
 inline Result<std::optional<CpuSet>> hwloc_status_list(const std::string& root, std::string_view key) {
-  std::string path = hwloc_join(root, "proc/self/status");
+  RootDir dir(root, is_host_root(root));
   std::string text;
-  if (hwloc_read_file(path, text) != 0) return std::optional<CpuSet>{};
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t eol = text.find('\n', pos);
-    std::string_view line = std::string_view(text).substr(pos, eol == std::string::npos ? std::string::npos : eol - pos);
-    pos = eol == std::string::npos ? text.size() : eol + 1;
-    if (line.size() > key.size() && line.substr(0, key.size()) == key && line[key.size()] == ':') {
-      auto parsed = CpuSet::parse_list(line.substr(key.size() + 1));
-      if (!parsed) {
-        return fail(Errc::parse_error, "'", path, "': ", key, ": ", parsed.error().message(),
-                    "; fix or delete the line (re-record with 'gpuaff record')");
-      }
-      return std::optional<CpuSet>(*parsed);
-    }
+  if (dir.read("proc/self/status", text) != 0) return std::optional<CpuSet>{};
+  auto value = status_field(text, key);
+  if (!value) return std::optional<CpuSet>{};
+  auto parsed = CpuSet::parse_list(*value);
+  if (!parsed) {
+    return fail(Errc::parse_error, "'", path_under(root, "proc/self/status"), "': ", key, ": ",
+                parsed.error().message(), "; fix or delete the line (re-record with 'gpuaff record')");
   }
+  return std::optional<CpuSet>(*parsed);
   return std::optional<CpuSet>{};
 }
 
 }  // namespace detail
+
+/// Why hwloc's Linux backend would not read the root `root`, or "" when it
+/// would: hwloc 2.x reads only the hex-mask files (cpuN/topology/thread_siblings
+/// or core_cpus), and when they are missing it silently falls back to a
+/// topology of the machine it runs on.
+inline std::string hwloc_root_problem(const std::string& root) {
+  if (!detail::is_directory(root)) return "'" + root + "' is not a directory";
+  detail::RootDir dir(root, detail::is_host_root(root));
+  const std::string cpu = "sys/devices/system/cpu";
+  if (!dir.is_directory(cpu))
+    return "'" + root + "' has no sys/devices/system/cpu directory (not a recorded root)";
+  // hwloc probes cpu0 (on Linux cpu0 exists even when other ids are sparse)
+  for (const char* f : {"package_cpus", "core_cpus", "core_siblings", "thread_siblings"})
+    if (dir.exists(cpu + "/cpu0/topology/" + f)) return {};
+  return "'" + root +
+         "' has no sys/devices/system/cpu/cpu0/topology/{thread_siblings,core_cpus,core_siblings,package_cpus}: "
+         "hwloc reads these hex masks, not the *_list files; record the root with 'gpuaff record', "
+         "which copies them";
+}
 
 /// Loads a Topology through hwloc. Satisfies TopologySource.
 ///
@@ -232,55 +240,7 @@ class HwlocSource {
 
     std::unique_lock<std::mutex> env_lock(detail::hwloc_env_mutex(), std::defer_lock);
     std::optional<detail::HwlocScopedEnv> env;
-    switch (options_.input) {
-      case HwlocInput::xml: {
-        std::string probe;
-        if (int e = detail::hwloc_read_file(options_.path, probe); e != 0) {
-          return Unexpected<Error>(make_sys_error(Errc::io_error, e, "cannot read hwloc XML file '", options_.path,
-                                                  "': ", std::string_view(std::strerror(e)),
-                                                  "; pass a file written by 'lstopo --of xml'"));
-        }
-        if (hwloc_topology_set_xml(t, options_.path.c_str()) != 0) {
-          return fail(Errc::parse_error, "hwloc cannot use '", options_.path,
-                      "' as an XML topology; pass a file written by 'lstopo --of xml'");
-        }
-        break;
-      }
-      case HwlocInput::root: {
-        if (std::string why = hwloc_root_problem(options_.path); !why.empty()) {
-          Errc code = detail::hwloc_is_dir(options_.path) ? Errc::unsupported : Errc::io_error;
-          return fail(code, "hwloc cannot load this root: ", why);
-        }
-        // Only the Linux backend may look: the others would describe the machine
-        // this runs on (CPUID, libpciaccess, GPU libraries), not the recording.
-        for (const char* c : {"x86", "pci", "opencl", "gl", "cuda", "nvml", "rsmi", "levelzero"})
-          (void)hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, c);
-        env_lock.lock();
-        env.emplace();
-        env->set("HWLOC_FSROOT", options_.path);
-        env->set("HWLOC_THISSYSTEM", "0");
-        env->unset("HWLOC_XMLFILE");
-        env->unset("HWLOC_SYNTHETIC");
-        if (options_.gpu_memory_nodes == GpuMemoryNodes::keep) env->set("HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES", "1");
-        break;
-      }
-      case HwlocInput::live: {
-        // GPU libraries and X are slow to probe and add nothing a Topology holds;
-        // the Linux backend reads PCI from sysfs itself, so the libpciaccess
-        // component ("pci", which also leaks on every load) is not needed.
-        for (const char* c : {"opencl", "gl", "pci"})
-          (void)hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, c);
-        if (options_.gpu_memory_nodes == GpuMemoryNodes::keep) {
-          const char* cur = std::getenv("HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES");
-          if (cur == nullptr) {
-            env_lock.lock();
-            env.emplace();
-            env->set("HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES", "1");
-          }
-        }
-        break;
-      }
-    }
+    GPUAFF_TRY_VOID(select_input(t, env_lock, env));
     int load_status = hwloc_topology_load(t);
     int load_errno = errno;
     env.reset();  // restore the environment as soon as hwloc has read it
@@ -316,12 +276,79 @@ class HwlocSource {
     return "hwloc (this machine)";
   }
 
+  /// Points hwloc at the input: the XML file, or the root through HWLOC_FSROOT
+  /// with only the Linux backend, or this machine without the slow probes.
+  /// Environment variables hwloc reads are set in `env` under `env_lock`.
+  Result<void> select_input(hwloc_topology_t t, std::unique_lock<std::mutex>& env_lock,
+                            std::optional<detail::HwlocScopedEnv>& env) const {
+    switch (options_.input) {
+      case HwlocInput::xml: {
+        std::string probe;
+        if (int e = detail::read_whole_file(options_.path, probe); e != 0) {
+          return Unexpected<Error>(make_sys_error(Errc::io_error, e, "cannot read hwloc XML file '", options_.path,
+                                                  "': ", std::string_view(std::strerror(e)),
+                                                  "; pass a file written by 'lstopo --of xml'"));
+        }
+        if (hwloc_topology_set_xml(t, options_.path.c_str()) != 0) {
+          return fail(Errc::parse_error, "hwloc cannot use '", options_.path,
+                      "' as an XML topology; pass a file written by 'lstopo --of xml'");
+        }
+        break;
+      }
+      case HwlocInput::root: {
+        if (std::string why = hwloc_root_problem(options_.path); !why.empty()) {
+          Errc code = detail::is_directory(options_.path) ? Errc::unsupported : Errc::io_error;
+          return fail(code, "hwloc cannot load this root: ", why);
+        }
+        // Only the Linux backend may look: the others would describe the machine
+        // this runs on (CPUID, libpciaccess, GPU libraries), not the recording.
+        for (const char* c : {"x86", "pci", "opencl", "gl", "cuda", "nvml", "rsmi", "levelzero"})
+          (void)hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, c);
+        env_lock.lock();
+        env.emplace();
+        env->set("HWLOC_FSROOT", options_.path);
+        env->set("HWLOC_THISSYSTEM", "0");
+        env->unset("HWLOC_XMLFILE");
+        env->unset("HWLOC_SYNTHETIC");
+        if (options_.gpu_memory_nodes == GpuMemoryNodes::keep) env->set("HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES", "1");
+        break;
+      }
+      case HwlocInput::live: {
+        // GPU libraries and X are slow to probe and add nothing a Topology holds;
+        // the Linux backend reads PCI from sysfs itself, so the libpciaccess
+        // component ("pci", which also leaks on every load) is not needed.
+        for (const char* c : {"opencl", "gl", "pci"})
+          (void)hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, c);
+        if (options_.gpu_memory_nodes == GpuMemoryNodes::keep) {
+          const char* cur = std::getenv("HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES");
+          if (cur == nullptr) {
+            env_lock.lock();
+            env.emplace();
+            env->set("HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES", "1");
+          }
+        }
+        break;
+      }
+    }
+    return {};
+  }
+
   Result<Topology> convert(hwloc_topology_t t, const std::string& origin) const {
     Topology topo;
     topo.origin = origin;
     GPUAFF_TRY(topo.online, detail::hwloc_to_set(hwloc_topology_get_topology_cpuset(t), "the online CPUs", origin));
+    GPUAFF_TRY_VOID(convert_allowed(t, origin, topo));
+    GPUAFF_TRY_VOID(convert_packages(t, origin, topo));
+    convert_nodes(t, topo);
+    GPUAFF_TRY_VOID(convert_cores(t, origin, topo));
+    GPUAFF_TRY_VOID(convert_caches(t, origin, topo));
+    GPUAFF_TRY_VOID(convert_pci(t, origin, topo));
+    return topo;
+  }
 
-    // ---- allowed CPUs and memory nodes
+  /// The allowed CPUs and memory nodes: hwloc's, narrowed live by this thread's binding and, from a root,
+  /// by the recorded proc/self/status.
+  Result<void> convert_allowed(hwloc_topology_t t, const std::string& origin, Topology& topo) const {
     {
       detail::HwlocBitmap allowed;
       hwloc_bitmap_and(allowed.get(), hwloc_topology_get_allowed_cpuset(t), hwloc_topology_get_complete_cpuset(t));
@@ -342,8 +369,11 @@ class HwlocSource {
       GPUAFF_TRY(auto mems, detail::hwloc_status_list(options_.path, "Mems_allowed_list"));
       if (mems) topo.mems_allowed &= *mems;
     }
+    return {};
+  }
 
-    // ---- packages
+  /// Packages by id (one package -1 holding every online CPU when hwloc shows none).
+  Result<void> convert_packages(hwloc_topology_t t, const std::string& origin, Topology& topo) const {
     for (hwloc_obj_t o = nullptr; (o = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PACKAGE, o)) != nullptr;) {
       Package p;
       p.id = detail::hwloc_os_index(o);
@@ -354,8 +384,11 @@ class HwlocSource {
     std::sort(topo.packages.begin(), topo.packages.end(), [](const Package& a, const Package& b) {
       return a.id != b.id ? a.id < b.id : a.cpus.first() < b.cpus.first();
     });
+    return {};
+  }
 
-    // ---- NUMA nodes: give every online CPU to the smallest node holding it
+  /// NUMA nodes: every online CPU goes to the smallest node holding it.
+  void convert_nodes(hwloc_topology_t t, Topology& topo) const {
     std::vector<hwloc_obj_t> node_objs;
     for (hwloc_obj_t o = nullptr; (o = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_NUMANODE, o)) != nullptr;)
       node_objs.push_back(o);
@@ -382,8 +415,10 @@ class HwlocSource {
     for (std::size_t i = 0; i < node_objs.size(); ++i)
       topo.nodes.push_back(NumaNode{detail::hwloc_os_index(node_objs[i]), node_cpus[i], {}});
     fill_distances(t, topo);
+  }
 
-    // ---- cores
+  /// Cores by first CPU (a PU outside any core is a core of its own).
+  Result<void> convert_cores(hwloc_topology_t t, const std::string& origin, Topology& topo) const {
     for (hwloc_obj_t o = nullptr; (o = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_CORE, o)) != nullptr;) {
       Core c;
       GPUAFF_TRY(c.threads, detail::hwloc_to_set(o->cpuset, "a core's CPUs", origin));
@@ -401,8 +436,11 @@ class HwlocSource {
       topo.cores.push_back(Core{CpuSet::single(id), pkg ? detail::hwloc_os_index(pkg) : -1});
     }
     std::sort(topo.cores.begin(), topo.cores.end(), [](const Core& a, const Core& b) { return a.first() < b.first(); });
+    return {};
+  }
 
-    // ---- last-level cache groups
+  /// The last-level Unified or Data cache above each PU, one group per cache.
+  Result<void> convert_caches(hwloc_topology_t t, const std::string& origin, Topology& topo) const {
     std::vector<hwloc_obj_t> llcs;
     for (hwloc_obj_t pu = nullptr; (pu = hwloc_get_next_obj_by_type(t, HWLOC_OBJ_PU, pu)) != nullptr;) {
       hwloc_obj_t best = nullptr;
@@ -422,8 +460,11 @@ class HwlocSource {
     }
     std::sort(topo.core_complexes.begin(), topo.core_complexes.end(),
               [](const CacheGroup& a, const CacheGroup& b) { return a.cpus.first() < b.cpus.first(); });
+    return {};
+  }
 
-    // ---- PCI devices and GPUs
+  /// GPUs and `extra_pci` devices, their local CPUs from the nearest non-I/O ancestor.
+  Result<void> convert_pci(hwloc_topology_t t, const std::string& origin, Topology& topo) const {
     std::vector<Gpu> all_gpus;
     for (hwloc_obj_t o = nullptr; (o = hwloc_get_next_pcidev(t, o)) != nullptr;) {
       const auto& a = o->attr->pcidev;
@@ -454,8 +495,9 @@ class HwlocSource {
               [](const PciDevice& a, const PciDevice& b) { return a.address < b.address; });
     GPUAFF_TRY(topo.gpus, select_visible_gpus(std::move(all_gpus), options_.visible.with_environment()));
     for (std::size_t i = 0; i < topo.gpus.size(); ++i) topo.gpus[i].index = static_cast<int>(i);
-    return topo;
+    return {};
   }
+
 
   /// The node whose CPUs lie within `cpus`, when exactly one node with CPUs does; else -1.
   static int node_within(const Topology& topo, const CpuSet& cpus) {

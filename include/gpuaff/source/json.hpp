@@ -1,6 +1,6 @@
 #pragma once
 // A Topology as JSON, and back: the form `gpuaff topo --format json` prints
-// (CONTRACT.md section 3) and `--topology FILE.json` reads. Needs nlohmann_json,
+// (docs/contract.md section 3) and `--topology FILE.json` reads. Needs nlohmann_json,
 // so it is not in the umbrella header; link gpuaff::json.
 //
 // The object, keys in this order (cpulists are strings in the kernel's form):
@@ -31,9 +31,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,8 +39,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpuaff/source/visible.hpp"
+#include "gpuaff/detail/fs.hpp"
+#include "gpuaff/detail/parse.hpp"
 #include "gpuaff/result.hpp"
+#include "gpuaff/source/visible.hpp"
 #include "gpuaff/source/source.hpp"
 #include "gpuaff/topology.hpp"
 
@@ -75,7 +75,7 @@ class JsonSource {
  public:
   struct Options {
     std::string path;          ///< the JSON file
-    VisibleDevices visible{};  ///< GPU visibility (see gpus.hpp)
+    VisibleDevices visible{};  ///< GPU visibility (see source/visible.hpp)
   };
 
   explicit JsonSource(Options options) : options_(std::move(options)) {}
@@ -174,11 +174,8 @@ class Parser {
     if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) t.remove_prefix(2);
     if (t.empty() || t.size() > 8) return bad(Errc::parse_error, path, "malformed hex number '", s.substr(0, 24), "'");
     long long x = 0;
-    for (char c : t) {
-      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-      if (d < 0) return bad(Errc::parse_error, path, "malformed hex number '", s.substr(0, 24), "'");
-      x = x * 16 + d;
-    }
+    if (detail::leading_number(t, 16, 0xffffffffLL, x) != t.size())
+      return bad(Errc::parse_error, path, "malformed hex number '", s.substr(0, 24), "'");
     if (x > hi) return bad(Errc::out_of_range, path, "value ", s.substr(0, 24), " too large");
     return x;
   }
@@ -202,29 +199,36 @@ class Parser {
     return v;
   }
 
-  Result<const Json*> object_at(const Json& arr, std::size_t i, const std::string& path) const {
-    GPUAFF_TRY_VOID(expect(arr[i], at(path, i), Json::value_t::object, "an object"));
-    return &arr[i];
+  /// Calls `each(object, path, i)` (which returns Result<void>) for every
+  /// element of the array doc[key], each of which must be an object; an
+  /// absent array that is not `required` has none.
+  template <class Each>
+  Result<void> each_object(const Json& doc, const char* key, bool required, Each each) const {
+    GPUAFF_TRY(const Json* arr, array(doc, "", key, required));
+    if (arr == nullptr) return {};
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      GPUAFF_TRY_VOID(expect((*arr)[i], at(key, i), Json::value_t::object, "an object"));
+      GPUAFF_TRY_VOID(each((*arr)[i], at(key, i), i));
+    }
+    return {};
   }
 
  private:
   std::string origin_;
 };
 
-inline Result<Topology> parse(const Json& doc, std::string_view origin) {
-  Parser p(origin);
-  const std::string top;
-  GPUAFF_TRY_VOID(p.expect(doc, top, Json::value_t::object, "a JSON object (as 'gpuaff topo --format json' writes)"));
-  Topology t;
-  t.origin = origin;
+// The sections of a document, in the order to_json() writes them; each fills
+// its part of `t`.
 
+/// format_version, online_cpus, allowed_cpus, mems_allowed.
+inline Result<void> parse_cpu_sets(const Parser& p, const Json& doc, Topology& t) {
+  const std::string top;
   if (const Json* v = Parser::find(doc, "format_version")) {
     GPUAFF_TRY(long long ver, p.integer(*v, "format_version", 0, std::numeric_limits<int>::max()));
     if (ver > json_format_version)
       return p.bad(Errc::unsupported, "format_version", "version ", ver, " is newer than this gpuaff reads (",
                    json_format_version, "); use a newer gpuaff");
   }
-
   GPUAFF_TRY(const Json* online, p.require(doc, top, "online_cpus"));
   GPUAFF_TRY(t.online, p.cpus(*online, "online_cpus"));
   if (const Json* v = Parser::find(doc, "allowed_cpus")) {
@@ -235,40 +239,39 @@ inline Result<Topology> parse(const Json& doc, std::string_view origin) {
   if (const Json* v = Parser::find(doc, "mems_allowed")) {
     GPUAFF_TRY(t.mems_allowed, p.cpus(*v, "mems_allowed"));
   }
+  return {};
+}
 
-  // packages
-  GPUAFF_TRY(const Json* packages, p.array(doc, top, "packages", false));
-  if (packages != nullptr) {
-    for (std::size_t i = 0; i < packages->size(); ++i) {
-      std::string path = Parser::at("packages", i);
-      GPUAFF_TRY(const Json* o, p.object_at(*packages, i, "packages"));
-      Package pk;
-      GPUAFF_TRY(const Json* id, p.require(*o, path, "id"));
-      GPUAFF_TRY(long long idv, p.integer(*id, Parser::join(path, "id"), -1, std::numeric_limits<int>::max()));
-      pk.id = static_cast<int>(idv);
-      GPUAFF_TRY(const Json* c, p.require(*o, path, "cpus"));
-      GPUAFF_TRY(pk.cpus, p.cpus(*c, Parser::join(path, "cpus")));
-      t.packages.push_back(pk);
-    }
-    std::stable_sort(t.packages.begin(), t.packages.end(), [](const Package& a, const Package& b) { return a.id < b.id; });
-  }
+inline Result<void> parse_packages(const Parser& p, const Json& doc, Topology& t) {
+  auto package = [&](const Json& o, const std::string& path, std::size_t /*position*/) -> Result<void> {
+    Package pk;
+    GPUAFF_TRY(const Json* id, p.require(o, path, "id"));
+    GPUAFF_TRY(long long idv, p.integer(*id, Parser::join(path, "id"), -1, std::numeric_limits<int>::max()));
+    pk.id = static_cast<int>(idv);
+    GPUAFF_TRY(const Json* c, p.require(o, path, "cpus"));
+    GPUAFF_TRY(pk.cpus, p.cpus(*c, Parser::join(path, "cpus")));
+    t.packages.push_back(pk);
+    return {};
+  };
+  GPUAFF_TRY_VOID(p.each_object(doc, "packages", false, package));
+  std::stable_sort(t.packages.begin(), t.packages.end(), [](const Package& a, const Package& b) { return a.id < b.id; });
+  return {};
+}
 
-  // numa_nodes: kept in the file's order, which must be by id, because
-  // distances are listed in that order.
-  GPUAFF_TRY(const Json* nodes, p.array(doc, top, "numa_nodes", true));
-  for (std::size_t i = 0; i < nodes->size(); ++i) {
-    std::string path = Parser::at("numa_nodes", i);
-    GPUAFF_TRY(const Json* o, p.object_at(*nodes, i, "numa_nodes"));
+/// numa_nodes: kept in the file's order, which must be by id, because
+/// distances are listed in that order.
+inline Result<void> parse_nodes(const Parser& p, const Json& doc, Topology& t) {
+  auto node = [&](const Json& o, const std::string& path, std::size_t /*position*/) -> Result<void> {
     NumaNode n;
-    GPUAFF_TRY(const Json* id, p.require(*o, path, "id"));
+    GPUAFF_TRY(const Json* id, p.require(o, path, "id"));
     GPUAFF_TRY(long long idv, p.integer(*id, Parser::join(path, "id"), 0, CpuSet::capacity - 1));
     n.id = static_cast<int>(idv);
     if (!t.nodes.empty() && n.id <= t.nodes.back().id)
       return p.bad(Errc::parse_error, Parser::join(path, "id"), "node ", n.id,
                    " is listed after node ", t.nodes.back().id, "; numa_nodes must be sorted by id without repeats");
-    GPUAFF_TRY(const Json* c, p.require(*o, path, "cpus"));
+    GPUAFF_TRY(const Json* c, p.require(o, path, "cpus"));
     GPUAFF_TRY(n.cpus, p.cpus(*c, Parser::join(path, "cpus")));
-    GPUAFF_TRY(const Json* d, p.array(*o, path, "distances", false));
+    GPUAFF_TRY(const Json* d, p.array(o, path, "distances", false));
     if (d != nullptr) {
       for (std::size_t k = 0; k < d->size(); ++k) {
         GPUAFF_TRY(long long dv, p.integer((*d)[k], Parser::at(Parser::join(path, "distances"), k), 0, 255));
@@ -276,7 +279,9 @@ inline Result<Topology> parse(const Json& doc, std::string_view origin) {
       }
     }
     t.nodes.push_back(std::move(n));
-  }
+    return {};
+  };
+  GPUAFF_TRY_VOID(p.each_object(doc, "numa_nodes", true, node));
   for (std::size_t i = 0; i < t.nodes.size(); ++i) {
     const auto& n = t.nodes[i];
     if (!n.distances.empty() && n.distances.size() != t.nodes.size())
@@ -284,8 +289,12 @@ inline Result<Topology> parse(const Json& doc, std::string_view origin) {
                    n.distances.size(), " entries but there are ", t.nodes.size(),
                    " nodes; give one distance per node, in numa_nodes order, or none");
   }
+  return {};
+}
 
-  // cores, with their packages
+/// cores, with their packages (core_packages, else the package that holds them).
+inline Result<void> parse_cores(const Parser& p, const Json& doc, Topology& t) {
+  const std::string top;
   GPUAFF_TRY(const Json* cores, p.array(doc, top, "cores", false));
   GPUAFF_TRY(const Json* core_packages, p.array(doc, top, "core_packages", false));
   if (core_packages != nullptr && (cores == nullptr || core_packages->size() != cores->size()))
@@ -308,114 +317,137 @@ inline Result<Topology> parse(const Json& doc, std::string_view origin) {
     }
     std::stable_sort(t.cores.begin(), t.cores.end(), [](const Core& a, const Core& b) { return a.first() < b.first(); });
   }
+  return {};
+}
 
-  // core complexes
-  GPUAFF_TRY(const Json* ccx, p.array(doc, top, "core_complexes", false));
-  if (ccx != nullptr) {
-    for (std::size_t i = 0; i < ccx->size(); ++i) {
-      std::string path = Parser::at("core_complexes", i);
-      GPUAFF_TRY(const Json* o, p.object_at(*ccx, i, "core_complexes"));
-      CacheGroup g;
-      GPUAFF_TRY(const Json* level, p.require(*o, path, "level"));
-      GPUAFF_TRY(long long lv, p.integer(*level, Parser::join(path, "level"), 0, 16));
-      g.level = static_cast<int>(lv);
-      GPUAFF_TRY(const Json* c, p.require(*o, path, "cpus"));
-      GPUAFF_TRY(g.cpus, p.cpus(*c, Parser::join(path, "cpus")));
-      t.core_complexes.push_back(g);
-    }
-    std::stable_sort(t.core_complexes.begin(), t.core_complexes.end(),
-                     [](const CacheGroup& a, const CacheGroup& b) { return a.cpus.first() < b.cpus.first(); });
-  }
+inline Result<void> parse_core_complexes(const Parser& p, const Json& doc, Topology& t) {
+  auto group = [&](const Json& o, const std::string& path, std::size_t /*position*/) -> Result<void> {
+    CacheGroup g;
+    GPUAFF_TRY(const Json* level, p.require(o, path, "level"));
+    GPUAFF_TRY(long long lv, p.integer(*level, Parser::join(path, "level"), 0, 16));
+    g.level = static_cast<int>(lv);
+    GPUAFF_TRY(const Json* c, p.require(o, path, "cpus"));
+    GPUAFF_TRY(g.cpus, p.cpus(*c, Parser::join(path, "cpus")));
+    t.core_complexes.push_back(g);
+    return {};
+  };
+  GPUAFF_TRY_VOID(p.each_object(doc, "core_complexes", false, group));
+  std::stable_sort(t.core_complexes.begin(), t.core_complexes.end(),
+                   [](const CacheGroup& a, const CacheGroup& b) { return a.cpus.first() < b.cpus.first(); });
+  return {};
+}
 
-  // PCI devices
-  GPUAFF_TRY(const Json* pci, p.array(doc, top, "pci_devices", false));
-  if (pci != nullptr) {
-    for (std::size_t i = 0; i < pci->size(); ++i) {
-      std::string path = Parser::at("pci_devices", i);
-      GPUAFF_TRY(const Json* o, p.object_at(*pci, i, "pci_devices"));
-      PciDevice d;
-      GPUAFF_TRY(const Json* bdf, p.require(*o, path, "bdf"));
-      GPUAFF_TRY_VOID(p.expect(*bdf, Parser::join(path, "bdf"), Json::value_t::string, "a PCI address string"));
-      auto addr = PciAddress::parse(bdf->get_ref<const std::string&>());
-      if (!addr) return p.bad(Errc::parse_error, Parser::join(path, "bdf"), addr.error().message());
-      d.address = *addr;
-      GPUAFF_TRY(const Json* cls, p.require(*o, path, "class"));
-      GPUAFF_TRY(long long clsv, p.hex(*cls, Parser::join(path, "class"), 0xffffff));
-      d.class_code = static_cast<std::uint32_t>(clsv);
-      GPUAFF_TRY(const Json* vendor, p.require(*o, path, "vendor"));
-      GPUAFF_TRY(long long vv, p.hex(*vendor, Parser::join(path, "vendor"), 0xffff));
-      d.vendor = static_cast<std::uint16_t>(vv);
-      if (const Json* dev = Parser::find(*o, "device")) {
-        GPUAFF_TRY(long long dv, p.hex(*dev, Parser::join(path, "device"), 0xffff));
-        d.device = static_cast<std::uint16_t>(dv);
-      }
-      if (const Json* node = Parser::find(*o, "numa_node")) {
-        GPUAFF_TRY(long long nv, p.integer(*node, Parser::join(path, "numa_node"), -1, CpuSet::capacity - 1));
-        d.numa_node = static_cast<int>(nv);
-      }
-      const Json* local = Parser::find(*o, "local_cpus");
-      if (local != nullptr) {
-        GPUAFF_TRY(d.local_cpus, p.cpus(*local, Parser::join(path, "local_cpus")));
-      }
-      d.has_local_cpus = local != nullptr;
-      if (const Json* has = Parser::find(*o, "has_local_cpus")) {
-        GPUAFF_TRY_VOID(p.expect(*has, Parser::join(path, "has_local_cpus"), Json::value_t::boolean, "true or false"));
-        d.has_local_cpus = has->get<bool>();
-      }
-      for (const auto& other : t.pci_devices)
-        if (other.address == d.address)
-          return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "device ", d.address.to_string(),
-                       " is listed twice");
-      t.pci_devices.push_back(d);
-    }
-    std::stable_sort(t.pci_devices.begin(), t.pci_devices.end(),
-                     [](const PciDevice& a, const PciDevice& b) { return a.address < b.address; });
+/// One pci_devices entry.
+inline Result<PciDevice> parse_pci_device(const Parser& p, const Json& o, const std::string& path) {
+  PciDevice d;
+  GPUAFF_TRY(const Json* bdf, p.require(o, path, "bdf"));
+  GPUAFF_TRY_VOID(p.expect(*bdf, Parser::join(path, "bdf"), Json::value_t::string, "a PCI address string"));
+  auto addr = PciAddress::parse(bdf->get_ref<const std::string&>());
+  if (!addr) return p.bad(Errc::parse_error, Parser::join(path, "bdf"), addr.error().message());
+  d.address = *addr;
+  GPUAFF_TRY(const Json* cls, p.require(o, path, "class"));
+  GPUAFF_TRY(long long clsv, p.hex(*cls, Parser::join(path, "class"), 0xffffff));
+  d.class_code = static_cast<std::uint32_t>(clsv);
+  GPUAFF_TRY(const Json* vendor, p.require(o, path, "vendor"));
+  GPUAFF_TRY(long long vv, p.hex(*vendor, Parser::join(path, "vendor"), 0xffff));
+  d.vendor = static_cast<std::uint16_t>(vv);
+  if (const Json* dev = Parser::find(o, "device")) {
+    GPUAFF_TRY(long long dv, p.hex(*dev, Parser::join(path, "device"), 0xffff));
+    d.device = static_cast<std::uint16_t>(dv);
   }
+  if (const Json* node = Parser::find(o, "numa_node")) {
+    GPUAFF_TRY(long long nv, p.integer(*node, Parser::join(path, "numa_node"), -1, CpuSet::capacity - 1));
+    d.numa_node = static_cast<int>(nv);
+  }
+  const Json* local = Parser::find(o, "local_cpus");
+  if (local != nullptr) {
+    GPUAFF_TRY(d.local_cpus, p.cpus(*local, Parser::join(path, "local_cpus")));
+  }
+  d.has_local_cpus = local != nullptr;
+  if (const Json* has = Parser::find(o, "has_local_cpus")) {
+    GPUAFF_TRY_VOID(p.expect(*has, Parser::join(path, "has_local_cpus"), Json::value_t::boolean, "true or false"));
+    d.has_local_cpus = has->get<bool>();
+  }
+  return d;
+}
 
-  // GPUs: each names a PCI device, which supplies its locality.
-  GPUAFF_TRY(const Json* gpus, p.array(doc, top, "gpus", false));
-  if (gpus != nullptr) {
-    for (std::size_t i = 0; i < gpus->size(); ++i) {
-      std::string path = Parser::at("gpus", i);
-      GPUAFF_TRY(const Json* o, p.object_at(*gpus, i, "gpus"));
-      Gpu g;
-      g.index = static_cast<int>(i);
-      if (const Json* idx = Parser::find(*o, "index")) {
-        GPUAFF_TRY(long long iv, p.integer(*idx, Parser::join(path, "index"), 0, std::numeric_limits<int>::max()));
-        if (iv != static_cast<long long>(i))
-          return p.bad(Errc::parse_error, Parser::join(path, "index"), "index ", iv, " at position ", i,
-                       "; gpus must be listed by index 0, 1, 2, ...");
-      }
-      GPUAFF_TRY(const Json* bdf, p.require(*o, path, "bdf"));
-      GPUAFF_TRY_VOID(p.expect(*bdf, Parser::join(path, "bdf"), Json::value_t::string, "a PCI address string"));
-      auto addr = PciAddress::parse(bdf->get_ref<const std::string&>());
-      if (!addr) return p.bad(Errc::parse_error, Parser::join(path, "bdf"), addr.error().message());
-      const PciDevice* d = t.find_pci(*addr);
-      if (d == nullptr)
-        return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "GPU ", addr->to_string(),
-                     " is not among pci_devices; add a pci_devices entry for it");
-      g.pci = *d;
-      if (const Json* node = Parser::find(*o, "numa_node")) {
-        GPUAFF_TRY(long long nv, p.integer(*node, Parser::join(path, "numa_node"), -1, CpuSet::capacity - 1));
-        if (nv != d->numa_node)
-          return p.bad(Errc::parse_error, Parser::join(path, "numa_node"), "node ", nv,
-                       " disagrees with the pci_devices entry of ", addr->to_string(), " (", d->numa_node,
-                       "); change both");
-      }
-      if (const Json* uuid = Parser::find(*o, "uuid")) {
-        GPUAFF_TRY_VOID(p.expect(*uuid, Parser::join(path, "uuid"), Json::value_t::string, "a string"));
-        const auto& u = uuid->get_ref<const std::string&>();
-        if (u.size() > decltype(g.uuid)::capacity)
-          return p.bad(Errc::out_of_range, Parser::join(path, "uuid"), "longer than ", decltype(g.uuid)::capacity,
-                       " characters");
-        g.uuid = std::string_view(u);
-      }
-      for (const auto& other : t.gpus)
-        if (other.pci.address == g.pci.address)
-          return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "GPU ", addr->to_string(), " is listed twice");
-      t.gpus.push_back(g);
-    }
+inline Result<void> parse_pci_devices(const Parser& p, const Json& doc, Topology& t) {
+  auto device = [&](const Json& o, const std::string& path, std::size_t /*position*/) -> Result<void> {
+    GPUAFF_TRY(PciDevice d, parse_pci_device(p, o, path));
+    if (t.find_pci(d.address) != nullptr)
+      return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "device ", d.address.to_string(), " is listed twice");
+    t.pci_devices.push_back(d);
+    return {};
+  };
+  GPUAFF_TRY_VOID(p.each_object(doc, "pci_devices", false, device));
+  std::stable_sort(t.pci_devices.begin(), t.pci_devices.end(),
+                   [](const PciDevice& a, const PciDevice& b) { return a.address < b.address; });
+  return {};
+}
+
+/// One gpus entry, at position `i`: it names a PCI device, which supplies its locality.
+inline Result<Gpu> parse_gpu(const Parser& p, const Json& o, const std::string& path, std::size_t i, const Topology& t) {
+  Gpu g;
+  g.index = static_cast<int>(i);
+  if (const Json* idx = Parser::find(o, "index")) {
+    GPUAFF_TRY(long long iv, p.integer(*idx, Parser::join(path, "index"), 0, std::numeric_limits<int>::max()));
+    if (iv != static_cast<long long>(i))
+      return p.bad(Errc::parse_error, Parser::join(path, "index"), "index ", iv, " at position ", i,
+                   "; gpus must be listed by index 0, 1, 2, ...");
   }
+  GPUAFF_TRY(const Json* bdf, p.require(o, path, "bdf"));
+  GPUAFF_TRY_VOID(p.expect(*bdf, Parser::join(path, "bdf"), Json::value_t::string, "a PCI address string"));
+  auto addr = PciAddress::parse(bdf->get_ref<const std::string&>());
+  if (!addr) return p.bad(Errc::parse_error, Parser::join(path, "bdf"), addr.error().message());
+  const PciDevice* d = t.find_pci(*addr);
+  if (d == nullptr)
+    return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "GPU ", addr->to_string(),
+                 " is not among pci_devices; add a pci_devices entry for it");
+  g.pci = *d;
+  if (const Json* node = Parser::find(o, "numa_node")) {
+    GPUAFF_TRY(long long nv, p.integer(*node, Parser::join(path, "numa_node"), -1, CpuSet::capacity - 1));
+    if (nv != d->numa_node)
+      return p.bad(Errc::parse_error, Parser::join(path, "numa_node"), "node ", nv,
+                   " disagrees with the pci_devices entry of ", addr->to_string(), " (", d->numa_node,
+                   "); change both");
+  }
+  if (const Json* uuid = Parser::find(o, "uuid")) {
+    GPUAFF_TRY_VOID(p.expect(*uuid, Parser::join(path, "uuid"), Json::value_t::string, "a string"));
+    const auto& u = uuid->get_ref<const std::string&>();
+    if (u.size() > decltype(g.uuid)::capacity)
+      return p.bad(Errc::out_of_range, Parser::join(path, "uuid"), "longer than ", decltype(g.uuid)::capacity,
+                   " characters");
+    g.uuid = std::string_view(u);
+  }
+  return g;
+}
+
+inline Result<void> parse_gpus(const Parser& p, const Json& doc, Topology& t) {
+  auto gpu = [&](const Json& o, const std::string& path, std::size_t i) -> Result<void> {
+    GPUAFF_TRY(Gpu g, parse_gpu(p, o, path, i, t));
+    for (const auto& other : t.gpus)
+      if (other.pci.address == g.pci.address)
+        return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "GPU ", g.pci.address.to_string(),
+                     " is listed twice");
+    t.gpus.push_back(g);
+    return {};
+  };
+  GPUAFF_TRY_VOID(p.each_object(doc, "gpus", false, gpu));
+  return {};
+}
+
+inline Result<Topology> parse(const Json& doc, std::string_view origin) {
+  Parser p(origin);
+  GPUAFF_TRY_VOID(p.expect(doc, "", Json::value_t::object, "a JSON object (as 'gpuaff topo --format json' writes)"));
+  Topology t;
+  t.origin = origin;
+  GPUAFF_TRY_VOID(parse_cpu_sets(p, doc, t));
+  GPUAFF_TRY_VOID(parse_packages(p, doc, t));
+  GPUAFF_TRY_VOID(parse_nodes(p, doc, t));
+  GPUAFF_TRY_VOID(parse_cores(p, doc, t));
+  GPUAFF_TRY_VOID(parse_core_complexes(p, doc, t));
+  GPUAFF_TRY_VOID(parse_pci_devices(p, doc, t));
+  GPUAFF_TRY_VOID(parse_gpus(p, doc, t));
   return t;
 }
 
@@ -493,21 +525,13 @@ inline Result<Topology> topology_from_json(std::string_view text, std::string_vi
 }
 
 inline Result<Topology> JsonSource::load() {
-  std::ifstream in(options_.path, std::ios::binary);
-  if (!in) {
-    int e = errno;
-    return Unexpected<Error>(make_sys_error(Errc::io_error, e, "cannot open topology JSON '", options_.path, "': ",
+  std::string text;
+  if (int e = detail::read_whole_file(options_.path, text); e != 0) {
+    return Unexpected<Error>(make_sys_error(Errc::io_error, e, "cannot read topology JSON '", options_.path, "': ",
                                             std::strerror(e),
                                             "; write one with 'gpuaff topo --format json > FILE.json'"));
   }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) {
-    int e = errno;
-    return Unexpected<Error>(
-        make_sys_error(Errc::io_error, e, "cannot read topology JSON '", options_.path, "': ", std::strerror(e)));
-  }
-  GPUAFF_TRY(Topology t, topology_from_json(buf.str(), options_.path));
+  GPUAFF_TRY(Topology t, topology_from_json(text, options_.path));
 
   // Every GPU the file knows, in bus order, with the UUIDs it lists.
   std::vector<Gpu> all;

@@ -1,5 +1,5 @@
 #pragma once
-// Which GPUs a job sees, and in which order (CONTRACT.md section 2).
+// Which GPUs a job sees, and in which order (docs/contract.md section 2).
 //
 // All GPUs are listed in PCI bus-id order. Then:
 //   --visible-devices LIST (VisibleDevices::list) selects among ALL GPUs, every vendor;
@@ -37,6 +37,7 @@
 // select_visible_gpus() is pure. Reading the environment is explicit:
 // VisibleDevices::from_environment() or VisibleDevices::with_environment().
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -90,13 +91,6 @@ struct VisibleDevices {
 
 namespace detail {
 
-inline bool is_decimal(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (c < '0' || c > '9') return false;
-  return true;
-}
-
 inline bool starts_with_nocase(std::string_view s, std::string_view prefix) {
   if (prefix.size() > s.size()) return false;
   for (std::size_t i = 0; i < prefix.size(); ++i) {
@@ -116,14 +110,10 @@ struct Selector {
   bool uuids = true;       ///< GPU-/MIG- entries allowed
 };
 
-/// Applies one selector value to `candidates` (bus order); returns the selection in list order.
-inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_view value,
-                                               const std::vector<Gpu>& candidates) {
-  std::string_view shown = value.substr(0, 96);
-  std::string_view all = detail::trim(value);
-  std::vector<Gpu> out;
-  if (all.empty()) return out;  // set but empty: nothing of this kind is visible
-
+/// The entries of a selector value: comma-separated, blanks around each
+/// trimmed; an empty entry is an error.
+inline Result<std::vector<std::string_view>> selector_entries(const Selector& sel, std::string_view all,
+                                                              std::string_view shown) {
   std::vector<std::string_view> entries;
   for (std::size_t i = 0; i <= all.size();) {
     std::size_t j = all.find(',', i);
@@ -131,43 +121,51 @@ inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_
     entries.push_back(detail::trim(all.substr(i, j - i)));
     i = j + 1;
   }
-  bool all_indices = true;
   for (std::size_t k = 0; k < entries.size(); ++k) {
     if (entries[k].empty())
       return fail(Errc::invalid_argument, sel.name, "='", shown, "': entry ", static_cast<int>(k + 1),
                   " is empty; write a comma-separated list such as 0,1 or unset ", sel.name);
-    if (!is_decimal(entries[k])) all_indices = false;
   }
+  return entries;
+}
 
+/// The candidates that a list of indices names, in list order.
+inline Result<std::vector<Gpu>> select_by_index(const Selector& sel, std::string_view shown,
+                                                const std::vector<std::string_view>& entries,
+                                                const std::vector<Gpu>& candidates) {
+  std::vector<Gpu> out;
   std::vector<int> taken(candidates.size(), 0);
-  if (all_indices) {
-    for (std::string_view e : entries) {
-      long long v = 0;
-      for (char c : e) {
-        v = v * 10 + (c - '0');
-        if (v > 1'000'000'000LL) v = 1'000'000'000LL;  // saturate: reported as out of range
-      }
-      if (v >= static_cast<long long>(candidates.size())) {
-        std::size_t n = candidates.size();
-        if (n == 0)
-          return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24),
-                      " is out of range: there is no ", sel.whose, "; fix ", sel.name);
-        if (n == 1)
-          return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24),
-                      " is out of range: there is 1 ", sel.whose, " (index 0); fix ", sel.name);
-        return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24), " is out of range: there are ",
-                    n, " ", sel.whose, "s (indices 0-", n - 1, "); fix ", sel.name);
-      }
-      auto k = static_cast<std::size_t>(v);
-      if (taken[k] != 0)
+  for (std::string_view e : entries) {
+    long long v = 0;
+    detail::leading_number(e, 10, 1'000'000'000LL, v);  // saturated: reported as out of range
+    if (v >= static_cast<long long>(candidates.size())) {
+      std::size_t n = candidates.size();
+      if (n == 0)
         return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24),
-                    " is listed twice; name each GPU once");
-      taken[k] = 1;
-      out.push_back(candidates[k]);
+                    " is out of range: there is no ", sel.whose, "; fix ", sel.name);
+      if (n == 1)
+        return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24),
+                    " is out of range: there is 1 ", sel.whose, " (index 0); fix ", sel.name);
+      return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24), " is out of range: there are ",
+                  n, " ", sel.whose, "s (indices 0-", n - 1, "); fix ", sel.name);
     }
-    return out;
+    auto k = static_cast<std::size_t>(v);
+    if (taken[k] != 0)
+      return fail(Errc::invalid_argument, sel.name, "='", shown, "': index ", e.substr(0, 24),
+                  " is listed twice; name each GPU once");
+    taken[k] = 1;
+    out.push_back(candidates[k]);
   }
+  return out;
+}
 
+/// The candidates that a list of GPU-/MIG- UUID prefixes names, in list order
+/// (a MIG instance names its parent GPU; several may name the same one).
+inline Result<std::vector<Gpu>> select_by_uuid(const Selector& sel, std::string_view shown,
+                                               const std::vector<std::string_view>& entries,
+                                               const std::vector<Gpu>& candidates) {
+  std::vector<Gpu> out;
+  std::vector<int> taken(candidates.size(), 0);
   bool any_uuid = false;
   for (const auto& g : candidates)
     if (!g.uuid.empty()) any_uuid = true;
@@ -226,6 +224,18 @@ inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_
   return out;
 }
 
+/// Applies one selector value to `candidates` (bus order); returns the selection in list order.
+inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_view value,
+                                               const std::vector<Gpu>& candidates) {
+  std::string_view shown = value.substr(0, 96);
+  std::string_view all = detail::trim(value);
+  if (all.empty()) return std::vector<Gpu>();  // set but empty: nothing of this kind is visible
+  GPUAFF_TRY(auto entries, selector_entries(sel, all, shown));
+  if (std::all_of(entries.begin(), entries.end(), [](std::string_view e) { return is_decimal(e); }))
+    return select_by_index(sel, shown, entries, candidates);
+  return select_by_uuid(sel, shown, entries, candidates);
+}
+
 }  // namespace detail
 
 /// The GPUs the job sees, with index = position (see the rules at the top of this file).
@@ -235,10 +245,8 @@ inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_
 /// index, ambiguous UUID prefix, AMD UUID, unmappable MIG UUID), Errc::not_found (UUID
 /// prefix that matches no GPU, or no UUIDs known). Each names the variable or flag and the entry.
 inline Result<std::vector<Gpu>> select_visible_gpus(std::vector<Gpu> all, const VisibleDevices& visible) {
-  // Bus-id order, equal addresses kept in their order: an insertion sort, as
-  // a machine has tens of GPUs (and <algorithm> is not worth its compile time here).
-  for (std::size_t i = 1; i < all.size(); ++i)
-    for (std::size_t j = i; j > 0 && all[j].pci.address < all[j - 1].pci.address; --j) std::swap(all[j], all[j - 1]);
+  // Bus-id order, equal addresses kept in their order.
+  std::stable_sort(all.begin(), all.end(), [](const Gpu& a, const Gpu& b) { return a.pci.address < b.pci.address; });
   std::vector<Gpu> out;
   if (visible.list) {
     GPUAFF_TRY(out, detail::apply_selector({"--visible-devices", "GPU", true}, *visible.list, all));

@@ -1,0 +1,78 @@
+#pragma once
+// The number and text scanning every reader shares: cpulists and hex masks
+// (cpu_set.hpp), PCI addresses (topology.hpp), sysfs attributes
+// (source/sysfs_reader.hpp), JSON topologies (source/json.hpp) and GPU
+// visibility lists (source/visible.hpp), "Key: value" lines of /proc files. Constexpr, so that CpuSet and
+// PciAddress parse at compile time; no std::from_chars (not constexpr in GCC 12).
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace gpuaff {
+inline namespace v0 {
+namespace detail {
+
+/// Whitespace as kernel files and user input write it, plus NUL (some
+/// firmware-provided sysfs files end in NUL bytes).
+constexpr bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\0' || c == '\v' || c == '\f';
+}
+
+/// The text without leading/trailing whitespace and NUL bytes; `offset` gets
+/// the position of the first kept character.
+constexpr std::string_view trim(std::string_view s, std::size_t* offset = nullptr) {
+  std::size_t b = 0;
+  while (b < s.size() && is_space(s[b])) ++b;
+  std::size_t e = s.size();
+  while (e > b && is_space(s[e - 1])) --e;
+  if (offset != nullptr) *offset = b;
+  return s.substr(b, e - b);
+}
+
+/// The value of a hex digit (either case), or -1.
+constexpr int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/// Reads the digits at the start of `s` in `base` (10 or 16) into `value`,
+/// saturating at `cap` so that an overlong number reads as out of range rather
+/// than wrapping. Returns how many digits there were (0: `s` starts with none).
+constexpr std::size_t leading_number(std::string_view s, int base, long long cap, long long& value) {
+  value = 0;
+  std::size_t i = 0;
+  for (; i < s.size(); ++i) {
+    int d = base == 16 ? hex_digit(s[i]) : (s[i] >= '0' && s[i] <= '9' ? s[i] - '0' : -1);
+    if (d < 0) break;
+    value = value * base + d;
+    if (value > cap) value = cap;
+  }
+  return i;
+}
+
+/// `s` is one or more decimal digits and nothing else.
+constexpr bool is_decimal(std::string_view s) {
+  long long ignored = 0;
+  return !s.empty() && leading_number(s, 10, 0, ignored) == s.size();
+}
+
+/// The value of "Key:" in a proc status text, or nullopt.
+constexpr std::optional<std::string_view> status_field(std::string_view text, std::string_view key) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::size_t e = text.find('\n', i);
+    if (e == std::string_view::npos) e = text.size();
+    std::string_view line = text.substr(i, e - i);
+    if (line.size() > key.size() && line.substr(0, key.size()) == key && line[key.size()] == ':')
+      return trim(line.substr(key.size() + 1));
+    i = e + 1;
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace gpuaff

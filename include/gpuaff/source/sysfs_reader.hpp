@@ -1,0 +1,180 @@
+#pragma once
+// SysfsReader: what one SysfsSource::load() reads with, on top of the file
+// layer (detail/fs.hpp): each file read is counted and traced (files_opened(),
+// files_read()), parsed as sysfs writes it, and every error names the full
+// path, root included, and what to do. source/sysfs.hpp reads the sections of
+// a topology with it.
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuaff/cpu_set.hpp"
+#include "gpuaff/detail/fs.hpp"
+#include "gpuaff/detail/parse.hpp"
+#include "gpuaff/result.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+namespace detail {
+
+inline std::string cpu_dir(int cpu) { return "sys/devices/system/cpu/cpu" + std::to_string(cpu); }
+
+enum class Form { list, mask };
+enum class Empty { error, allowed };
+
+/// A CPU set read from a file, and the root-relative path it came from (for
+/// the errors about its content).
+struct CpuFile {
+  CpuSet cpus;
+  std::string path;
+};
+
+/// One load: file access with counting and tracing, and error wording.
+class SysfsReader {
+ public:
+  SysfsReader(const std::string& root, bool live) : dir_(root, live) {
+    display_ = root;
+    while (display_.size() > 1 && display_.back() == '/') display_.pop_back();
+    if (live || display_ == "/") display_.clear();
+  }
+
+  int opened = 0;
+  std::vector<std::string> read;
+
+  bool live() const { return dir_.live(); }
+  std::string shown(std::string_view rel) const {
+    std::string s = display_;
+    s += '/';
+    s += rel;
+    return s;
+  }
+  std::string_view hint() const {
+    return live() ? "this kernel does not expose it as expected; record a working machine with `gpuaff record` and "
+                    "pass --root"
+                  : "--root must point at a recording made by `gpuaff record`";
+  }
+
+  template <class... Parts>
+  Unexpected<Error> bad(Errc code, std::string_view rel, const Parts&... parts) const {
+    return fail(code, shown(rel), ": ", parts..., "; ", hint());
+  }
+  Unexpected<Error> bad(std::string_view rel, const Error& e) const {
+    return fail(e.code(), shown(rel), ": ", e.message(), "; ", hint());
+  }
+
+  /// Reads a file: true with `out` (trailing NULs and whitespace stripped), false if missing.
+  Result<bool> get(std::string_view rel, std::string& out) {
+    ++opened;
+    // A sysfs attribute comes whole from the first read; /proc files may not.
+    bool proc = rel.size() >= 5 && rel.substr(0, 5) == "proc/";
+    int err = dir_.read(rel, out, proc ? ShortRead::more : ShortRead::end);
+    if (err == ENOENT || err == ENOTDIR) return false;
+    if (err != 0)
+      return unexpected(make_sys_error(Errc::io_error, err, shown(rel), ": cannot be read (errno ", err, "); ", hint()));
+    strip_trailing(out);
+    read.emplace_back(rel);
+    return true;
+  }
+
+  /// The first of `rels` that exists: its position, or -1 (content in `out`).
+  Result<int> first_of(std::initializer_list<std::string> rels, std::string& out) {
+    int i = 0;
+    for (const auto& r : rels) {
+      GPUAFF_TRY(bool have, get(r, out));
+      if (have) return i;
+      ++i;
+    }
+    return -1;
+  }
+
+  /// The CPUs of the first of `dir + names` that exists, or nullopt when none
+  /// does. The first half of `names` are cpulists ("0-3,8"), the second half
+  /// their hex-mask twins in the same order (older kernels have only masks).
+  Result<std::optional<CpuFile>> list_or_mask(std::string_view dir, std::initializer_list<const char*> names,
+                                               Empty empty, std::string& scratch) {
+    std::size_t i = 0;
+    for (const char* name : names) {
+      std::string rel(dir);
+      rel += name;
+      GPUAFF_TRY(bool have, get(rel, scratch));
+      if (have) {
+        GPUAFF_TRY(CpuSet set, cpus(rel, scratch, i < names.size() / 2 ? Form::list : Form::mask, empty));
+        return std::optional<CpuFile>(CpuFile{set, std::move(rel)});
+      }
+      ++i;
+    }
+    return std::optional<CpuFile>();
+  }
+
+  /// The group (core, package or cache group) that `f` gives for `cpu`, kept
+  /// to `online` CPUs: it must hold `cpu` itself and no CPU of the groups
+  /// `covered` so far (`what`: "sibling list", "package list", ...).
+  Result<CpuSet> own_group(const CpuFile& f, int cpu, const CpuSet& online, const CpuSet& covered,
+                           std::string_view what) const {
+    CpuSet group = f.cpus & online;
+    if (!group.test(cpu)) return bad(Errc::parse_error, f.path, "does not list cpu", cpu, " itself");
+    if (group.intersects(covered))
+      return bad(Errc::parse_error, f.path, "disagrees with the ", what, " of cpu", (group & covered).first());
+    return group;
+  }
+
+  Result<CpuSet> cpus(std::string_view rel, std::string_view text, Form form, Empty empty) const {
+    if (trim(text).empty()) {
+      if (empty == Empty::allowed) return CpuSet{};
+      return bad(Errc::parse_error, rel, "is empty");
+    }
+    auto r = form == Form::list ? CpuSet::parse_list(text) : CpuSet::parse_mask(text);
+    if (!r) return bad(rel, r.error());
+    return *r;
+  }
+
+  Result<long long> integer(std::string_view rel, std::string_view text, long long lo, long long hi) const {
+    std::string_view s = trim(text);
+    if (s.empty()) return bad(Errc::parse_error, rel, "is empty");
+    bool neg = s[0] == '-';
+    std::string_view digits = s.substr(neg ? 1 : 0);
+    long long v = 0;
+    // saturated: an overlong number is reported as out of range
+    if (digits.empty() || leading_number(digits, 10, 1'000'000'000'000LL, v) != digits.size())
+      return bad(Errc::parse_error, rel, "expected a number, found '", s.substr(0, 24), "'");
+    if (neg) v = -v;
+    if (v < lo || v > hi)
+      return bad(Errc::out_of_range, rel, "value ", s.substr(0, 24), " is outside ", lo, "..", hi);
+    return v;
+  }
+
+  Result<long long> hex(std::string_view rel, std::string_view text, long long max) const {
+    std::string_view s = trim(text);
+    if (s.empty()) return bad(Errc::parse_error, rel, "is empty");
+    std::string_view digits = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? s.substr(2) : s;
+    long long v = 0;
+    if (leading_number(digits, 16, 1LL << 40, v) != digits.size())  // saturated: reported as out of range
+      return bad(Errc::parse_error, rel, "expected a hex number such as 0x10de, found '", s.substr(0, 24), "'");
+    if (v > max) return bad(Errc::out_of_range, rel, "value ", s.substr(0, 24), " is above ", max);
+    return v;
+  }
+
+  /// The root-relative path resolved inside the root exists and is a directory.
+  bool is_directory(std::string_view rel) { return dir_.is_directory(rel); }
+
+  /// Lists a directory inside the root; a missing one is empty.
+  Result<std::vector<std::string>> list(std::string_view rel) {
+    std::vector<std::string> names;
+    int e = dir_.list(rel, names);
+    if (e == ENOENT || e == ENOTDIR) names.clear();
+    else if (e != 0)
+      return unexpected(make_sys_error(Errc::io_error, e, shown(rel), ": cannot be listed (errno ", e, "); ", hint()));
+    return names;
+  }
+
+ private:
+  RootDir dir_;
+  std::string display_;
+};
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace gpuaff

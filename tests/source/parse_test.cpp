@@ -1,0 +1,62 @@
+// The number and text scanning that every reader shares (detail/parse.hpp).
+#include <gpuaff/detail/parse.hpp>
+
+#include <string_view>
+
+#include "support/check.hpp"
+
+using gpuaff::detail::is_decimal;
+using gpuaff::detail::leading_number;
+using gpuaff::detail::status_field;
+
+namespace {
+
+constexpr long long value_of(std::string_view s, int base, long long cap) {
+  long long v = -1;
+  leading_number(s, base, cap, v);
+  return v;
+}
+constexpr std::size_t digits_of(std::string_view s, int base) {
+  long long v = 0;
+  return leading_number(s, base, 1LL << 40, v);
+}
+
+}  // namespace
+
+TEST_CASE("a number is read up to the first character that is not a digit of its base") {
+  GPUAFF_STATIC_CHECK(digits_of("123-7", 10) == 3);
+  GPUAFF_STATIC_CHECK(value_of("123-7", 10, 1000) == 123);
+  GPUAFF_STATIC_CHECK(digits_of("10de\n", 16) == 4);
+  GPUAFF_STATIC_CHECK(value_of("10de", 16, 0xffff) == 0x10de);
+  GPUAFF_STATIC_CHECK(value_of("FfA", 16, 0xffff) == 0xffa);  // either case
+  GPUAFF_STATIC_CHECK(digits_of("ab", 10) == 0);               // hex digits are not decimal ones
+  GPUAFF_STATIC_CHECK(digits_of("", 16) == 0);
+  GPUAFF_STATIC_CHECK(value_of("x", 10, 5) == 0);  // no digits: zero, not the old value
+}
+
+TEST_CASE("an overlong number saturates at the cap instead of wrapping, so that it reads as out of range") {
+  // 2^64 + 5 would wrap a 64-bit value to 5 (and 99999999999999999999 to a negative number).
+  GPUAFF_STATIC_CHECK(value_of("18446744073709551621", 10, 1'000'000'000) == 1'000'000'000);
+  GPUAFF_STATIC_CHECK(value_of("99999999999999999999", 10, 1'000'000'000'000) == 1'000'000'000'000);
+  GPUAFF_STATIC_CHECK(value_of("ffffffffffffffffffff", 16, 0xffffffffLL) == 0xffffffffLL);
+  GPUAFF_STATIC_CHECK(digits_of("18446744073709551621", 10) == 20);  // every digit is still consumed
+}
+
+TEST_CASE("a decimal is one or more digits and nothing else") {
+  GPUAFF_STATIC_CHECK(is_decimal("0"));
+  GPUAFF_STATIC_CHECK(is_decimal("12"));
+  GPUAFF_STATIC_CHECK(!is_decimal(""));
+  GPUAFF_STATIC_CHECK(!is_decimal("1a"));
+  GPUAFF_STATIC_CHECK(!is_decimal(" 1"));
+  GPUAFF_STATIC_CHECK(!is_decimal("-1"));
+}
+
+TEST_CASE("a status field is found only at the start of a line, its value trimmed") {
+  constexpr std::string_view status = "Name:\tpython\nCpus_allowed_list:\t0-3\nMems_allowed_list:\t0\n";
+  GPUAFF_STATIC_CHECK(status_field(status, "Cpus_allowed_list").value_or("?") == "0-3");
+  GPUAFF_STATIC_CHECK(status_field(status, "Mems_allowed_list").value_or("?") == "0");
+  // "allowed_list" occurs, but no line starts with it; "Cpus_allowed" is a prefix of another key.
+  GPUAFF_STATIC_CHECK(!status_field(status, "allowed_list").has_value());
+  GPUAFF_STATIC_CHECK(!status_field(status, "Cpus_allowed").has_value());
+  GPUAFF_STATIC_CHECK(status_field("GPU UUID: \t GPU-1234 \n", "GPU UUID").value_or("?") == "GPU-1234");
+}
