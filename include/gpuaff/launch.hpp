@@ -5,6 +5,8 @@
 // (launch/choices.hpp), and the plan of one binding and applying it
 // (launch/plan.hpp). `gpuaff bind` and `gpuaff exec` are built on it.
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include "gpuaff/launch/choices.hpp"
 #include "gpuaff/launch/launcher.hpp"
 #include "gpuaff/launch/plan.hpp"

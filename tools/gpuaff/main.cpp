@@ -143,7 +143,7 @@ CLI::App* add_bind_command(CLI::App& app, BindArgs& args) {
                            "  gpuaff bind --pci 0000:17:00.0 --format numactl   for: numactl $(gpuaff bind ...) cmd\n"
                            "  gpuaff bind --gpu 1 --policy unique-contiguous --smt one --nproc 4\n"
                            "  gpuaff bind --root fixtures/dgx-h100 --gpu 7 --format json\n") +
-               exit_codes_help);
+               policies_table() + exit_codes_help);
   return bind;
 }
 

@@ -9,18 +9,22 @@
 
 namespace gpuaff::cli {
 
-/// The policies for --help: PyTorch's numa binding policies, then NVIDIA's
-/// gpu_affinity modes (the kinds from PolicyKind::all on).
+/// The policies for --help, grouped by whose mode each reproduces (the
+/// registry's origin): "node, socket, ... (PyTorch numa binding); all, ...
+/// (NVIDIA gpu_affinity modes)".
 inline std::string policies_help() {
   std::string pytorch;
   std::string nvidia;
-  for (PolicyKind k : all_policy_kinds) {
-    std::string& list = k < PolicyKind::all ? pytorch : nvidia;
+  for (const PolicyInfo& p : policy_registry) {
+    std::string& list = p.origin == "PyTorch" ? pytorch : nvidia;
     if (!list.empty()) list += ", ";
-    list += to_string(k);
+    list += p.name;
   }
   return pytorch + " (PyTorch numa binding); " + nvidia + " (NVIDIA gpu_affinity modes)";
 }
+
+/// One line per policy with what it does, for the commands' --help footers.
+inline std::string policies_table() { return "Policies:\n" + std::string(policy_help().view()); }
 
 inline std::string policy_name(PolicyKind k) { return std::string(to_string(k)); }
 

@@ -4,6 +4,8 @@
 // end (a C++ launcher, a Python module) parse the same words into the same
 // types. Policy names live with the policies (parse_policy, policy/dispatch.hpp).
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <array>
 #include <cstddef>
 #include <string>

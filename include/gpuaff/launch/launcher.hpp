@@ -5,6 +5,8 @@
 // is a parameter, so a launcher can pass the variables it is about to set and
 // tests can pass a map; process_environment() reads the real one.
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <array>
 #include <cstdlib>
 #include <functional>
@@ -12,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "gpuaff/detail/parse.hpp"
 #include "gpuaff/result.hpp"
 
 namespace gpuaff {
@@ -72,13 +75,10 @@ namespace detail {
 
 /// A non-negative decimal integer of at most 9 digits, the whole text; -1 otherwise.
 constexpr int parse_count(std::string_view s) {
-  if (s.empty() || s.size() > 9) return -1;
-  int v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return -1;
-    v = v * 10 + (c - '0');
-  }
-  return v;
+  if (s.size() > 9 || !is_decimal(s)) return -1;
+  long long v = 0;
+  leading_number(s, 10, 999999999, v);
+  return static_cast<int>(v);
 }
 
 /// The error for a variable whose value is not what it must be.

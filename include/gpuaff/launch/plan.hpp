@@ -5,6 +5,8 @@
 // applying it to every thread of this process, checked. What `gpuaff bind`
 // prints, what `gpuaff exec` applies, and what any other launcher calls.
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <optional>
 #include <string>
 #include <utility>
