@@ -112,9 +112,11 @@ inline void strip_trailing(std::string& s) {
   s.resize(e);
 }
 
-/// Writes `data` to `path` (created or truncated, mode 0644). Returns 0 or errno.
+/// Writes `data` to `path` (created or truncated, mode 0644). A symlink at
+/// `path` is never written through (ELOOP), so a link planted in an output
+/// directory cannot redirect a write elsewhere. Returns 0 or errno.
 inline int write_whole_file(const std::string& path, std::string_view data) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return errno;
   std::size_t done = 0;
   while (done < data.size()) {

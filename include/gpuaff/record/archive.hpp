@@ -13,19 +13,23 @@
 // name, every mtime 0, owner 0:0 without names, so the same tree always gives
 // the same bytes.
 
-#include <gpuaff/result.hpp>
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
+#include <fcntl.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdint>
-#include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <vector>
+
+#include "gpuaff/detail/fs.hpp"
+#include "gpuaff/result.hpp"
 
 namespace gpuaff {
 
@@ -153,19 +157,12 @@ inline Result<TarSummary> write_tar(const std::filesystem::path& dir, const std:
   auto entries = detail::tar_entries(dir);
   if (!entries) return unexpected(entries.error());
 
-  std::filesystem::path partial = tar_path;
-  partial += ".partial";
-  std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-  if (!out) return fail(Errc::io_error, "cannot create '", partial.string(), "'; check that its directory is writable");
-  auto give_up = [&](auto error) {
-    out.close();
-    std::filesystem::remove(partial, ec);
-    return error;
-  };
-
+  // The archive is built in memory (a recording is a few MiB) and written
+  // once, through the project's one file layer, beside its final name.
+  std::string out;
   TarSummary summary;
   auto put = [&](const char* data, std::size_t n) {
-    out.write(data, static_cast<std::streamsize>(n));
+    out.append(data, n);
     summary.bytes += n;
   };
   auto pad = [&](std::uint64_t n) {
@@ -185,12 +182,11 @@ inline Result<TarSummary> write_tar(const std::filesystem::path& dir, const std:
     }
     put(detail::tar_header(e.name, e.type, e.mode, e.size, e.link).data(), detail::tar_block);
     if (e.type == '0') {
-      std::ifstream in(e.source, std::ios::binary);
-      std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (!in.good() && !in.eof())
-        return give_up(fail(Errc::io_error, "cannot read '", e.source.string(), "'"));
+      std::string data;
+      if (int err = detail::read_whole_file(e.source.string(), data, O_NOFOLLOW | O_NONBLOCK); err != 0)
+        return fail(Errc::io_error, "cannot read '", e.source.string(), "': ", std::strerror(err));
       if (data.size() != e.size)
-        return give_up(fail(Errc::io_error, "'", e.source.string(), "' changed size while it was archived"));
+        return fail(Errc::io_error, "'", e.source.string(), "' changed size while it was archived");
       put(data.data(), data.size());
       pad(data.size());
       ++summary.files;
@@ -206,11 +202,18 @@ inline Result<TarSummary> write_tar(const std::filesystem::path& dir, const std:
   put(zeros.data(), zeros.size());
   put(zeros.data(), zeros.size());
   while (summary.bytes % record != 0) put(zeros.data(), zeros.size());
-  out.close();
-  if (!out) return give_up(fail(Errc::io_error, "cannot write '", partial.string(), "'; is the disk full?"));
+  std::filesystem::path partial = tar_path;
+  partial += ".partial";
+  if (int err = detail::write_whole_file(partial.string(), out); err != 0) {
+    std::filesystem::remove(partial, ec);
+    return fail(Errc::io_error, "cannot write '", partial.string(), "': ", std::strerror(err),
+                "; check that its directory is writable and has space");
+  }
   std::filesystem::rename(partial, tar_path, ec);
-  if (ec) return give_up(fail(Errc::io_error, "cannot rename '", partial.string(), "' to '", tar_path.string(), "': ",
-                              ec.message()));
+  if (ec) {
+    std::filesystem::remove(partial, ec);
+    return fail(Errc::io_error, "cannot rename '", partial.string(), "' to '", tar_path.string(), "': ", ec.message());
+  }
   return summary;
 }
 
