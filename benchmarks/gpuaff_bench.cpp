@@ -84,7 +84,7 @@ struct Config {
   int rounds = 31;             // samples per variant (odd: the median is one sample)
   double sample_ms = 2.0;      // a sample repeats the operation until it takes about this long
   bool quick = false;          // smoke test: 3 rounds, short samples, no verdicts
-  std::string compile;         // "gpuaff_s,vector_s,n[,bindings_s]" measured by run.sh (row 6)
+  std::string compile;         // "gpuaff_s,vector_s,n[,bindings_s[,gpuaff_pch_s,bindings_pch_s]]" measured by run.sh (row 6)
   std::string instructions;    // "NAME=COUNT,..." callgrind counts measured by run.sh
   std::string callgrind_mode;  // run each measured operation once under callgrind client requests
 };
@@ -431,7 +431,8 @@ int main(int argc, char** argv) {
     else if (auto v9 = val("--hwloc-tool")) cfg.hwloc_tool = v9;
     else if (a == "--help" || a == "-h") {
       std::puts("usage: gpuaff_bench [--quick] [--rounds=N] [--sample-ms=MS] [--fixtures=DIR]\n"
-                "                    [--compile=GPUAFF_S,VECTOR_S,N[,BINDINGS_S]] [--instructions=NAME=COUNT,...]\n"
+                "                    [--compile=GPUAFF_S,VECTOR_S,N[,BINDINGS_S[,GPUAFF_PCH_S,BINDINGS_PCH_S]]]\n"
+                "                    [--instructions=NAME=COUNT,...]\n"
                 "                    [--tool=GPUAFF] [--hwloc-tool=GPUAFF_HWLOC]  (row 8: whole gpuaff processes)\n"
                 "                    [--callgrind=FIXTURE]  (run under callgrind: one load+bind, one hwloc load,\n"
                 "                                            one policy table, 9 single bindings, each dumped separately)\n"
@@ -779,20 +780,30 @@ int main(int argc, char** argv) {
 
   // ---- row 6: compile time (measured by run.sh) --------------------------------------------
   if (!cfg.compile.empty()) {
-    double g = 0, v = 0, p = -1;
+    double g = 0, v = 0, p = -1, gp = -1, pp = -1;
     int n = 0;
-    int got = std::sscanf(cfg.compile.c_str(), "%lf,%lf,%d,%lf", &g, &v, &n, &p);
-    if (got < 3) die("--compile wants GPUAFF_S,VECTOR_S,N[,BINDINGS_S]");
+    int got = std::sscanf(cfg.compile.c_str(), "%lf,%lf,%d,%lf,%lf,%lf", &g, &v, &n, &p, &gp, &pp);
+    if (got < 3) die("--compile wants GPUAFF_S,VECTOR_S,N[,BINDINGS_S[,GPUAFF_PCH_S,BINDINGS_PCH_S]]");
     add(cfg,
         {"6", "compile -O2 (CPU s): TU with <gpuaff/gpuaff.hpp> + one policy vs TU with <vector> (median of " +
                   std::to_string(n) + ")",
          fmt("%.2f s", g), fmt("%.2f s", v), fmt("%+.2f s", g - v), "< +1.0 s", ""},
         g - v < 1.0);
-    if (got == 4)
+    if (got >= 4)
       add(cfg,
           {"6b", "compile -O2 (CPU s): TU with the light header <gpuaff/bindings.hpp> + one policy vs <vector>",
            fmt("%.2f s", p), fmt("%.2f s", v), fmt("%+.2f s", p - v), "< +0.5 s", ""},
           p - v < 0.5);
+    if (got == 6) {
+      add(cfg,
+          {"6c", "compile -O2 (CPU s): row 6's TU with <gpuaff/gpuaff.hpp> precompiled (target_precompile_headers)",
+           fmt("%.2f s", gp), fmt("%.2f s", v), fmt("%+.2f s", gp - v), "(info)", ""},
+          true, false);
+      add(cfg,
+          {"6d", "compile -O2 (CPU s): row 6b's TU with <gpuaff/bindings.hpp> precompiled",
+           fmt("%.2f s", pp), fmt("%.2f s", v), fmt("%+.2f s", pp - v), "(info)", ""},
+          true, false);
+    }
   } else {
     add(cfg, {"6", "compile time: measured by benchmarks/run.sh only", "-", "-", "-", "< +1.0 s; light < +0.5 s", ""}, true, false);
   }

@@ -64,25 +64,45 @@ std::vector<int> first_cpus(int n) {
   return v;
 }
 EOF
-cpu_seconds() {  # prints the user+system seconds of compiling $1
+cpu_seconds() {  # prints the user+system seconds of compiling $1 (further arguments: extra flags)
   local TIMEFORMAT='%3U %3S'
-  local t
-  t=$( { time "$cxx" -std=c++20 -O2 -Iinclude -c "$1" -o /dev/null >/dev/null 2>&1 || echo FAILED; } 2>&1 )
+  local t tu=$1
+  shift
+  t=$( { time "$cxx" -std=c++20 -O2 -Iinclude "$@" -c "$tu" -o /dev/null >/dev/null 2>&1 || echo FAILED; } 2>&1 )
   if [[ $t == *FAILED* ]]; then  # a TU that does not compile would time its error, not the header
-    echo "run.sh: row 6: $cxx cannot compile $(basename "$1"):" >&2
-    "$cxx" -std=c++20 -O2 -Iinclude -c "$1" -o /dev/null >&2 || true
+    echo "run.sh: row 6: $cxx cannot compile $(basename "$tu"):" >&2
+    "$cxx" -std=c++20 -O2 -Iinclude "$@" -c "$tu" -o /dev/null >&2 || true
     exit 1
   fi
   awk -v t="$t" 'BEGIN { split(t, a, " "); printf "%.3f\n", a[1] + a[2] }'
 }
+# Information rows 6c/6d: the same TUs with the gpuaff header precompiled, as
+# CMake's target_precompile_headers(app PRIVATE <gpuaff/gpuaff.hpp>) does it:
+# a header that includes it, compiled once with the TU's flags, then forced
+# into the TU with -include (GCC finds NAME.gch beside it, clang NAME.pch).
+pch_ext=gch
+"$cxx" --version 2>/dev/null | grep -qi clang && pch_ext=pch
+mkdir "$tus/pch"
+pch_seconds=()
+for h in gpuaff bindings; do
+  echo "#include <gpuaff/$h.hpp>" >"$tus/pch/$h.hxx"
+  t=$( { TIMEFORMAT='%3U %3S'; time "$cxx" -std=c++20 -O2 -Iinclude -x c++-header "$tus/pch/$h.hxx" \
+           -o "$tus/pch/$h.hxx.$pch_ext"; } 2>&1 ) || { echo "run.sh: row 6: $cxx cannot precompile gpuaff/$h.hpp" >&2; exit 1; }
+  pch_seconds+=("$(awk -v t="$t" 'BEGIN { split(t, a, " "); printf "%.2f", a[1] + a[2] }')")
+done
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 echo "== row 6: compiling each test TU $compile_runs times, interleaved ($cxx -O2) =="
-g_times=() v_times=() p_times=()
+g_times=() v_times=() p_times=() gp_times=() pp_times=()
+with_pch=(-Winvalid-pch -include)
 for ((i = 0; i < compile_runs; i++)); do
   if ((i % 2 == 0)); then
     g_times+=("$(cpu_seconds "$tus/with_gpuaff.cpp")"); v_times+=("$(cpu_seconds "$tus/with_vector.cpp")")
     p_times+=("$(cpu_seconds "$tus/bindings.cpp")")
+    gp_times+=("$(cpu_seconds "$tus/with_gpuaff.cpp" "${with_pch[@]}" "$tus/pch/gpuaff.hxx")")
+    pp_times+=("$(cpu_seconds "$tus/bindings.cpp" "${with_pch[@]}" "$tus/pch/bindings.hxx")")
   else
+    pp_times+=("$(cpu_seconds "$tus/bindings.cpp" "${with_pch[@]}" "$tus/pch/bindings.hxx")")
+    gp_times+=("$(cpu_seconds "$tus/with_gpuaff.cpp" "${with_pch[@]}" "$tus/pch/gpuaff.hxx")")
     p_times+=("$(cpu_seconds "$tus/bindings.cpp")")
     v_times+=("$(cpu_seconds "$tus/with_vector.cpp")"); g_times+=("$(cpu_seconds "$tus/with_gpuaff.cpp")")
   fi
@@ -90,7 +110,12 @@ done
 g_med=$(printf '%s\n' "${g_times[@]}" | median)
 v_med=$(printf '%s\n' "${v_times[@]}" | median)
 p_med=$(printf '%s\n' "${p_times[@]}" | median)
+gp_med=$(printf '%s\n' "${gp_times[@]}" | median)
+pp_med=$(printf '%s\n' "${pp_times[@]}" | median)
 echo "   gpuaff.hpp TU: ${g_times[*]} s; bindings.hpp TU: ${p_times[*]} s; <vector> TU: ${v_times[*]} s"
+echo "   with the header precompiled: gpuaff.hpp TU: ${gp_times[*]} s; bindings.hpp TU: ${pp_times[*]} s"
+echo "   precompiling (once per build): gpuaff.hpp ${pch_seconds[0]} s, bindings.hpp ${pch_seconds[1]} s"
+compile="$g_med,$v_med,$compile_runs,$p_med,$gp_med,$pp_med"
 
 # ---- callgrind: instruction counts of rows 1 and 7 ----------------------------------
 instructions=""
@@ -116,8 +141,8 @@ fi
 
 # ---- the table ----------------------------------------------------------------------
 echo "== measuring (rounds=$rounds) =="
-args=(--rounds="$rounds" --compile="$g_med,$v_med,$compile_runs,$p_med")
-((quick)) && args=(--quick --compile="$g_med,$v_med,$compile_runs,$p_med")
+args=(--rounds="$rounds" --compile="$compile")
+((quick)) && args=(--quick --compile="$compile")
 [[ -n $instructions ]] && args+=(--instructions="$instructions")
 echo
 "$bench" "${args[@]}"

@@ -23,7 +23,6 @@
 #include <cstring>
 #include <csignal>
 #include <exception>
-#include <functional>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -68,7 +67,8 @@ struct ExitStatus {
 class Child;
 
 namespace detail {
-Result<Child> spawn_forked(const std::function<int()>& body, const SpawnOptions& options);
+template <class Body>
+Result<Child> spawn_forked(Body& body, const SpawnOptions& options);
 }  // namespace detail
 
 /// A started child. wait() reaps it and says how it ended. A Child dropped
@@ -166,7 +166,8 @@ class Child {
 
  private:
   friend Result<Child> spawn(const std::vector<std::string>&, const SpawnOptions&);
-  friend Result<Child> detail::spawn_forked(const std::function<int()>&, const SpawnOptions&);
+  template <class Body>
+  friend Result<Child> detail::spawn_forked(Body&, const SpawnOptions&);
   Child() = default;
   /// The destructor's wait: reaps a child still running, ignoring the outcome.
   void reap() noexcept {
@@ -264,9 +265,10 @@ inline Result<Child> spawn(const std::vector<std::string>& argv, const SpawnOpti
 
 namespace detail {
 
-/// spawn_callable once the callable is erased: forks a child that runs
+/// spawn_callable once the callable is checked: forks a child that runs
 /// body() and exits with its value.
-inline Result<Child> spawn_forked(const std::function<int()>& body, const SpawnOptions& options) {
+template <class Body>
+Result<Child> spawn_forked(Body& body, const SpawnOptions& options) {
   Child child;
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) {
@@ -340,7 +342,8 @@ Result<Child> spawn_callable(F&& fn, const SpawnOptions& options = {}) {
   if (empty) return fail(Errc::invalid_argument, "spawn_callable needs a function (got an empty one)");
   // By reference: the callable runs in the forked copy of this process, so
   // it is neither copied nor moved, and move-only callables work.
-  return detail::spawn_forked([&fn]() -> int { return static_cast<int>(fn()); }, options);
+  auto body = [&fn]() -> int { return static_cast<int>(fn()); };
+  return detail::spawn_forked(body, options);
 }
 
 }  // namespace v0
