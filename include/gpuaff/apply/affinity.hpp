@@ -7,6 +7,8 @@
 // cgroup/taskset allowed set; every set here is read back and undone when the
 // kernel did not apply exactly what was asked, so a binding is never partial.
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <string>
 #include <string_view>
 

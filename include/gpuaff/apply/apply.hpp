@@ -10,6 +10,8 @@
 //   spawn.hpp            spawn(), spawn_callable(), Child::wait(): bound children
 //   threads.hpp          recommended_threads(): worker count for a binding
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include "gpuaff/apply/affinity.hpp"
 #include "gpuaff/apply/mempolicy.hpp"
 #include "gpuaff/apply/process.hpp"

@@ -3,6 +3,8 @@
 // fixed cpu_set_t holds 1024 CPUs, while the kernel wants a mask at least as
 // large as its own nr_cpu_ids; machines with more CPUs exist.
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <sched.h>
 
 #include <cstddef>

@@ -9,6 +9,8 @@
 // ENOSYS or EINVAL); MemoryOptions::on_refused says whether that is an error
 // or a warning with CPU-only binding.
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <array>
 #include <string>
 #include <string_view>

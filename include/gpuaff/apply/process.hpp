@@ -9,6 +9,8 @@
 // thread afterwards inherit it). ProcessBinding says so in `warnings` when
 // other threads existed.
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <dirent.h>
 
 #include <algorithm>

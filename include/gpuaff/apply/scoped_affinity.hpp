@@ -16,6 +16,8 @@
 // copy restores the child's own thread, never the parent's: thread ids are
 // per process, and the creating thread's id names a thread of the parent.
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <string>
 #include <utility>
 #include <vector>

@@ -15,6 +15,8 @@
 // ends with _exit, so stdio buffers are not flushed for it: flush what it
 // writes. ThreadSanitizer builds inherit the same rules.
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>

@@ -5,6 +5,8 @@
 // set_mempolicy (EPERM, as in docker's default seccomp profile) or that needs
 // a larger CPU mask, paths a test cannot otherwise reach on an ordinary machine.
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <sched.h>
 #include <pthread.h>
 #include <sys/syscall.h>

@@ -16,6 +16,8 @@
 // Topology does not hold: /proc/cpuinfo, DMI ids (which also hold serial
 // numbers), cpufreq, block/net class links, udev data.
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <cerrno>
 #include <cstdint>
 #include <cstring>

@@ -9,6 +9,8 @@
 // With for_hwloc (the default) the files hwloc needs to load the recording
 // through HWLOC_FSROOT are added (record/hwloc_files.hpp); SysfsSource ignores them.
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <sys/stat.h>
 #include <unistd.h>
 

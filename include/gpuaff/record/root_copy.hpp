@@ -3,6 +3,8 @@
 // into a recording directory, on the file layer of detail/fs.hpp. Used by
 // record_topology (record.hpp) and the hwloc companion (hwloc_files.hpp).
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <cstdint>
 #include <string>
 #include <string_view>

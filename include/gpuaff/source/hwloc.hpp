@@ -11,6 +11,8 @@
 // Not in the umbrella header: it needs hwloc (CMake target gpuaff::hwloc, which
 // defines GPUAFF_HAS_HWLOC).
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <hwloc.h>
 #include <hwloc/distances.h>
 

@@ -27,6 +27,8 @@
 // take "0x..." strings or plain numbers. Unknown keys are ignored (newer writers
 // may add some).
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>

@@ -3,6 +3,8 @@
 // an Error. SysfsSource (a root directory), JsonSource (a JSON file) and the
 // hwloc source model it; code that only needs a Topology can take any of them.
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <concepts>
 
 #include "gpuaff/result.hpp"

@@ -70,6 +70,8 @@
 // online CPUs except `allowed`, which is kept as recorded (it may name offline
 // CPUs); cores, packages, cache groups hold online CPUs only.
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <algorithm>
 #include <optional>
 #include <string>

@@ -5,6 +5,8 @@
 // path, root included, and what to do. source/sysfs.hpp reads the sections of
 // a topology with it.
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <initializer_list>
 #include <optional>
 #include <string>

@@ -37,6 +37,8 @@
 // select_visible_gpus() is pure. Reading the environment is explicit:
 // VisibleDevices::from_environment() or VisibleDevices::with_environment().
 
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
