@@ -1,4 +1,4 @@
-// GPU visibility: CONTRACT.md section 2, with the entry rules of gpus.hpp.
+// GPU visibility: docs/contract.md section 2, with the entry rules of source/visible.hpp.
 #include <gpuaff/source/visible.hpp>
 
 #include <cstdlib>
