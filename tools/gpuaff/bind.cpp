@@ -22,7 +22,7 @@ std::string json_of(const LaunchPlan& p) {
   j["gpu"] = p.visible_gpu >= 0 ? nlohmann::ordered_json(p.visible_gpu) : nlohmann::ordered_json(nullptr);
   j["bdf"] = std::string(p.target().address().to_string().view());
   j["node"] = p.node;
-  j["policy"] = policy_name(p.policy.kind);
+  j["policy"] = std::string(to_string(p.policy.kind));
   j["cpus"] = p.cpus.to_list();
   j["mask"] = mask_of(p.topo, p.cpus);
   j["memory_nodes"] = p.memory_nodes.to_list();

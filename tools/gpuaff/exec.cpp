@@ -40,7 +40,7 @@ std::string bound_text(const LaunchPlan& plan, const ProcessBinding& done, const
                      " " + std::string(plan.target().address().to_string().view()) + " node " +
                      std::to_string(plan.node);
   if (!plan.rank_source.empty()) what += " (" + plan.rank_source + ")";
-  what += ", policy " + policy_name(plan.policy.kind) + ": CPUs " + plan.cpus.to_list() + ", memory " +
+  what += ", policy " + std::string(to_string(plan.policy.kind)) + ": CPUs " + plan.cpus.to_list() + ", memory " +
           std::string(to_string(plan.membind));
   if (plan.membind != MemPolicy::none) what += " nodes " + plan.memory_nodes.to_list();
   if (plan.membind != MemPolicy::none && !done.memory_applied) what += " (not applied)";

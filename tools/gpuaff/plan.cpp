@@ -7,7 +7,7 @@
 namespace gpuaff::cli {
 
 Result<PolicySpec> policy_spec(const PlanOptions& o) {
-  GPUAFF_TRY(PolicyKind kind, policy_kind(o.policy));
+  GPUAFF_TRY(PolicyKind kind, parse_policy(o.policy));
   return PolicySpec{.kind = kind, .nvidia = o.nvidia};
 }
 

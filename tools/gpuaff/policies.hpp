@@ -1,6 +1,6 @@
 #pragma once
-// The one place the CLI reads the policy list (policy/dispatch.hpp): names for
-// --help and output, parsing --policy, and every policy for topo's table.
+// The policy list as the CLI's --help shows it, from the registry in
+// policy/dispatch.hpp (names, parsing and topo's table use the registry directly).
 
 #include <string>
 #include <string_view>
@@ -25,12 +25,5 @@ inline std::string policies_help() {
 
 /// One line per policy with what it does, for the commands' --help footers.
 inline std::string policies_table() { return "Policies:\n" + std::string(policy_help().view()); }
-
-inline std::string policy_name(PolicyKind k) { return std::string(to_string(k)); }
-
-inline Result<PolicyKind> policy_kind(std::string_view text) { return parse_policy(text); }
-
-/// Every policy, in the order --help lists them.
-inline constexpr const auto& every_policy() { return all_policy_kinds; }
 
 }  // namespace gpuaff::cli

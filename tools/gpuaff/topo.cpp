@@ -46,10 +46,10 @@ int run_topo(const TopoArgs& args) {
   // Every GPU under each policy, with the job's NVIDIA options: one bind_table,
   // so the facts the bindings share are derived once.
   std::vector<PolicySpec> specs;
-  for (PolicyKind kind : every_policy()) specs.push_back(PolicySpec{.kind = kind, .nvidia = spec->nvidia});
+  for (PolicyKind kind : all_policy_kinds) specs.push_back(PolicySpec{.kind = kind, .nvidia = spec->nvidia});
   auto table = bind_table(*topo, specs, *job);
   for (std::size_t k = 0; k < specs.size(); ++k) {
-    o.table.push_back(PolicyRow{.policy = policy_name(specs[k].kind), .per_gpu = std::move(table[k])});
+    o.table.push_back(PolicyRow{.policy = std::string(to_string(specs[k].kind)), .per_gpu = std::move(table[k])});
     if (specs[k].kind == spec->kind) o.picture = o.table.back();
   }
   for (std::size_t g = 0; g < topo->gpus.size(); ++g) {
