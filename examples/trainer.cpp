@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     gpuaff::MemoryOptions memory = args.memory;
-    if (memory.policy != gpuaff::MemPolicy::none && memory.policy != gpuaff::MemPolicy::local) {
+    if (memory.policy != gpuaff::MemPolicy::none && memory.policy != gpuaff::MemPolicy::first_touch) {
       auto nodes = gpuaff::memory_nodes(*topo, g, args.job);
       if (!nodes) {
         std::fprintf(stderr, "trainer: GPU %d: %s\n", g, nodes.error().what());

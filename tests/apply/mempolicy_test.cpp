@@ -93,7 +93,7 @@ TEST_CASE("the guard sets the memory policy with the CPUs and restores both") {
   };
   // Node 0 exists on every Linux machine. `preferred` keeps one node; `local` none.
   for (const Case& c : {Case{MemPolicy::bind, kernel_bind, NodeSet{0}}, Case{MemPolicy::interleave, kernel_interleave, NodeSet{0}},
-                        Case{MemPolicy::preferred, kernel_preferred, NodeSet{0}}, Case{MemPolicy::local, kernel_local, NodeSet{}}}) {
+                        Case{MemPolicy::preferred, kernel_preferred, NodeSet{0}}, Case{MemPolicy::first_touch, kernel_local, NodeSet{}}}) {
     CAPTURE(gpuaff::to_string(c.policy));
     {
       auto g = ScopedAffinity::create(CpuSet::single(cpu_b()), {.policy = c.policy, .nodes = NodeSet{0}});
@@ -160,10 +160,10 @@ TEST_CASE("ENOSYS is a refusal too; other errors are not softened by cpu_only") 
   gpuaff::detail::Syscalls fake = gpuaff::detail::real_syscalls;
   fake.set_mempolicy = &refuse_enosys;
   gpuaff::detail::ScopedSyscalls use(fake);
-  auto err = ScopedAffinity::create(CpuSet::single(cpu_b()), {.policy = MemPolicy::local});
+  auto err = ScopedAffinity::create(CpuSet::single(cpu_b()), {.policy = MemPolicy::first_touch});
   REQUIRE_FALSE(err);
   CHECK(err.error().code() == Errc::unsupported);
-  auto soft = ScopedAffinity::create(CpuSet::single(cpu_b()), {.policy = MemPolicy::local, .on_refused = OnRefused::cpu_only});
+  auto soft = ScopedAffinity::create(CpuSet::single(cpu_b()), {.policy = MemPolicy::first_touch, .on_refused = OnRefused::cpu_only});
   REQUIRE(soft);
   CHECK(soft->warnings().size() == 1);
 }

@@ -105,7 +105,7 @@ TEST_CASE("the memory policy is set for the calling thread only, and bind_proces
     MESSAGE("set_mempolicy is refused here; skipping");
     return;
   }
-  auto r = gpuaff::bind_process(allowed_at_start(), {.policy = gpuaff::MemPolicy::local});
+  auto r = gpuaff::bind_process(allowed_at_start(), {.policy = gpuaff::MemPolicy::first_touch});
   REQUIRE(r);
   CHECK(r->memory_applied);
   REQUIRE(r->warnings.size() == 1);

@@ -27,12 +27,22 @@ inline namespace v0 {
 using NodeSet = CpuSet;
 
 /// Where the memory a thread allocates comes from.
+///
+/// Naming: `first_touch` is the kernel's MPOL_LOCAL (numactl --localalloc):
+/// each page on the node of the CPU that first touches it, spilling over
+/// when that node is full. The command line's `--membind local` is a
+/// different thing, `bind` over the GPU's node(s) (strict, like numactl
+/// --membind), and parse_mem_policy reads "local" the same way.
 enum class MemPolicy {
-  none,        ///< leave the memory policy alone
-  local,       ///< the node of the CPU that first touches the page (the kernel's default)
-  bind,        ///< only the given nodes; allocation fails rather than spill over
+  none,         ///< leave the memory policy alone
+  first_touch,  ///< the node of the CPU that first touches the page (MPOL_LOCAL, numactl --localalloc)
+  bind,         ///< only the given nodes; allocation fails rather than spill over (numactl --membind)
   preferred,   ///< the first given node, falling back to others when it is full
   interleave,  ///< round-robin over the given nodes, page by page
+  /// The earlier name of first_touch, kept so that code using it still
+  /// builds; it is not the command line's "local" (see above).
+  local [[deprecated("MemPolicy::local is first touch; write MemPolicy::first_touch, or MemPolicy::bind for "
+                     "what --membind local does")]] = first_touch,
 };
 
 /// What to do when the kernel refuses the memory policy (EPERM, ENOSYS, EINVAL).
@@ -50,7 +60,7 @@ struct MemoryOptions {
 constexpr std::string_view to_string(MemPolicy p) {
   switch (p) {
     case MemPolicy::none: return "none";
-    case MemPolicy::local: return "local";
+    case MemPolicy::first_touch: return "first-touch";
     case MemPolicy::bind: return "bind";
     case MemPolicy::preferred: return "preferred";
     case MemPolicy::interleave: return "interleave";
@@ -58,13 +68,16 @@ constexpr std::string_view to_string(MemPolicy p) {
   return "unknown";
 }
 
-/// "none", "local", "bind", "preferred" or "interleave".
+/// "none", "first-touch", "bind", "preferred" or "interleave"; "local" is
+/// "bind" (the GPU's nodes only), as on the command line (`--membind local`).
 /// Errors: Errc::invalid_argument naming the text and the accepted words.
 constexpr Result<MemPolicy> parse_mem_policy(std::string_view s) {
-  for (MemPolicy p : {MemPolicy::none, MemPolicy::local, MemPolicy::bind, MemPolicy::preferred, MemPolicy::interleave})
+  if (s == "local") return MemPolicy::bind;
+  for (MemPolicy p : {MemPolicy::none, MemPolicy::first_touch, MemPolicy::bind, MemPolicy::preferred,
+                      MemPolicy::interleave})
     if (s == to_string(p)) return p;
   return fail(Errc::invalid_argument, "unknown memory policy '", s.substr(0, 40),
-              "' (expected none, local, bind, preferred or interleave)");
+              "' (expected none, first-touch, local, bind, preferred or interleave)");
 }
 
 /// A thread's memory policy as the kernel reports it, for saving and restoring.
@@ -107,7 +120,7 @@ inline NodeSet from_nodemask(const NodeMask& m) {
 inline int kernel_mode(MemPolicy p) {
   switch (p) {
     case MemPolicy::none: return -1;
-    case MemPolicy::local: return mpol_local;
+    case MemPolicy::first_touch: return mpol_local;
     case MemPolicy::bind: return mpol_bind;
     case MemPolicy::preferred: return mpol_preferred;
     case MemPolicy::interleave: return mpol_interleave;
@@ -135,7 +148,7 @@ inline Error mempolicy_error(std::string_view what, int e) {
 inline Result<void> check_memory_options(const MemoryOptions& o) {
   switch (o.policy) {
     case MemPolicy::none:
-    case MemPolicy::local: return {};
+    case MemPolicy::first_touch: return {};
     case MemPolicy::bind:
     case MemPolicy::preferred:
     case MemPolicy::interleave:
@@ -168,7 +181,7 @@ inline Result<SavedMemoryPolicy> memory_policy() {
 inline Result<void> set_memory_policy(MemPolicy policy, const NodeSet& nodes = {}) {
   GPUAFF_TRY_VOID(detail::check_memory_options(MemoryOptions{.policy = policy, .nodes = nodes}));
   if (policy == MemPolicy::none) return {};
-  if (policy == MemPolicy::local) {
+  if (policy == MemPolicy::first_touch) {
     if (detail::sys().set_mempolicy(detail::mpol_local, nullptr, 0) == 0) return {};
     int e = errno;
     // Kernels before 3.8 lack MPOL_LOCAL: "preferred, no node" means the same.
