@@ -31,6 +31,16 @@ struct Choice {
 enum class BindFormat { cpulist, mask, numactl, json };
 /// `gpuaff topo --format`.
 enum class TopoFormat { text, json };
+/// `--baseline`: the CPUs (and memory nodes) bindings are drawn from.
+enum class Baseline {
+  affinity,  ///< the calling thread's allowed set (what a launcher or taskset left)
+  cgroup,    ///< the process's cgroup cpuset (source/cgroup.hpp), ignoring a narrower mask
+};
+/// `--unreachable`: when no allowed CPU is on the GPU's node.
+enum class Unreachable {
+  error,    ///< refuse (the default)
+  nearest,  ///< the allowed CPUs of the closest node(s) that have any
+};
 /// `gpuaff topo --color`: auto colours a terminal unless NO_COLOR is set.
 enum class ColorMode { automatic, always, never };
 
@@ -51,6 +61,10 @@ inline constexpr std::array topo_format_choices{Choice<TopoFormat>{"text", TopoF
 inline constexpr std::array color_choices{Choice<ColorMode>{"auto", ColorMode::automatic},
                                           Choice<ColorMode>{"always", ColorMode::always},
                                           Choice<ColorMode>{"never", ColorMode::never}};
+inline constexpr std::array baseline_choices{Choice<Baseline>{"affinity", Baseline::affinity},
+                                             Choice<Baseline>{"cgroup", Baseline::cgroup}};
+inline constexpr std::array unreachable_choices{Choice<Unreachable>{"error", Unreachable::error},
+                                                Choice<Unreachable>{"nearest", Unreachable::nearest}};
 inline constexpr std::array fallback_choices{Choice<Fallback>{"error", Fallback::error},
                                              Choice<Fallback>{"unbound", Fallback::unbound}};
 
@@ -89,6 +103,10 @@ inline Result<MemPolicy> parse_membind(std::string_view s) { return parse_choice
 inline Result<BindFormat> parse_bind_format(std::string_view s) { return parse_choice("--format", s, bind_format_choices); }
 inline Result<TopoFormat> parse_topo_format(std::string_view s) { return parse_choice("--format", s, topo_format_choices); }
 inline Result<ColorMode> parse_color(std::string_view s) { return parse_choice("--color", s, color_choices); }
+inline Result<Baseline> parse_baseline(std::string_view s) { return parse_choice("--baseline", s, baseline_choices); }
+inline Result<Unreachable> parse_unreachable(std::string_view s) {
+  return parse_choice("--unreachable", s, unreachable_choices);
+}
 inline Result<Fallback> parse_fallback(std::string_view s) { return parse_choice("--fallback", s, fallback_choices); }
 
 /// `--unknown-node error|node0|N`: how a GPU whose PCI numa_node is -1 is

@@ -10,15 +10,19 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "gpuaff/apply/affinity.hpp"
 #include "gpuaff/apply/mempolicy.hpp"
 #include "gpuaff/apply/process.hpp"
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/detail/fs.hpp"
+#include "gpuaff/launch/choices.hpp"
+#include "gpuaff/launch/launcher.hpp"
 #include "gpuaff/policy/dispatch.hpp"
 #include "gpuaff/policy/locality.hpp"
 #include "gpuaff/result.hpp"
+#include "gpuaff/source/cgroup.hpp"
 #include "gpuaff/topology.hpp"
 
 namespace gpuaff {
@@ -34,6 +38,14 @@ struct LaunchRequest {
   PolicySpec policy{};
   JobOptions job{};
   MemPolicy membind = MemPolicy::none;  ///< the memory policy to apply over memory_nodes
+  /// The launcher's local size (local_size()): stands for JobOptions::nproc
+  /// when that is 0. Errors name the variable it came from.
+  std::optional<LauncherValue> local_size{};
+  Baseline baseline = Baseline::affinity;  ///< which CPUs and memory nodes bindings are drawn from
+  /// The process's cgroup cpuset (read_cgroup_cpuset): required by
+  /// Baseline::cgroup; under Baseline::affinity it only feeds a warning.
+  std::optional<CgroupCpuset> cgroup{};
+  Unreachable unreachable = Unreachable::error;  ///< when no allowed CPU is on the target's node
 };
 
 /// Everything one binding needs, computed before anything is applied.
@@ -48,6 +60,12 @@ struct LaunchPlan {
   int node = -1;          ///< the target's NUMA node (after JobOptions::unknown_node)
   MemPolicy membind = MemPolicy::none;
   std::string rank_source{};  ///< as in the request
+  std::string nproc_source{};  ///< "LOCAL_WORLD_SIZE=2" when the launcher's local size stood for nproc
+  Baseline baseline = Baseline::affinity;
+  /// Unreachable::nearest was used: the nodes whose allowed CPUs `cpus` are
+  /// (the closest to the target's node that have any); empty otherwise.
+  std::vector<int> nearest_nodes{};
+  std::vector<std::string> warnings{};  ///< likely mistakes, one line each (the plan is still made)
 
   const Gpu& target() const { return topo.gpus[static_cast<std::size_t>(gpu)]; }
   /// The memory policy to apply: `membind` over `memory_nodes`.
@@ -85,18 +103,122 @@ inline std::string visible_gpu_list(const Topology& topo) {
               visible_gpu_list(topo), "); ", hint);
 }
 
+/// Draws bindings from the cgroup cpuset (Baseline::cgroup): the allowed CPUs
+/// and memory nodes become the cpuset's, or every online CPU and no memory
+/// limit where the process has no cgroup cpuset.
+inline Result<void> use_cgroup_baseline(Topology& topo, const std::optional<CgroupCpuset>& cgroup) {
+  if (!cgroup)
+    return fail(Errc::invalid_argument, "--baseline cgroup needs the process's cgroup cpuset, which ",
+                topo.origin.view(), " does not carry; read the machine from a root (--root DIR, or this machine) "
+                "instead of a topology file");
+  topo.allowed = cgroup->has_cpus ? cgroup->cpus : topo.online;
+  topo.mems_allowed = cgroup->has_mems ? cgroup->mems : CpuSet{};
+  return {};
+}
+
+/// Under Baseline::affinity: a warning when the allowed set is narrower than
+/// the cgroup cpuset (a launcher such as mpirun or srun bound the process
+/// first); empty otherwise.
+inline std::string narrowed_mask_warning(const Topology& topo, const std::optional<CgroupCpuset>& cgroup) {
+  if (!cgroup || !cgroup->has_cpus) return {};
+  CpuSet wide = cgroup->cpus & topo.online;
+  CpuSet usable = topo.usable();
+  if (!usable.is_subset_of(wide) || usable == wide) return {};
+  return "this process may run on CPUs " + usable.to_list() + " only, narrower than its cgroup's " + wide.to_list() +
+         " (" + cgroup->cpus_file + "): a launcher or taskset bound it first; pass --baseline cgroup to draw from "
+         "the cgroup, or start it unbound (mpirun --bind-to none, srun --cpu-bind=none)";
+}
+
+/// The nodes with allowed CPUs closest to `node` by its SLIT distances
+/// (nodeN/distance), ties all included.
+/// Errors: Errc::empty_result when no node has an allowed CPU, or `node` has
+/// no distances to compare by.
+inline Result<std::vector<int>> nearest_allowed_nodes(const Topology& topo, int node) {
+  const NumaNode* from = topo.find_node(node);
+  CpuSet usable = topo.usable();
+  if (from == nullptr || from->distances.size() != topo.nodes.size())
+    return fail(Errc::empty_result, "no allowed CPU is on NUMA node ", node, ", and ", topo.origin.view(),
+                " gives no distances from it (nodeN/distance) to find the nearest node; widen the allowed CPUs or "
+                "pick them with taskset");
+  int best = -1;
+  std::vector<int> nodes;
+  for (std::size_t i = 0; i < topo.nodes.size(); ++i) {
+    if (!topo.nodes[i].cpus.intersects(usable)) continue;
+    int d = from->distances[i];
+    if (best < 0 || d < best) {
+      best = d;
+      nodes.clear();
+    }
+    if (d == best) nodes.push_back(topo.nodes[i].id);
+  }
+  if (nodes.empty())
+    return fail(Errc::empty_result, "no NUMA node of ", topo.origin.view(), " has an allowed CPU (usable: ",
+                usable.to_list(), ")");
+  return nodes;
+}
+
+/// Whether no allowed CPU is on NUMA node `node` (a node with CPUs).
+inline bool node_unreachable(const Topology& topo, int node) {
+  const NumaNode* n = topo.find_node(node);
+  return n != nullptr && !n->memory_only() && !n->cpus.intersects(topo.usable());
+}
+
+/// JobOptions::nproc from the launcher's local size, when nproc is not given.
+/// Errors: Errc::invalid_argument when the local size is more than the visible GPUs.
+inline Result<void> use_local_size(LaunchPlan& plan, const LaunchRequest& r) {
+  if (plan.job.nproc != 0 || !r.local_size || r.pci) return {};
+  int visible = static_cast<int>(plan.topo.gpus.size());
+  if (r.local_size->value > visible) {
+    return fail(Errc::invalid_argument, r.local_size->source(), " (the launcher's processes on this machine) is more "
+                "than the ", visible, " GPU(s) this process sees in ", plan.topo.origin.view(),
+                "; when each process sees only its own GPU, use --gpu 0 (and --share machine), else pass --nproc N");
+  }
+  plan.job.nproc = r.local_size->value;
+  plan.nproc_source = r.local_size->source();
+  return {};
+}
+
 }  // namespace detail
 
-/// Plans the binding of the request's device on `topo`.
+/// The flags of NvidiaOptions (--scope, --smt, --balanced, --no-balanced,
+/// --min-cores, --max-cores) do nothing under the PyTorch policies: given
+/// there, they are a usage mistake, not something to ignore.
+/// Errors: Errc::invalid_argument naming the first such flag, the policy, and
+/// the policies it applies to.
+inline Result<void> check_nvidia_options_apply(PolicyKind kind, const std::vector<std::string>& given_flags) {
+  if (given_flags.empty() || policy_info(kind).nvidia_options) return {};
+  std::string modes;
+  for (const PolicyInfo& p : policy_registry) {
+    if (!p.nvidia_options) continue;
+    if (!modes.empty()) modes += ", ";
+    modes += p.name;
+  }
+  return fail(Errc::invalid_argument, given_flags.front(), " does not apply to --policy ", to_string(kind),
+              "; it applies to ", modes, " only: drop it or pick one of those policies");
+}
+
+/// Plans the binding of the request's device on `topo`: the baseline first
+/// (the allowed set, or the cgroup cpuset), the launcher's local size as
+/// nproc when nproc is 0, then the policy; under Unreachable::nearest a target
+/// whose node has no allowed CPU gets the allowed CPUs (and memory) of the
+/// nearest node(s) instead.
 /// Errors: Errc::not_found (no such visible GPU, naming those there are; a
-/// PCI device the topology does not hold), and the errors of bind(),
-/// memory_nodes() and resolve_gpu_node() for the target.
+/// PCI device the topology does not hold), Errc::invalid_argument (cgroup
+/// baseline without a cgroup; a local size above the visible GPUs), and the
+/// errors of bind(), memory_nodes(), resolve_gpu_node() and
+/// nearest_allowed_nodes() for the target.
 inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request) {
   LaunchPlan plan;
   plan.policy = request.policy;
   plan.job = request.job;
   plan.membind = request.membind;
   plan.rank_source = request.rank_source;
+  plan.baseline = request.baseline;
+  if (request.baseline == Baseline::cgroup) {
+    GPUAFF_TRY_VOID(detail::use_cgroup_baseline(topo, request.cgroup));
+  } else if (std::string w = detail::narrowed_mask_warning(topo, request.cgroup); !w.empty()) {
+    plan.warnings.push_back(std::move(w));
+  }
   if (request.pci) {
     for (const auto& g : topo.gpus)
       if (g.address() == *request.pci) plan.visible_gpu = g.index;
@@ -107,7 +229,27 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
     plan.gpu = request.gpu;
     plan.visible_gpu = request.gpu;
   }
-  GPUAFF_TRY(plan.cpus, bind(plan.topo, plan.gpu, plan.policy, plan.job));
+  GPUAFF_TRY_VOID(detail::use_local_size(plan, request));
+  Result<CpuSet> cpus = bind(plan.topo, plan.gpu, plan.policy, plan.job);
+  if (!cpus) {
+    // A policy that reaches beyond the node (socket) may still succeed; only
+    // a failure on a node without allowed CPUs is "unreachable".
+    auto node = resolve_gpu_node(plan.topo, plan.gpu, plan.job);
+    if (!node || !detail::node_unreachable(plan.topo, *node)) return Unexpected<Error>(cpus.error());
+    if (request.unreachable == Unreachable::error) {
+      Error e = cpus.error();
+      e.append("; or pass --unreachable nearest to use the allowed CPUs of the closest node(s)");
+      return Unexpected<Error>(e);
+    }
+    plan.node = *node;
+    GPUAFF_TRY(plan.nearest_nodes, detail::nearest_allowed_nodes(plan.topo, plan.node));
+    for (int id : plan.nearest_nodes) {
+      plan.cpus |= plan.topo.find_node(id)->cpus & plan.topo.usable();
+      plan.memory_nodes.set(id);
+    }
+    return plan;
+  }
+  plan.cpus = *cpus;
   GPUAFF_TRY(plan.memory_nodes, memory_nodes(plan.topo, plan.gpu, plan.job));
   GPUAFF_TRY(plan.node, resolve_gpu_node(plan.topo, plan.gpu, plan.job));
   return plan;
