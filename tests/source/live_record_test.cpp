@@ -1,6 +1,7 @@
 // The live machine ("/"), checked against facts read another way, and the
 // recorder: a recording of this machine loads back to the same Topology.
 #include <gpuaff/record/record.hpp>
+#include <gpuaff/source/cgroup.hpp>
 #include <gpuaff/source/sysfs.hpp>
 
 #include <sched.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -97,8 +99,13 @@ TEST_CASE("a recording of this machine loads back to the same topology") {
   expected.origin = out.path("rec");
   CHECK(*b == expected);
   CHECK(b->allowed == a->allowed);
-  // Exactly the files read were written (proc/self/status freshly), each once.
-  CHECK(sum->files == static_cast<int>(live.files_read().size()));
+  // Exactly the files read were written (proc/self/status freshly), each once:
+  // the topology's, and the cgroup cpuset's (docs/contract.md section 1), which
+  // the topology reader does not read.
+  auto cgroup = gpuaff::read_cgroup_cpuset("/");
+  REQUIRE(cgroup);
+  CHECK(sum->files == static_cast<int>(live.files_read().size() + cgroup->files_read.size()));
+  for (const auto& rel : cgroup->files_read) CHECK(std::filesystem::exists(out.path("rec") + "/" + rel));
   CHECK(replay.files_read() == live.files_read());
   CHECK(sum->bytes > 0);
   // PCI entries are relative symlinks into sys/devices, as in real sysfs.

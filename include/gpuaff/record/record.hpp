@@ -6,6 +6,8 @@
 // paths; each symlink met on the way (sys/bus/pci/devices/* -> sys/devices/pci*)
 // is recreated as a relative link inside the recording; proc/self/status is
 // written fresh with the allowed set the load saw (live: sched_getaffinity).
+// The process's cgroup cpuset files (proc/self/cgroup and the cpuset files
+// source/cgroup.hpp reads) are copied too.
 // With for_hwloc (the default) the files hwloc needs to load the recording
 // through HWLOC_FSROOT are added (record/hwloc_files.hpp); SysfsSource ignores them.
 
@@ -26,6 +28,7 @@
 #include "gpuaff/record/hwloc_files.hpp"
 #include "gpuaff/record/root_copy.hpp"
 #include "gpuaff/result.hpp"
+#include "gpuaff/source/cgroup.hpp"
 #include "gpuaff/source/sysfs.hpp"
 #include "gpuaff/topology.hpp"
 
@@ -98,6 +101,20 @@ inline Result<RecordSummary> record_topology(const RecordOptions& options) {
     std::uint64_t bytes = 0;
     if (auto f = copy.copy_with_links(rel, resolved, bytes); f.error != 0) return copy_fail(f);
     summary.paths.push_back(resolved);
+  }
+
+  // The process's cgroup cpuset (--baseline cgroup replays it). Optional: a
+  // root without one, or whose cgroup files cannot be parsed, records none.
+  // proc/self is a link to this process's pid: the recording keeps the name.
+  if (auto cgroup = read_cgroup_cpuset(options.root)) {
+    for (const std::string& rel : cgroup->files_read) {
+      std::uint64_t bytes = 0;
+      bool under_proc_self = rel.rfind("proc/self/", 0) == 0;
+      std::string resolved = rel;
+      auto f = under_proc_self ? copy.copy_as_named(rel, bytes) : copy.copy_with_links(rel, resolved, bytes);
+      if (f.error != 0) return copy_fail(f);
+      summary.paths.push_back(resolved);
+    }
   }
 
   if (options.for_hwloc) {
