@@ -143,10 +143,11 @@ TEST_CASE("exec --fallback unbound runs the command with exactly one warning lin
   CHECK(e.rc == 4);
   CHECK(e.out.empty());
   CHECK(e.one_error_line());
-  // A bad launcher variable is a binding failure too: the job still runs.
+  // A bad launcher variable is a usage mistake, not something the machine
+  // refused: it exits 2 and runs nothing, --fallback unbound or not.
   Run v = tool(exec_args({"--local-rank", "--fallback", "unbound"}, {"--", "echo", "ran"}), {{"LOCAL_RANK", "x"}});
-  CHECK(v.rc == 0);
-  CHECK(v.out == "ran\n");
+  CHECK(v.rc == 2);
+  CHECK(v.out.empty());
   CHECK(v.one_error_line());
 }
 

@@ -110,7 +110,10 @@ TEST_CASE("bind passes the NVIDIA options through") {
 TEST_CASE("bind --format mask, numactl and json describe the same binding") {
   // 0-23,48-71 as 32-bit words, most significant first: bits 64-71, 48-63, 0-23.
   CHECK(bind_line(p4d, {"--gpu", "0", "--format", "mask"}) == "000000ff,ffff0000,00ffffff\n");
-  CHECK(bind_line(p4d, {"--gpu", "5", "--format", "numactl"}) == "--physcpubind=24-47,72-95 --membind=1\n");
+  // The memory option only with --membind (docs/contract.md section 3).
+  CHECK(bind_line(p4d, {"--gpu", "5", "--format", "numactl"}) == "--physcpubind=24-47,72-95\n");
+  CHECK(bind_line(p4d, {"--gpu", "5", "--format", "numactl", "--membind", "local"}) ==
+        "--physcpubind=24-47,72-95 --membind=1\n");
   std::string text = bind_line(p4d, {"--gpu", "4", "--policy", "exclusive", "--format", "json"});
   auto j = nlohmann::json::parse(text);
   CHECK(j["gpu"] == 4);
@@ -351,7 +354,8 @@ TEST_CASE("record writes a root that reproduces the machine") {
   CHECK(r.err.empty());
   CHECK(r.out.find(out.string()) != std::string::npos);
   CHECK(bind_line(out.string(), {"--gpu", "1"}) == "2-3,6-7\n");
-  CHECK(bind_line(out.string(), {"--gpu", "0", "--format", "numactl"}) == "--physcpubind=0-1,4-5 --membind=0\n");
+  CHECK(bind_line(out.string(), {"--gpu", "0", "--format", "numactl", "--membind", "local"}) ==
+        "--physcpubind=0-1,4-5 --membind=0\n");
   // Again into the same, now non-empty, directory: refused unless --force.
   Run again = tool({"record", "--root", machine, "--out", out.string()});
   CHECK(again.rc == 2);

@@ -46,6 +46,8 @@ inline const std::vector<std::string>& controlled_variables() {
   static const std::vector<std::string> v{"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                                           "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
                                           "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID",
+                                          "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                                          "PMI_LOCAL_SIZE", "PALS_LOCAL_SIZE", "SLURM_TASKS_PER_NODE", "SLURM_NODEID",
                                           "OMP_NUM_THREADS", "NO_COLOR"};
   return v;
 }

@@ -1,4 +1,5 @@
-// gpuaff bind: print the binding of one GPU or PCI device; nothing is applied.
+// gpuaff bind: print the binding of one GPU or PCI device (or every GPU with
+// --gpu all); nothing is applied.
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
@@ -17,7 +18,37 @@ std::string mask_of(const Topology& topo, const CpuSet& cpus) {
   return cpus.to_mask(std::max(bits, 1));
 }
 
-std::string json_of(const LaunchPlan& p) {
+/// numactl's arguments: the CPUs, and a memory option only when --membind
+/// was given (docs/contract.md section 3): none adds nothing, local is
+/// numactl's strict --membind, preferred its --preferred (one node).
+std::string numactl_of(const LaunchPlan& p, bool membind_given) {
+  std::string s = "--physcpubind=" + p.cpus.to_list();
+  if (membind_given) {
+    switch (p.membind) {
+      case MemPolicy::none:
+      case MemPolicy::first_touch: break;
+      case MemPolicy::bind: s += " --membind=" + p.memory_nodes.to_list(); break;
+      case MemPolicy::preferred: s += " --preferred=" + std::to_string(p.memory_nodes.first()); break;
+      case MemPolicy::interleave: s += " --interleave=" + p.memory_nodes.to_list(); break;
+    }
+  }
+  return s;
+}
+
+/// One plan in the chosen format (json: an object).
+std::string format_plan(const LaunchPlan& p, const BindArgs& args) {
+  switch (args.format) {
+    case BindFormat::cpulist: return p.cpus.to_list();
+    case BindFormat::mask: return mask_of(p.topo, p.cpus);
+    case BindFormat::numactl: return numactl_of(p, args.membind_given);
+    case BindFormat::json: return plan_json(p).dump(2);
+  }
+  return {};
+}
+
+}  // namespace
+
+nlohmann::ordered_json plan_json(const LaunchPlan& p) {
   nlohmann::ordered_json j;
   j["gpu"] = p.visible_gpu >= 0 ? nlohmann::ordered_json(p.visible_gpu) : nlohmann::ordered_json(nullptr);
   j["bdf"] = std::string(p.target().address().to_string().view());
@@ -26,25 +57,37 @@ std::string json_of(const LaunchPlan& p) {
   j["cpus"] = p.cpus.to_list();
   j["mask"] = mask_of(p.topo, p.cpus);
   j["memory_nodes"] = p.memory_nodes.to_list();
+  j["membind"] = std::string(name_of(membind_choices, p.membind));
+  j["baseline"] = std::string(name_of(baseline_choices, p.baseline));
+  // Present only when --unreachable nearest was needed: the nodes the CPUs came from.
+  if (!p.nearest_nodes.empty()) j["nearest_nodes"] = p.nearest_nodes;
+  if (!p.nproc_source.empty()) j["nproc_from"] = p.nproc_source;
   j["recommended_threads"] = recommended_threads(p.topo, p.cpus);
   j["origin"] = std::string(p.topo.origin.view());
-  return j.dump(2);
+  return j;
 }
 
-}  // namespace
-
 int run_bind(const BindArgs& args) {
-  auto plan = plan_binding(args.plan, MemPolicy::none);
-  if (!plan) return report_error(plan.error());
-  const LaunchPlan& p = *plan;
-  switch (args.format) {
-    case BindFormat::cpulist: write_stdout(p.cpus.to_list() + '\n'); break;
-    case BindFormat::mask: write_stdout(mask_of(p.topo, p.cpus) + '\n'); break;
-    case BindFormat::numactl:
-      write_stdout("--physcpubind=" + p.cpus.to_list() + " --membind=" + p.memory_nodes.to_list() + '\n');
-      break;
-    case BindFormat::json: write_stdout(json_of(p) + '\n'); break;
+  if (args.plan.all_gpus) {
+    auto plans = plan_every_gpu(args.plan, args.membind);
+    if (!plans) return report_error(plans.error());
+    std::string out;
+    if (args.format == BindFormat::json) {
+      nlohmann::ordered_json a = nlohmann::ordered_json::array();
+      for (const auto& p : *plans) a.push_back(plan_json(p));
+      out = a.dump(2) + '\n';
+    } else {
+      // One line per GPU: its visible index, a space, then the format's text.
+      for (const auto& p : *plans) out += std::to_string(p.visible_gpu) + ' ' + format_plan(p, args) + '\n';
+    }
+    if (!plans->empty()) print_warnings(plans->front());
+    write_stdout(out);
+    return exit_ok;
   }
+  auto plan = plan_binding(args.plan, args.membind);
+  if (!plan) return report_error(plan.error());
+  print_warnings(*plan);
+  write_stdout(format_plan(*plan, args) + '\n');
   return exit_ok;
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "gpuaff/launch/choices.hpp"
 #include "gpuaff/launch/plan.hpp"
 #include "load.hpp"
@@ -26,11 +28,17 @@ struct PlanOptions {
   NvidiaOptions nvidia{};        ///< --scope, --smt, --balanced/--no-balanced, --min-cores, --max-cores
   int nproc = 0;                 ///< --nproc (0: every visible GPU)
   std::string unknown_node = "error";  ///< --unknown-node error|node0|N
+  bool all_gpus = false;         ///< bind --gpu all
+  Baseline baseline = Baseline::affinity;        ///< --baseline
+  Unreachable unreachable = Unreachable::error;  ///< --unreachable
+  std::vector<std::string> nvidia_flags{};       ///< the NVIDIA-mode flags given (--smt, ...), to check they apply
 };
 
 struct BindArgs {
   PlanOptions plan{};
   BindFormat format = BindFormat::cpulist;
+  MemPolicy membind = MemPolicy::none;  ///< --membind: shown by numactl and json formats
+  bool membind_given = false;           ///< numactl format prints a memory option only then
 };
 
 struct TopoArgs {
@@ -45,6 +53,7 @@ struct ExecArgs {
   Fallback fallback = Fallback::error;
   bool omp_threads = false;        ///< set OMP_NUM_THREADS to the recommended thread count
   bool verbose = false;            ///< say what was done on stderr
+  bool dry_run = false;            ///< print the plan and the command; bind and run nothing
   std::vector<std::string> command{};
 };
 
@@ -68,5 +77,14 @@ Result<JobOptions> job_options(const PlanOptions& o);
 /// The plan of bind and exec: the target (--gpu, --pci or --local-rank), read
 /// with binding detail, bound with the options' policy.
 Result<LaunchPlan> plan_binding(const PlanOptions& o, MemPolicy membind);
+
+/// bind --gpu all: the plan of every GPU that takes part (0..nproc-1, or every visible GPU).
+Result<std::vector<LaunchPlan>> plan_every_gpu(const PlanOptions& o, MemPolicy membind);
+
+/// The plan as `bind --format json` prints it (exec --dry-run adds "command").
+nlohmann::ordered_json plan_json(const LaunchPlan& p);
+
+/// Prints the plan's warnings on stderr, "gpuaff: warning: ..." each.
+void print_warnings(const LaunchPlan& p);
 
 }  // namespace gpuaff::cli

@@ -35,6 +35,8 @@ int exec_command(const std::vector<std::string>& command) {
 }
 
 /// What --verbose says was bound.
+/// (The command's own thread count is unknown until it runs; gpuaff's own
+/// threads, which the binding also covered, say nothing about it.)
 std::string bound_text(const LaunchPlan& plan, const ProcessBinding& done, const ExecArgs& args, int threads) {
   std::string what = (plan.visible_gpu >= 0 ? "GPU " + std::to_string(plan.visible_gpu) : std::string("device")) +
                      " " + std::string(plan.target().address().to_string().view()) + " node " +
@@ -44,14 +46,13 @@ std::string bound_text(const LaunchPlan& plan, const ProcessBinding& done, const
           std::string(to_string(plan.membind));
   if (plan.membind != MemPolicy::none) what += " nodes " + plan.memory_nodes.to_list();
   if (plan.membind != MemPolicy::none && !done.memory_applied) what += " (not applied)";
-  what += ", " + std::to_string(done.threads_bound) + " thread(s) bound";
+  if (!plan.nearest_nodes.empty()) what += " (no allowed CPU on node " + std::to_string(plan.node) + ": nearest)";
   if (args.omp_threads) what += ", OMP_NUM_THREADS=" + std::to_string(threads);
   return what;
 }
 
 /// Plans and applies the binding; the command has not run yet.
-Result<std::string> bind_for_exec(const ExecArgs& args) {
-  GPUAFF_TRY(LaunchPlan plan, plan_binding(args.plan, args.membind));
+Result<std::string> bind_for_exec(const ExecArgs& args, const LaunchPlan& plan) {
   OnRefused on_refused = args.fallback == Fallback::unbound ? OnRefused::cpu_only : OnRefused::error;
   PlannedOn where = reads_another_machine(args.plan.source) ? PlannedOn::another_machine : PlannedOn::this_machine;
   GPUAFF_TRY(ProcessBinding done, apply_plan(plan, on_refused, where));
@@ -61,6 +62,15 @@ Result<std::string> bind_for_exec(const ExecArgs& args) {
   return bound_text(plan, done, args, threads);
 }
 
+/// --dry-run: the plan as `bind --format json` prints it, plus "command".
+int print_dry_run(const LaunchPlan& plan, const ExecArgs& args) {
+  nlohmann::ordered_json j = plan_json(plan);
+  j["command"] = args.command;
+  if (args.omp_threads) j["omp_num_threads"] = recommended_threads(plan.topo, plan.cpus);
+  write_stdout(j.dump(2) + '\n');
+  return exit_ok;
+}
+
 }  // namespace
 
 int run_exec(const ExecArgs& args) {
@@ -68,9 +78,15 @@ int run_exec(const ExecArgs& args) {
     return report_error(make_error(Errc::invalid_argument, "exec needs a command after '--'; e.g. gpuaff exec "
                                                            "--local-rank -- python train.py"));
   }
-  auto bound = bind_for_exec(args);
+  auto plan = plan_binding(args.plan, args.membind);
+  if (plan) print_warnings(*plan);
+  if (args.dry_run) return plan ? print_dry_run(*plan, args) : report_error(plan.error());
+  Result<std::string> bound = plan ? bind_for_exec(args, *plan) : Result<std::string>(Unexpected<Error>(plan.error()));
   if (!bound) {
-    if (args.fallback != Fallback::unbound) return report_error(bound.error());
+    // --fallback unbound covers what the machine refuses, never a usage
+    // mistake (a typo in a flag, a policy, a variable): those exit 2.
+    if (args.fallback != Fallback::unbound || bound.error().code() == Errc::invalid_argument)
+      return report_error(bound.error());
     print_line(stderr, "gpuaff: warning: " + one_line(bound.error().message()) + "; running '" +
                            command_text(args.command) + "' unbound (--fallback unbound)");
   } else if (args.verbose) {

@@ -98,13 +98,47 @@ void add_policy_options(CLI::App& app, PlanOptions& o, const std::string& policy
       ->capture_default_str();
 }
 
-void add_target_options(CLI::App& app, PlanOptions& o) {
-  auto* gpu = app.add_option("--gpu", o.gpu, "the GPU: its index among the visible GPUs")
-                  ->type_name("N")
-                  ->check(non_negative);
+/// --gpu N; with `all_allowed` (bind) also --gpu all: every GPU of the process.
+void add_target_options(CLI::App& app, PlanOptions& o, bool all_allowed = false) {
+  CLI::Option* gpu = nullptr;
+  if (all_allowed) {
+    gpu = app.add_option_function<std::string>(
+                 "--gpu",
+                 [&o](const std::string& s) {
+                   if (s == "all") o.all_gpus = true;
+                   else o.gpu = std::stoi(s);  // checked below: at most 9 digits
+                 },
+                 "the GPU: its index among the visible GPUs, or all (one result per GPU)")
+              ->type_name("N|all")
+              ->check(CLI::Validator(
+                  [](std::string& s) -> std::string {
+                    return s == "all" ? std::string() : non_negative(s);
+                  },
+                  ""));
+  } else {
+    gpu = app.add_option("--gpu", o.gpu, "the GPU: its index among the visible GPUs")->type_name("N")->check(non_negative);
+  }
   auto* pci = app.add_option("--pci", o.pci, "the device by PCI address (any device, a NIC too)")->type_name("BDF");
   gpu->excludes(pci);
   pci->excludes(gpu);
+}
+
+/// --baseline and --unreachable, for bind and exec.
+void add_launch_options(CLI::App& app, PlanOptions& o) {
+  add_choice(app, "--baseline", o.baseline, gpuaff::baseline_choices,
+             "the CPUs bindings are drawn from: affinity (this process's allowed set, as a launcher or taskset "
+             "left it) or cgroup (its cgroup cpuset, ignoring a narrower mask set by mpirun or srun)");
+  add_choice(app, "--unreachable", o.unreachable, gpuaff::unreachable_choices,
+             "when no allowed CPU is on the GPU's node (a pod on the other socket): error, or nearest (the "
+             "allowed CPUs of the closest node(s) by NUMA distance)");
+}
+
+/// The NVIDIA-mode flags given on `app`'s command line, for check_nvidia_options_apply.
+std::vector<std::string> nvidia_flags_given(const CLI::App& app) {
+  std::vector<std::string> given;
+  for (const char* flag : {"--scope", "--smt", "--balanced", "--no-balanced", "--min-cores", "--max-cores"})
+    if (app.count(flag) > 0) given.emplace_back(flag);
+  return given;
 }
 
 /// "gpuaff: <what>; see 'gpuaff <command> --help'" for a parse error.
@@ -131,16 +165,23 @@ CLI::App* add_bind_command(CLI::App& app, BindArgs& args) {
   const std::string policies_help = gpuaff::cli::policies_help();
   auto* bind = app.add_subcommand("bind", "Print the CPUs (and memory nodes) a GPU's process should use");
   add_source_options(*bind, args.plan.source);
-  add_target_options(*bind, args.plan);
+  add_target_options(*bind, args.plan, true);
   add_policy_options(*bind, args.plan, "binding policy: " + policies_help);
+  add_launch_options(*bind, args.plan);
+  add_choice(*bind, "--membind", args.membind, gpuaff::membind_choices,
+             "the memory policy to show: none (default), local (strict: only the GPU's node(s); 'bind' is a "
+             "synonym), preferred, interleave; with --format numactl it adds --membind=, --preferred= or "
+             "--interleave=");
   add_choice(*bind, "--format", args.format, gpuaff::bind_format_choices,
-             "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... "
-             "--membind=...; json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, "
-             "recommended_threads");
+             "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... (and a "
+             "memory option with --membind); json: an object with gpu, bdf, node, policy, cpus, mask, "
+             "memory_nodes, recommended_threads. With --gpu all: json prints an array, the others one line per "
+             "GPU, 'N <binding>'");
   bind->footer(std::string("Examples:\n"
                            "  gpuaff bind --gpu 0                              CPUs of GPU 0's NUMA node\n"
                            "  gpuaff bind --gpu 3 --policy exclusive            GPU 3's share of its node's cores\n"
-                           "  gpuaff bind --pci 0000:17:00.0 --format numactl   for: numactl $(gpuaff bind ...) cmd\n"
+                           "  gpuaff bind --pci 0000:17:00.0 --format numactl   numactl's --physcpubind=...\n"
+                           "  gpuaff bind --gpu all                             every GPU, one line each\n"
                            "  gpuaff bind --gpu 1 --policy unique-contiguous --smt one --nproc 4\n"
                            "  gpuaff bind --root fixtures/dgx-h100 --gpu 7 --format json\n") +
                policies_table() + exit_codes_help);
@@ -183,12 +224,17 @@ CLI::App* add_exec_command(CLI::App& app, ExecArgs& args) {
   exec->get_option("--gpu")->excludes(local_rank);
   exec->get_option("--pci")->excludes(local_rank);
   add_policy_options(*exec, args.plan, "binding policy: " + policies_help);
+  add_launch_options(*exec, args.plan);
   add_choice(*exec, "--membind", args.membind, gpuaff::membind_choices,
-             "memory policy: none (kernel default: first touch), local (only the GPU's node(s); 'bind' "
-             "is a synonym), preferred (the GPU's node first), interleave (over the GPU's nodes)");
+             "memory policy: none (kernel default: first touch on the node of the CPU, so already near the "
+             "GPU), local (strict: only the GPU's node(s), like numactl --membind; 'bind' is a synonym), "
+             "preferred (the GPU's node first), interleave (over the GPU's nodes)");
   add_choice(*exec, "--fallback", args.fallback, gpuaff::fallback_choices,
-             "when binding fails: error (exit with the error), or unbound (one warning line, then run "
-             "COMMAND anyway; a refused memory policy keeps the CPU binding)");
+             "when the machine refuses the binding: error (exit with the error), or unbound (one warning line, "
+             "then run COMMAND anyway; a refused memory policy keeps the CPU binding). Usage mistakes "
+             "always exit 2");
+  exec->add_flag("--dry-run", args.dry_run,
+                 "print what would be done (bind --format json plus \"command\") and exit; bind and run nothing");
   exec->add_flag("--omp-threads", args.omp_threads,
                  "set OMP_NUM_THREADS to the recommended thread count of the binding");
   exec->add_flag("--verbose", args.verbose, "say on stderr what was bound");
@@ -198,8 +244,9 @@ CLI::App* add_exec_command(CLI::App& app, ExecArgs& args) {
                            "  torchrun --nproc-per-node 8 --no-python gpuaff exec --local-rank --policy exclusive -- "
                            "python train.py\n"
                            "  srun --ntasks-per-node 8 gpuaff exec --local-rank -- ./trainer\n"
-                           "  mpirun -np 8 gpuaff exec --local-rank --policy core-complex --membind local -- ./trainer\n"
-                           "  gpuaff exec --local-rank --fallback unbound --verbose -- python train.py\n"
+                           "  mpirun -np 8 --bind-to none gpuaff exec --local-rank --policy core-complex -- ./trainer\n"
+                           "  mpirun -np 8 gpuaff exec --local-rank --baseline cgroup -- ./trainer\n"
+                           "  gpuaff exec --gpu 0 --dry-run -- ./trainer      show the plan, run nothing\n"
                            "COMMAND is run with execvp (PATH is searched; no shell, no temporary files).\n") +
                exit_codes_help);
   return exec;
@@ -276,10 +323,13 @@ int main(int argc, char** argv) try {
     return usage_error(app, e);
   }
 
+  bind_args.plan.nvidia_flags = nvidia_flags_given(*bind);
+  exec_args.plan.nvidia_flags = nvidia_flags_given(*exec);
+  bind_args.membind_given = bind->count("--membind") > 0;
   if (bind->parsed()) {
-    if (!bind_args.plan.gpu && bind_args.plan.pci.empty()) {
+    if (!bind_args.plan.gpu && !bind_args.plan.all_gpus && bind_args.plan.pci.empty()) {
       return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument,
-                                             "bind needs --gpu N or --pci BDF; see 'gpuaff bind --help'"));
+                                             "bind needs --gpu N, --gpu all or --pci BDF; see 'gpuaff bind --help'"));
     }
     return run_bind(bind_args);
   }

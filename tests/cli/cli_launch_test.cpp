@@ -1,0 +1,174 @@
+// The launch options of the gpuaff binary: --baseline, --unreachable, the
+// launcher's local size, --gpu all, exec --dry-run, the numactl format, and
+// usage mistakes that exit 2 whatever --fallback says.
+//
+// Machines (fixtures/generate.py):
+//   dgx-h100: node 0 = 0-55,112-167 (GPUs 0-3), node 1 = 56-111,168-223 (GPUs 4-7).
+//   mpirun-narrowed-h100: dgx-h100, the process allowed 0,112 (mpirun's core
+//     binding), its cgroup cpuset 0-223.
+//   pod-far-socket-h100: dgx-h100, the process (and its cgroup v1 cpuset)
+//     allowed 56-63,168-175 on node 1 only.
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "run_tool.hpp"
+#include "support/check.hpp"
+
+using cli_test::Run;
+using cli_test::tool;
+using gpuaff_test::fixture;
+
+namespace {
+
+const std::string h100 = fixture("dgx-h100");
+const std::string narrowed = fixture("mpirun-narrowed-h100");
+const std::string pod = fixture("pod-far-socket-h100");
+
+/// Runs `gpuaff bind ARGS`, expecting success with nothing on stderr.
+std::string bind_ok(std::vector<std::string> args, const std::map<std::string, std::string>& env = {}) {
+  args.insert(args.begin(), "bind");
+  Run r = tool(args, env);
+  INFO("stderr: " << r.err);
+  CHECK(r.rc == 0);
+  CHECK(r.err.empty());
+  return r.out;
+}
+
+/// Expects a usage error: exit 2, one stderr line holding `text`, nothing on stdout.
+void usage_error(const Run& r, const std::string& text) {
+  INFO("stderr: " << r.err);
+  CHECK(r.rc == 2);
+  CHECK(r.out.empty());
+  CHECK(r.one_error_line());
+  CHECK(r.err.find(text) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("--baseline cgroup gives an mpirun-bound rank its GPU's node; affinity keeps the core and warns") {
+  Run narrow = tool({"bind", "--root", narrowed, "--gpu", "0"});
+  CHECK(narrow.rc == 0);
+  CHECK(narrow.out == "0,112\n");
+  CHECK(narrow.one_error_line());
+  CHECK(narrow.err.find("warning") != std::string::npos);
+  CHECK(narrow.err.find("--baseline cgroup") != std::string::npos);
+
+  CHECK(bind_ok({"--root", narrowed, "--gpu", "0", "--baseline", "cgroup"}) == "0-55,112-167\n");
+  CHECK(bind_ok({"--root", narrowed, "--gpu", "6", "--baseline", "cgroup"}) == "56-111,168-223\n");
+  auto j = nlohmann::json::parse(bind_ok({"--root", narrowed, "--gpu", "0", "--baseline", "cgroup", "--format", "json"}));
+  CHECK(j["baseline"] == "cgroup");
+}
+
+TEST_CASE("--baseline takes only its words, and cgroup needs a root") {
+  usage_error(tool({"bind", "--root", narrowed, "--gpu", "0", "--baseline", "cgroups"}), "--baseline");
+  auto json = fixture("dgx-h100.json");
+  usage_error(tool({"bind", "--topology", json, "--gpu", "0", "--baseline", "cgroup"}), "--baseline cgroup");
+}
+
+TEST_CASE("--unreachable nearest binds a pod on the far socket; the default error says how") {
+  Run refused = tool({"bind", "--root", pod, "--gpu", "0"});
+  CHECK(refused.rc == 5);
+  CHECK(refused.out.empty());
+  CHECK(refused.one_error_line());
+  CHECK(refused.err.find("--unreachable nearest") != std::string::npos);
+
+  CHECK(bind_ok({"--root", pod, "--gpu", "0", "--unreachable", "nearest"}) == "56-63,168-175\n");
+  auto j = nlohmann::json::parse(bind_ok({"--root", pod, "--gpu", "0", "--unreachable", "nearest", "--format", "json"}));
+  CHECK(j["node"] == 0);
+  CHECK(j["nearest_nodes"] == nlohmann::json::array({1}));
+  CHECK(j["memory_nodes"] == "1");
+  usage_error(tool({"bind", "--root", pod, "--gpu", "0", "--unreachable", "closest"}), "--unreachable");
+}
+
+TEST_CASE("bind --gpu all prints every GPU: one 'N cpulist' line each, or a JSON array") {
+  // exclusive on dgx-h100: each node's 56 cores split among its 4 GPUs, 14 each.
+  CHECK(bind_ok({"--root", h100, "--gpu", "all", "--policy", "exclusive"}) ==
+        "0 0-13,112-125\n1 14-27,126-139\n2 28-41,140-153\n3 42-55,154-167\n"
+        "4 56-69,168-181\n5 70-83,182-195\n6 84-97,196-209\n7 98-111,210-223\n");
+  auto a = nlohmann::json::parse(bind_ok({"--root", h100, "--gpu", "all", "--format", "json", "--nproc", "2"}));
+  REQUIRE(a.is_array());
+  REQUIRE(a.size() == 2);  // --nproc 2: GPUs 0 and 1 only
+  CHECK(a[0]["gpu"] == 0);
+  CHECK(a[1]["gpu"] == 1);
+  CHECK(a[1]["cpus"] == "0-55,112-167");
+  usage_error(tool({"bind", "--root", h100, "--gpu", "every"}), "--gpu");
+  usage_error(tool({"exec", "--root", h100, "--gpu", "all", "--", "true"}), "--gpu");
+}
+
+TEST_CASE("bind --format numactl adds a memory option only for --membind") {
+  std::vector<std::string> base{"--root", h100, "--gpu", "5", "--format", "numactl"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return bind_ok(args);
+  };
+  CHECK(with({}) == "--physcpubind=56-111,168-223\n");
+  CHECK(with({"--membind", "none"}) == "--physcpubind=56-111,168-223\n");
+  CHECK(with({"--membind", "local"}) == "--physcpubind=56-111,168-223 --membind=1\n");
+  CHECK(with({"--membind", "preferred"}) == "--physcpubind=56-111,168-223 --preferred=1\n");
+  CHECK(with({"--membind", "interleave"}) == "--physcpubind=56-111,168-223 --interleave=1\n");
+}
+
+TEST_CASE("flags that do not apply to the policy are usage errors naming the policies they apply to") {
+  usage_error(tool({"bind", "--root", h100, "--gpu", "0", "--policy", "exclusive", "--smt", "one"}),
+              "--smt does not apply to --policy exclusive");
+  usage_error(tool({"bind", "--root", h100, "--gpu", "0", "--max-cores", "4"}), "unique-contiguous");
+  usage_error(tool({"exec", "--root", h100, "--gpu", "0", "--policy", "socket", "--no-balanced", "--fallback",
+                    "unbound", "--", "echo", "ran"}),
+              "--no-balanced");
+  CHECK(bind_ok({"--root", h100, "--gpu", "0", "--policy", "unique-contiguous", "--smt", "one", "--max-cores", "4"}) ==
+        "0-3\n");
+}
+
+TEST_CASE("usage mistakes exit 2 and run nothing under --fallback unbound") {
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--policy", "exclusve"},
+                                       std::vector<std::string>{"--unknown-node", "nod0"}}) {
+    std::vector<std::string> args{"exec", "--root", h100, "--gpu", "0", "--fallback", "unbound"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    args.insert(args.end(), {"--", "echo", "ran"});
+    usage_error(tool(args), bad[1]);
+  }
+  Run size = tool({"exec", "--root", h100, "--local-rank", "--fallback", "unbound", "--", "echo", "ran"},
+                  {{"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "two"}});
+  usage_error(size, "LOCAL_WORLD_SIZE");
+}
+
+TEST_CASE("under --local-rank the launcher's local size stands for --nproc") {
+  // torchrun --nproc-per-node 2 on dgx-h100: GPUs 0 and 1 split node 0, 28 cores each.
+  Run r = tool({"exec", "--root", h100, "--local-rank", "--policy", "exclusive", "--dry-run", "--", "true"},
+               {{"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"}});
+  INFO("stderr: " << r.err);
+  REQUIRE(r.rc == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["cpus"] == "28-55,140-167");
+  CHECK(j["nproc_from"] == "LOCAL_WORLD_SIZE=2");
+  // Slurm: SLURM_TASKS_PER_NODE "4(x2)", this node 1: 4 local tasks, 14 cores each.
+  Run s = tool({"exec", "--root", h100, "--local-rank", "--policy", "exclusive", "--dry-run", "--", "true"},
+               {{"SLURM_LOCALID", "3"}, {"SLURM_TASKS_PER_NODE", "4(x2)"}, {"SLURM_NODEID", "1"}});
+  REQUIRE(s.rc == 0);
+  CHECK(nlohmann::json::parse(s.out)["cpus"] == "42-55,154-167");
+}
+
+TEST_CASE("exec --dry-run prints the plan and the command, and runs nothing") {
+  auto marker = cli_test::temp_dir("dry-run") / "ran";
+  Run r = tool({"exec", "--root", h100, "--gpu", "4", "--membind", "preferred", "--dry-run", "--", "touch",
+                marker.string()});
+  INFO("stderr: " << r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(r.err.empty());
+  CHECK_FALSE(std::filesystem::exists(marker));
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["gpu"] == 4);
+  CHECK(j["cpus"] == "56-111,168-223");
+  CHECK(j["membind"] == "preferred");
+  CHECK(j["memory_nodes"] == "1");
+  CHECK(j["command"] == nlohmann::json::array({"touch", marker.string()}));
+  // A plan that fails is still an error.
+  Run bad = tool({"exec", "--root", h100, "--gpu", "9", "--dry-run", "--", "true"});
+  CHECK(bad.rc == 4);
+  CHECK(bad.out.empty());
+}
