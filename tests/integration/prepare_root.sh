@@ -3,11 +3,14 @@
 # then adds two fake NVIDIA GPUs on NUMA node 0 and narrows the recorded
 # allowed set to CPUs 0-1, so that `--policy exclusive` splits node 0's two
 # allowed CPUs between the two GPUs: GPU 0 -> CPU 0, GPU 1 -> CPU 1.
-#   prepare_root GPUAFF DIR    (exits 77, ctest's skip code, when the machine cannot host the test)
+# With NGPUS 4, two more GPUs are added on node 0 (0000:e3:00.0, 0000:e4:00.0):
+# then only a job of two processes (--nproc 2, or a launcher's local size of
+# 2) gets CPU 0 and CPU 1; four would need four cores.
+#   prepare_root GPUAFF DIR [NGPUS]    (exits 77, ctest's skip code, when the machine cannot host the test)
 skip() { echo "SKIP: $*"; exit 77; }
 
 prepare_root() {
-  local gpuaff=$1 root=$2
+  local gpuaff=$1 root=$2 ngpus=${3:-2}
   "$gpuaff" record --out "$root" >/dev/null
   local allowed
   allowed=$(awk '/^Cpus_allowed_list:/ {print $2}' /proc/self/status)
@@ -42,7 +45,9 @@ PY
   local node0_cpus bdf
   node0_cpus=$(cat "$root/sys/devices/system/node/node0/cpulist")
   mkdir -p "$root/sys/bus/pci/devices"
-  for bdf in 0000:e1:00.0 0000:e2:00.0; do
+  local bdfs=(0000:e1:00.0 0000:e2:00.0)
+  [[ $ngpus == 4 ]] && bdfs+=(0000:e3:00.0 0000:e4:00.0)
+  for bdf in "${bdfs[@]}"; do
     local dir=$root/sys/devices/pci0000:e0/$bdf
     mkdir -p "$dir"
     echo 0x10de >"$dir/vendor"
@@ -54,7 +59,7 @@ PY
   done
   # Sanity: the recording now binds GPU 0 to CPU 0 and GPU 1 to CPU 1.
   local g0 g1
-  g0=$("$gpuaff" bind --root "$root" --gpu 0 --policy exclusive)
-  g1=$("$gpuaff" bind --root "$root" --gpu 1 --policy exclusive)
+  g0=$("$gpuaff" bind --root "$root" --gpu 0 --policy exclusive --nproc 2)
+  g1=$("$gpuaff" bind --root "$root" --gpu 1 --policy exclusive --nproc 2)
   [[ $g0 == 0 && $g1 == 1 ]] || { echo "FAIL: prepared root binds GPU 0 -> '$g0', GPU 1 -> '$g1'"; exit 1; }
 }

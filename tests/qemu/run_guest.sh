@@ -189,4 +189,23 @@ if [[ -n $tool ]]; then
     fi
   fi
 fi
+# ---- --baseline on a real kernel (init.sh): cgroup cpuset 2-7, taskset 5 ----
+# node 0 = CPUs 0-3 (the virtio-rng 29:02.0), node 1 = 4-7 (the e1000 15:03.0).
+#   affinity: the mask taskset left, 5, on node 1; nothing on node 0 (exit 5);
+#   cgroup:   the node within the cpuset, wider than the mask: 4-7 and 2-3;
+#   nearest:  under affinity, node 0's device gets node 1's allowed CPU 5.
+if [[ -n $tool && $shape == 2s2n-smt2-memnode ]]; then
+  expect_cgroup() {  # RUN BDF "rc=N cpus=LIST"
+    local line
+    line=$(grep -o "^@@GPUAFF-QEMU cgroup $1 $2 .*" "$log.txt" | tail -n 1)
+    [[ $line == "@@GPUAFF-QEMU cgroup $1 $2 $3" ]] ||
+      die "--baseline in a cgroup: expected '$1 $2 $3', the guest printed '${line:-nothing}'"
+  }
+  expect_cgroup affinity 0000:15:03.0 "rc=0 cpus=5"
+  expect_cgroup cgroup 0000:15:03.0 "rc=0 cpus=4-7"
+  expect_cgroup affinity 0000:29:02.0 "rc=5 cpus="
+  expect_cgroup cgroup 0000:29:02.0 "rc=0 cpus=2-3"
+  expect_cgroup nearest 0000:29:02.0 "rc=0 cpus=5"
+  echo "--baseline affinity and cgroup match what the kernel enforces in a cgroup v2 cpuset"
+fi
 echo "PASSED [$shape]"
