@@ -12,9 +12,12 @@
 # If Slurm gives each task only its own GPU (--gpus-per-task 1 or
 # --gpu-bind=single:1), CUDA_VISIBLE_DEVICES holds one GPU per task and the
 # local rank no longer indexes it: use `gpuaff exec --gpu 0` instead.
+# Memory is left to the kernel's first touch (already the GPU's node once the
+# CPUs are bound); add --membind local for strict binding, which can end in the
+# OOM killer when the node fills up.
 # Environment: GPUS_PER_NODE (default 8), POLICY (default exclusive), GPUAFF.
 #SBATCH --ntasks-per-node=8
 set -euo pipefail
 gpuaff=${GPUAFF:-gpuaff}
 exec srun --ntasks-per-node "${GPUS_PER_NODE:-8}" --cpu-bind=none \
-  "$gpuaff" exec --local-rank --policy "${POLICY:-exclusive}" --membind local -- "$@"
+  "$gpuaff" exec --local-rank --policy "${POLICY:-exclusive}" -- "$@"
