@@ -135,6 +135,18 @@ TEST_CASE("usage mistakes exit 2 and run nothing under --fallback unbound") {
   Run size = tool({"exec", "--root", h100, "--local-rank", "--fallback", "unbound", "--", "echo", "ran"},
                   {{"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "two"}});
   usage_error(size, "LOCAL_WORLD_SIZE");
+  // A visibility list naming no GPU of the machine is the list's mistake, not
+  // the machine's refusal: its own error (exit 4, as without --fallback), nothing run.
+  Run typo = tool({"exec", "--root", fixture("p4d.24xlarge"), "--gpu", "0", "--fallback", "unbound", "--", "echo", "ran"},
+                  {{"CUDA_VISIBLE_DEVICES", "GPU-typo"}});
+  CHECK(typo.rc == 4);
+  CHECK(typo.out.empty());
+  CHECK(typo.one_error_line());
+  CHECK(typo.err.find("GPU-typo") != std::string::npos);
+  // What the machine refuses still falls back: GPU 9 of 8.
+  Run refused = tool({"exec", "--root", h100, "--gpu", "9", "--fallback", "unbound", "--", "echo", "ran"});
+  CHECK(refused.rc == 0);
+  CHECK(refused.out == "ran\n");
 }
 
 TEST_CASE("under --local-rank the launcher's local size stands for --nproc") {

@@ -84,6 +84,11 @@ Result<std::vector<LaunchPlan>> plan_every_gpu(const PlanOptions& o, MemPolicy m
 /// The plan as `bind --format json` prints it (exec --dry-run adds "command").
 nlohmann::ordered_json plan_json(const LaunchPlan& p);
 
+/// Whether the machine loads with every GPU but not with the visibility list
+/// (--visible-devices or *_VISIBLE_DEVICES): the list names GPUs that are not
+/// there, a mistake in the list, which --fallback unbound must not hide.
+bool visibility_list_failed(const PlanOptions& o);
+
 /// Prints the plan's warnings on stderr, "gpuaff: warning: ..." each.
 void print_warnings(const LaunchPlan& p);
 

@@ -87,6 +87,9 @@ int run_exec(const ExecArgs& args) {
     // mistake (a typo in a flag, a policy, a variable): those exit 2.
     if (args.fallback != Fallback::unbound || bound.error().code() == Errc::invalid_argument)
       return report_error(bound.error());
+    // A visibility list naming GPUs that are not there (CUDA_VISIBLE_DEVICES=GPU-typo) is the same kind of mistake.
+    if (!plan && plan.error().code() == Errc::not_found && visibility_list_failed(args.plan))
+      return report_error(bound.error());
     print_line(stderr, "gpuaff: warning: " + one_line(bound.error().message()) + "; running '" +
                            command_text(args.command) + "' unbound (--fallback unbound)");
   } else if (args.verbose) {

@@ -103,6 +103,16 @@ Result<std::vector<LaunchPlan>> plan_every_gpu(const PlanOptions& o, MemPolicy m
   return plans;
 }
 
+bool visibility_list_failed(const PlanOptions& o) {
+  SourceOptions source = o.source;
+  source.detail = SysfsDetail::binding;
+  if (!load_topology(source)) {
+    source.visible = VisibleDevices{.list = std::nullopt, .use_environment = false};
+    return static_cast<bool>(load_topology(source));
+  }
+  return false;
+}
+
 void print_warnings(const LaunchPlan& p) {
   for (const auto& w : p.warnings) print_line(stderr, "gpuaff: warning: " + w);
 }
