@@ -40,9 +40,9 @@ enum class MemPolicy {
   preferred,   ///< the first given node, falling back to others when it is full
   interleave,  ///< round-robin over the given nodes, page by page
   /// The earlier name of first_touch, kept so that code using it still
-  /// builds; it is not the command line's "local" (see above).
-  local [[deprecated("MemPolicy::local is first touch; write MemPolicy::first_touch, or MemPolicy::bind for "
-                     "what --membind local does")]] = first_touch,
+  /// builds and means what it meant; it is not the command line's "local"
+  /// (see above): new code writes first_touch, or bind for `--membind local`.
+  local = first_touch,
 };
 
 /// What to do when the kernel refuses the memory policy (EPERM, ENOSYS, EINVAL).
