@@ -184,3 +184,18 @@ TEST_CASE("exec --dry-run prints the plan and the command, and runs nothing") {
   CHECK(bad.rc == 4);
   CHECK(bad.out.empty());
 }
+
+TEST_CASE("a recording keeps the cgroup cpuset, so --baseline cgroup replays it") {
+  auto out = cli_test::temp_dir("record-cgroup") / "rec";
+  Run rec = tool({"record", "--root", narrowed, "--out", out.string()});
+  INFO("stderr: " << rec.err);
+  REQUIRE(rec.rc == 0);
+  CHECK(std::filesystem::exists(out / "proc/self/cgroup"));
+  CHECK(std::filesystem::exists(out / "sys/fs/cgroup/cpuset.cpus.effective"));
+  CHECK(bind_ok({"--root", out.string(), "--gpu", "0", "--baseline", "cgroup"}) == "0-55,112-167\n");
+  // The v1 layout of the pod, walked up from the host's path, too.
+  auto pod_out = cli_test::temp_dir("record-cgroup-v1") / "rec";
+  REQUIRE(tool({"record", "--root", pod, "--out", pod_out.string()}).rc == 0);
+  CHECK(std::filesystem::exists(pod_out / "sys/fs/cgroup/cpuset/cpuset.effective_cpus"));
+  CHECK(bind_ok({"--root", pod_out.string(), "--gpu", "4", "--baseline", "cgroup"}) == "56-63,168-175\n");
+}
