@@ -37,6 +37,7 @@ int run_bind(const BindArgs& args) {
   auto plan = plan_binding(args.plan, MemPolicy::none);
   if (!plan) return report_error(plan.error());
   const LaunchPlan& p = *plan;
+  for (const auto& w : p.warnings) print_line(stderr, "gpuaff: warning: " + w);
   switch (args.format) {
     case BindFormat::cpulist: write_stdout(p.cpus.to_list() + '\n'); break;
     case BindFormat::mask: write_stdout(mask_of(p.topo, p.cpus) + '\n'); break;

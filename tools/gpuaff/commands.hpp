@@ -26,6 +26,7 @@ struct PlanOptions {
   NvidiaOptions nvidia{};        ///< --scope, --smt, --balanced/--no-balanced, --min-cores, --max-cores
   int nproc = 0;                 ///< --nproc (0: every visible GPU)
   std::string unknown_node = "error";  ///< --unknown-node error|node0|N
+  Share share = Share::visible;        ///< --share visible|machine (bind, exec)
 };
 
 struct BindArgs {

@@ -52,6 +52,7 @@ std::string bound_text(const LaunchPlan& plan, const ProcessBinding& done, const
 /// Plans and applies the binding; the command has not run yet.
 Result<std::string> bind_for_exec(const ExecArgs& args) {
   GPUAFF_TRY(LaunchPlan plan, plan_binding(args.plan, args.membind));
+  for (const auto& w : plan.warnings) print_line(stderr, "gpuaff: warning: " + w);
   OnRefused on_refused = args.fallback == Fallback::unbound ? OnRefused::cpu_only : OnRefused::error;
   PlannedOn where = reads_another_machine(args.plan.source) ? PlannedOn::another_machine : PlannedOn::this_machine;
   GPUAFF_TRY(ProcessBinding done, apply_plan(plan, on_refused, where));

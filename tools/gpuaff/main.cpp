@@ -107,6 +107,14 @@ void add_target_options(CLI::App& app, PlanOptions& o) {
   pci->excludes(gpu);
 }
 
+/// --share (bind and exec).
+void add_share_option(CLI::App& app, PlanOptions& o) {
+  add_choice(app, "--share", o.share, gpuaff::share_choices,
+             "exclusive, core-complex, single-unique, unique-interleaved, unique-contiguous: split the node among "
+             "the GPUs that take part (visible), or among every GPU of the host (machine: processes that each see "
+             "one GPU get disjoint slices)");
+}
+
 /// "gpuaff: <what>; see 'gpuaff <command> --help'" for a parse error.
 int usage_error(const CLI::App& app, const CLI::Error& e) {
   std::string where = "gpuaff";
@@ -133,6 +141,7 @@ CLI::App* add_bind_command(CLI::App& app, BindArgs& args) {
   add_source_options(*bind, args.plan.source);
   add_target_options(*bind, args.plan);
   add_policy_options(*bind, args.plan, "binding policy: " + policies_help);
+  add_share_option(*bind, args.plan);
   add_choice(*bind, "--format", args.format, gpuaff::bind_format_choices,
              "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... "
              "--membind=...; json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, "
@@ -183,6 +192,7 @@ CLI::App* add_exec_command(CLI::App& app, ExecArgs& args) {
   exec->get_option("--gpu")->excludes(local_rank);
   exec->get_option("--pci")->excludes(local_rank);
   add_policy_options(*exec, args.plan, "binding policy: " + policies_help);
+  add_share_option(*exec, args.plan);
   add_choice(*exec, "--membind", args.membind, gpuaff::membind_choices,
              "memory policy: none (kernel default: first touch), local (only the GPU's node(s); 'bind' "
              "is a synonym), preferred (the GPU's node first), interleave (over the GPU's nodes)");

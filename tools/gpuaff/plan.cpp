@@ -14,7 +14,10 @@ Result<PolicySpec> policy_spec(const PlanOptions& o) {
 Result<JobOptions> job_options(const PlanOptions& o) { return parse_unknown_node(o.unknown_node, JobOptions{.nproc = o.nproc}); }
 
 Result<LaunchPlan> plan_binding(const PlanOptions& o, MemPolicy membind) {
-  LaunchRequest request{.gpu = o.gpu.value_or(0), .membind = membind};
+  LaunchRequest request{.gpu = o.gpu.value_or(0),
+                        .membind = membind,
+                        .share = o.share,
+                        .cuda_device_order = o.source.visible.with_environment().cuda_device_order};
   GPUAFF_TRY(request.policy, policy_spec(o));
   GPUAFF_TRY(request.job, job_options(o));
   SourceOptions source = o.source;

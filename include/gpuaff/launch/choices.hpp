@@ -33,6 +33,9 @@ enum class BindFormat { cpulist, mask, numactl, json };
 enum class TopoFormat { text, json };
 /// `gpuaff topo --color`: auto colours a terminal unless NO_COLOR is set.
 enum class ColorMode { automatic, always, never };
+/// `--share`: which GPUs a node's split is among (docs/contract.md section 3):
+/// the job's GPUs that take part (visible), or every GPU of the host (machine).
+enum class Share { visible, machine };
 
 inline constexpr std::array scope_choices{Choice<Scope>{"node", Scope::node}, Choice<Scope>{"socket", Scope::socket}};
 inline constexpr std::array smt_choices{Choice<Smt>{"all", Smt::all}, Choice<Smt>{"one", Smt::one}};
@@ -51,6 +54,8 @@ inline constexpr std::array topo_format_choices{Choice<TopoFormat>{"text", TopoF
 inline constexpr std::array color_choices{Choice<ColorMode>{"auto", ColorMode::automatic},
                                           Choice<ColorMode>{"always", ColorMode::always},
                                           Choice<ColorMode>{"never", ColorMode::never}};
+inline constexpr std::array share_choices{Choice<Share>{"visible", Share::visible},
+                                          Choice<Share>{"machine", Share::machine}};
 inline constexpr std::array fallback_choices{Choice<Fallback>{"error", Fallback::error},
                                              Choice<Fallback>{"unbound", Fallback::unbound}};
 

@@ -7,18 +7,22 @@
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "gpuaff/apply/affinity.hpp"
 #include "gpuaff/apply/mempolicy.hpp"
 #include "gpuaff/apply/process.hpp"
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/detail/fs.hpp"
+#include "gpuaff/launch/choices.hpp"
 #include "gpuaff/policy/dispatch.hpp"
 #include "gpuaff/policy/locality.hpp"
 #include "gpuaff/result.hpp"
+#include "gpuaff/source/visible.hpp"
 #include "gpuaff/topology.hpp"
 
 namespace gpuaff {
@@ -34,6 +38,14 @@ struct LaunchRequest {
   PolicySpec policy{};
   JobOptions job{};
   MemPolicy membind = MemPolicy::none;  ///< the memory policy to apply over memory_nodes
+  /// Share::machine: the policy splits the GPU's node among every GPU of the host
+  /// (Topology::host_gpus), so that processes that each see one GPU get disjoint
+  /// slices; only for the policies that split (splits_among_gpus), without
+  /// JobOptions::nproc (every host GPU takes part).
+  Share share = Share::visible;
+  /// CUDA_DEVICE_ORDER as the job has it (VisibleDevices::cuda_device_order):
+  /// a plan warns when it can make CUDA's numbering differ from gpuaff's.
+  std::optional<std::string> cuda_device_order{};
 };
 
 /// Everything one binding needs, computed before anything is applied.
@@ -48,6 +60,10 @@ struct LaunchPlan {
   int node = -1;          ///< the target's NUMA node (after JobOptions::unknown_node)
   MemPolicy membind = MemPolicy::none;
   std::string rank_source{};  ///< as in the request
+  Share share = Share::visible;
+  /// One line each, for stderr: settings that are likely not what the user
+  /// meant; they change nothing in the plan.
+  std::vector<std::string> warnings{};
 
   const Gpu& target() const { return topo.gpus[static_cast<std::size_t>(gpu)]; }
   /// The memory policy to apply: `membind` over `memory_nodes`.
@@ -87,9 +103,103 @@ inline std::string visible_gpu_list(const Topology& topo) {
 
 }  // namespace detail
 
+/// The policies that split a node (or socket) among its GPUs, for which
+/// `--share` matters: exclusive, core-complex, single-unique,
+/// unique-interleaved, unique-contiguous.
+constexpr bool splits_among_gpus(PolicyKind k) {
+  return k == PolicyKind::exclusive || k == PolicyKind::core_complex || k == PolicyKind::single_unique ||
+         k == PolicyKind::unique_interleaved || k == PolicyKind::unique_contiguous;
+}
+
+namespace detail {
+
+/// "exclusive, core-complex, ... or unique-contiguous": the policies --share applies to.
+inline std::string splitting_policy_names() {
+  std::vector<std::string_view> names;
+  for (PolicyKind k : all_policy_kinds)
+    if (splits_among_gpus(k)) names.push_back(to_string(k));
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += std::string(i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(names[i]);
+  return out;
+}
+
+/// The usage rules of Share::machine: a policy that splits, and no --nproc.
+/// Errors: Errc::invalid_argument naming what does not apply.
+inline Result<void> check_machine_share(const LaunchRequest& r) {
+  if (r.share != Share::machine) return {};
+  if (!splits_among_gpus(r.policy.kind))
+    return fail(Errc::invalid_argument, "--share machine applies to the policies that split a node among its GPUs (",
+                splitting_policy_names(), "), not to --policy ", to_string(r.policy.kind),
+                "; leave out --share or choose one of them");
+  if (r.job.nproc != 0)
+    return fail(Errc::invalid_argument, "--nproc ", r.job.nproc,
+                " does not apply with --share machine: every GPU of the host takes part; leave out one of them");
+  return {};
+}
+
+/// The plan of a GPU under Share::machine: the same GPU bound as host GPU h of
+/// a copy of the topology whose GPUs are every GPU of the host, all taking part.
+/// Errors: Errc::invalid_argument (a target that is no GPU), Errc::not_found
+/// (no host GPU list, or the target is not in it).
+inline Result<void> plan_machine_share(LaunchPlan& plan, const PciAddress& target, bool is_gpu) {
+  if (!is_gpu)
+    return fail(Errc::invalid_argument, "--share machine splits among GPUs, and ", target.to_string(),
+                " is not a GPU; leave out --share machine to bind a device by its own node");
+  const Topology& topo = plan.topo;
+  if (topo.host_gpus.empty())
+    return fail(Errc::not_found, "--share machine needs every GPU of the host, and ", topo.origin.view(),
+                " does not list them; read the machine with a gpuaff source (sysfs, JSON, hwloc)");
+  auto at = std::find_if(topo.host_gpus.begin(), topo.host_gpus.end(),
+                         [&](const Gpu& g) { return g.pci.address == target; });
+  if (at == topo.host_gpus.end())
+    return fail(Errc::not_found, "GPU ", target.to_string(), " is not among the host's GPUs of ", topo.origin.view(),
+                "; leave out --share machine");
+  plan.topo.gpus = topo.host_gpus;
+  for (std::size_t i = 0; i < plan.topo.gpus.size(); ++i) plan.topo.gpus[i].index = static_cast<int>(i);
+  plan.gpu = static_cast<int>(at - topo.host_gpus.begin());
+  return {};
+}
+
+/// The warning for a process that sees one GPU of the several on its node
+/// under a policy that splits the node: it gets the whole split to itself.
+inline std::optional<std::string> one_gpu_warning(const LaunchPlan& plan) {
+  if (plan.share != Share::visible || !splits_among_gpus(plan.policy.kind) || plan.visible_gpu < 0) return std::nullopt;
+  const Topology& topo = plan.topo;
+  int node = topo.gpus[static_cast<std::size_t>(plan.gpu)].numa_node();
+  if (node < 0) return std::nullopt;
+  auto on_node = [node](const std::vector<Gpu>& gpus) {
+    return std::count_if(gpus.begin(), gpus.end(), [node](const Gpu& g) { return g.numa_node() == node; });
+  };
+  auto seen = on_node(topo.gpus);
+  auto there = on_node(topo.host_gpus);
+  if (seen != 1 || there < 2) return std::nullopt;
+  return "GPU " + std::to_string(plan.visible_gpu) + " is the only GPU this process sees on node " +
+         std::to_string(node) + ", which has " + std::to_string(there) + ": --policy " +
+         std::string(to_string(plan.policy.kind)) + " gives it the share of a node with one GPU (CPUs " +
+         plan.cpus.to_list() + "); when other processes use the node's other GPUs, pass --share machine for "
+         "disjoint slices";
+}
+
+/// The process's GPUs (the host's less the hidden ones) with their PCI device ids.
+inline std::vector<Gpu> process_gpus(const Topology& topo) {
+  std::vector<Gpu> out;
+  for (Gpu g : topo.host_gpus) {
+    if (std::find(topo.hidden_gpus.begin(), topo.hidden_gpus.end(), g.pci.address) != topo.hidden_gpus.end()) continue;
+    if (const PciDevice* d = topo.find_pci(g.pci.address)) g.pci.device = d->device;
+    out.push_back(g);
+  }
+  return out;
+}
+
+}  // namespace detail
+
 /// Plans the binding of the request's device on `topo`.
+/// With Share::machine the target GPU is bound among every GPU of the host
+/// (plan.topo then lists them as its GPUs, plan.gpu the target's host index).
 /// Errors: Errc::not_found (no such visible GPU, naming those there are; a
-/// PCI device the topology does not hold), and the errors of bind(),
+/// PCI device the topology does not hold), Errc::invalid_argument (--share
+/// machine where it does not apply), and the errors of bind(),
 /// memory_nodes() and resolve_gpu_node() for the target.
 inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request) {
   LaunchPlan plan;
@@ -97,6 +207,10 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
   plan.job = request.job;
   plan.membind = request.membind;
   plan.rank_source = request.rank_source;
+  plan.share = request.share;
+  GPUAFF_TRY_VOID(detail::check_machine_share(request));  // a usage mistake first, before what the machine says
+  std::optional<std::string> order_warning = device_order_warning(detail::process_gpus(topo), request.cuda_device_order);
+  if (order_warning) plan.warnings.push_back(*order_warning);
   if (request.pci) {
     for (const auto& g : topo.gpus)
       if (g.address() == *request.pci) plan.visible_gpu = g.index;
@@ -107,9 +221,15 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
     plan.gpu = request.gpu;
     plan.visible_gpu = request.gpu;
   }
+  if (plan.share == Share::machine) {
+    PciAddress target = plan.target().address();
+    bool is_gpu = plan.visible_gpu >= 0 || plan.target().pci.is_gpu();
+    GPUAFF_TRY_VOID(detail::plan_machine_share(plan, target, is_gpu));
+  }
   GPUAFF_TRY(plan.cpus, bind(plan.topo, plan.gpu, plan.policy, plan.job));
   GPUAFF_TRY(plan.memory_nodes, memory_nodes(plan.topo, plan.gpu, plan.job));
   GPUAFF_TRY(plan.node, resolve_gpu_node(plan.topo, plan.gpu, plan.job));
+  if (auto w = detail::one_gpu_warning(plan)) plan.warnings.push_back(*w);
   return plan;
 }
 

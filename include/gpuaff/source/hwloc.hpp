@@ -495,6 +495,10 @@ class HwlocSource {
     }
     std::sort(topo.pci_devices.begin(), topo.pci_devices.end(),
               [](const PciDevice& a, const PciDevice& b) { return a.address < b.address; });
+    std::stable_sort(all_gpus.begin(), all_gpus.end(),
+                     [](const Gpu& a, const Gpu& b) { return a.pci.address < b.pci.address; });
+    for (std::size_t i = 0; i < all_gpus.size(); ++i) all_gpus[i].index = static_cast<int>(i);
+    topo.host_gpus = all_gpus;  // hwloc does not read the driver's GPU list: every GPU is the process's
     GPUAFF_TRY(topo.gpus, select_visible_gpus(std::move(all_gpus), options_.visible.with_environment()));
     for (std::size_t i = 0; i < topo.gpus.size(); ++i) topo.gpus[i].index = static_cast<int>(i);
     return {};
