@@ -46,7 +46,7 @@ inline const std::vector<std::string>& controlled_variables() {
   static const std::vector<std::string> v{"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                                           "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
                                           "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID",
-                                          "OMP_NUM_THREADS", "NO_COLOR"};
+                                          "OMP_NUM_THREADS", "NO_COLOR", "CUDA_DEVICE_ORDER"};
   return v;
 }
 

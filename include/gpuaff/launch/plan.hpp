@@ -176,13 +176,12 @@ inline std::optional<std::string> one_gpu_warning(const LaunchPlan& plan) {
   if (seen != 1 || there < 2) return std::nullopt;
   return "GPU " + std::to_string(plan.visible_gpu) + " is the only GPU this process sees on node " +
          std::to_string(node) + ", which has " + std::to_string(there) + ": --policy " +
-         std::string(to_string(plan.policy.kind)) + " gives it the share of a node with one GPU (CPUs " +
-         plan.cpus.to_list() + "); when other processes use the node's other GPUs, pass --share machine for "
-         "disjoint slices";
+         std::string(to_string(plan.policy.kind)) + " leaves nothing for the node's other GPUs (it gives CPUs " +
+         plan.cpus.to_list() + "); when other processes use them, pass --share machine for disjoint slices";
 }
 
 /// The process's GPUs (the host's less the hidden ones) with their PCI device ids.
-inline std::vector<Gpu> process_gpus(const Topology& topo) {
+inline std::vector<Gpu> process_gpus_with_ids(const Topology& topo) {
   std::vector<Gpu> out;
   for (Gpu g : topo.host_gpus) {
     if (std::find(topo.hidden_gpus.begin(), topo.hidden_gpus.end(), g.pci.address) != topo.hidden_gpus.end()) continue;
@@ -209,8 +208,8 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
   plan.rank_source = request.rank_source;
   plan.share = request.share;
   GPUAFF_TRY_VOID(detail::check_machine_share(request));  // a usage mistake first, before what the machine says
-  std::optional<std::string> order_warning = device_order_warning(detail::process_gpus(topo), request.cuda_device_order);
-  if (order_warning) plan.warnings.push_back(*order_warning);
+  if (auto w = device_order_warning(detail::process_gpus_with_ids(topo), request.cuda_device_order))
+    plan.warnings.push_back(*w);
   if (request.pci) {
     for (const auto& g : topo.gpus)
       if (g.address() == *request.pci) plan.visible_gpu = g.index;

@@ -62,7 +62,8 @@ inline std::string to_json(const Topology& topology, int indent = 2);
 
 /// Parses what to_json() writes (or a hand-written subset, see above). `origin`
 /// names the text in error messages (a file name) and becomes Topology::origin.
-/// GPUs are exactly the "gpus" entries; no visibility rules are applied.
+/// GPUs are exactly the "gpus" entries; no visibility rules are applied;
+/// host_gpus are every GPU-class device (and every device a "gpus" entry names).
 /// Errors: Errc::parse_error (not JSON, a missing key, a value of the wrong type, a
 /// malformed cpulist or PCI address, duplicate or unsorted node ids, a "gpus" entry
 /// that names no pci_devices entry or disagrees with it), Errc::out_of_range (an id or
@@ -458,6 +459,25 @@ inline Result<void> parse_hidden_gpus(const Parser& p, const Json& doc, Topology
   return {};
 }
 
+/// Every GPU the document knows: each GPU-class pci_devices entry and each
+/// device a "gpus" entry names, in bus order, with the UUIDs of "gpus"
+/// (Topology::host_gpus).
+inline std::vector<Gpu> host_gpus_of(const Topology& t) {
+  std::vector<Gpu> all;
+  for (const auto& d : t.pci_devices) {
+    const Gpu* listed = nullptr;
+    for (const auto& g : t.gpus)
+      if (g.pci.address == d.address) listed = &g;
+    if (!d.is_gpu() && listed == nullptr) continue;
+    Gpu g;
+    g.index = static_cast<int>(all.size());
+    g.pci = d;
+    if (listed != nullptr) g.uuid = listed->uuid;
+    all.push_back(g);
+  }
+  return all;
+}
+
 inline Result<Topology> parse(const Json& doc, std::string_view origin) {
   Parser p(origin);
   GPUAFF_TRY_VOID(p.expect(doc, "", Json::value_t::object, "a JSON object (as 'gpuaff topo --format json' writes)"));
@@ -471,6 +491,7 @@ inline Result<Topology> parse(const Json& doc, std::string_view origin) {
   GPUAFF_TRY_VOID(parse_pci_devices(p, doc, t));
   GPUAFF_TRY_VOID(parse_gpus(p, doc, t));
   GPUAFF_TRY_VOID(parse_hidden_gpus(p, doc, t));
+  t.host_gpus = host_gpus_of(t);
   return t;
 }
 
@@ -561,24 +582,10 @@ inline Result<Topology> JsonSource::load() {
   }
   GPUAFF_TRY(Topology t, topology_from_json(text, options_.path));
 
-  // Every GPU the file knows, in bus order, with the UUIDs it lists.
-  std::vector<Gpu> all;
-  for (const auto& d : t.pci_devices) {
-    const Gpu* listed = nullptr;
-    for (const auto& g : t.gpus)
-      if (g.pci.address == d.address) listed = &g;
-    if (!d.is_gpu() && listed == nullptr) continue;
-    Gpu g;
-    g.pci = d;
-    if (listed != nullptr) g.uuid = listed->uuid;
-    all.push_back(g);
-  }
-  // The process's GPUs: all but the hidden ones; every one is a host GPU.
+  // The process's GPUs: every GPU the file knows (host_gpus) but the hidden ones.
   std::vector<Gpu> mine;
-  for (const auto& g : all)
+  for (const auto& g : t.host_gpus)
     if (std::find(t.hidden_gpus.begin(), t.hidden_gpus.end(), g.pci.address) == t.hidden_gpus.end()) mine.push_back(g);
-  for (std::size_t i = 0; i < all.size(); ++i) all[i].index = static_cast<int>(i);
-  t.host_gpus = std::move(all);
   GPUAFF_TRY(auto visible, select_visible_gpus(std::move(mine), options_.visible.with_environment()));
   for (std::size_t i = 0; i < visible.size(); ++i) visible[i].index = static_cast<int>(i);
   t.gpus = std::move(visible);

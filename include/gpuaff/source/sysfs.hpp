@@ -472,8 +472,6 @@ inline Result<void> read_pci(SysfsReader& r, Topology& t, const SysfsOptions& op
   return {};
 }
 
-inline constexpr std::string_view nvidia_driver_gpus = "proc/driver/nvidia/gpus";
-
 /// The NVIDIA GPUs the driver lists for this process (one directory per GPU,
 /// named by its PCI address), or nullopt when the root has no such directory.
 /// Inside a container it lists only the container's GPUs (docs/contract.md
@@ -482,10 +480,7 @@ inline Result<std::optional<std::vector<PciAddress>>> read_driver_gpus(SysfsRead
   using Out = std::optional<std::vector<PciAddress>>;
   if (!r.is_directory(nvidia_driver_gpus)) return Out();
   GPUAFF_TRY(auto names, r.list(nvidia_driver_gpus));
-  std::vector<PciAddress> listed;
-  for (const auto& n : names)
-    if (auto a = PciAddress::parse(n)) listed.push_back(*a);
-  return Out(std::move(listed));
+  return Out(driver_gpu_addresses(names));
 }
 
 /// Binding detail leaves out PCI `device`; the CUDA_DEVICE_ORDER check needs it
@@ -536,14 +531,7 @@ inline Result<void> read_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o
     }
     all.push_back(std::move(g));
   }
-  // The process's GPUs: the host's less the NVIDIA GPUs the driver does not list.
-  std::vector<Gpu> mine;
-  for (const auto& g : all) {
-    bool hidden = driver && g.pci.vendor == pci_vendor::nvidia &&
-                  std::find(driver->begin(), driver->end(), g.pci.address) == driver->end();
-    if (hidden) t.hidden_gpus.push_back(g.pci.address);
-    else mine.push_back(g);
-  }
+  std::vector<Gpu> mine = process_gpus(all, driver, t.hidden_gpus);
   std::optional<std::string> order = visible.cuda_device_order;
   if (!order && later) order = later->cuda_device_order;
   if (options.detail == SysfsDetail::binding) GPUAFF_TRY_VOID(read_nvidia_device_ids(r, t, mine, order));

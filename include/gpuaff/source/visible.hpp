@@ -105,6 +105,18 @@ struct VisibleDevices {
 
 namespace detail {
 
+/// The NVIDIA driver's list of the process's GPUs: one directory per GPU, named
+/// by its PCI address (docs/contract.md section 1).
+inline constexpr std::string_view nvidia_driver_gpus = "proc/driver/nvidia/gpus";
+
+/// The PCI addresses among the entries of that directory (others are skipped).
+inline std::vector<PciAddress> driver_gpu_addresses(const std::vector<std::string>& names) {
+  std::vector<PciAddress> listed;
+  for (const auto& n : names)
+    if (auto a = PciAddress::parse(n)) listed.push_back(*a);
+  return listed;
+}
+
 inline bool starts_with_nocase(std::string_view s, std::string_view prefix) {
   if (prefix.size() > s.size()) return false;
   for (std::size_t i = 0; i < prefix.size(); ++i) {
@@ -307,6 +319,22 @@ inline Result<std::optional<std::vector<Gpu>>> apply_vendor_selector(const Selec
 }
 
 }  // namespace detail
+
+/// The process's GPUs among `all` (every GPU of the host): with the NVIDIA
+/// driver's list `driver` (proc/driver/nvidia/gpus/; nullopt when there is none),
+/// an NVIDIA GPU it does not name is not the process's and goes to `hidden`
+/// (docs/contract.md section 2). Order is kept.
+inline std::vector<Gpu> process_gpus(const std::vector<Gpu>& all, const std::optional<std::vector<PciAddress>>& driver,
+                                     std::vector<PciAddress>& hidden) {
+  std::vector<Gpu> mine;
+  for (const auto& g : all) {
+    bool listed = !driver || g.pci.vendor != pci_vendor::nvidia ||
+                  std::find(driver->begin(), driver->end(), g.pci.address) != driver->end();
+    if (listed) mine.push_back(g);
+    else hidden.push_back(g.pci.address);
+  }
+  return mine;
+}
 
 /// The GPUs the job sees, with index = position (see the rules at the top of this file).
 /// `all` is every GPU; it is put in bus-id order first. Pure: the environment is
