@@ -38,6 +38,10 @@ TEST_CASE("bind in a container given host GPUs 4 and 5: --gpu 0 is host GPU 4 on
   auto doc = nlohmann::json::parse(j.out);
   CHECK(doc["bdf"] == "0000:ab:00.0");
   CHECK(doc["node"] == 1);
+  // --visible-devices selects among the container's GPUs: its index 1 is host GPU 5.
+  Run v = tool({"bind", "--root", container, "--gpu", "0", "--visible-devices", "1", "--format", "json"});
+  REQUIRE(v.rc == 0);
+  CHECK(nlohmann::json::parse(v.out)["bdf"] == "0000:ab:00.0");
   Run none = tool({"bind", "--root", container, "--gpu", "2"});
   CHECK(none.rc == 4);
   CHECK(none.out.empty());
