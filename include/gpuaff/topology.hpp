@@ -135,6 +135,13 @@ struct Topology {
   std::vector<CacheGroup> core_complexes;  ///< last-level cache groups, sorted by lowest CPU
   std::vector<PciDevice> pci_devices;      ///< sorted by address
   std::vector<Gpu> gpus;                   ///< visible GPUs, by index
+  /// Every GPU of the host (sys/bus/pci/devices), in bus-id order, index = position,
+  /// whatever a container or *_VISIBLE_DEVICES hide: what `--share machine` splits
+  /// among. The sources fill it; empty in a Topology built by hand (then unknown).
+  std::vector<Gpu> host_gpus;
+  /// Host GPUs that are not this process's: NVIDIA GPUs missing from the driver's
+  /// list proc/driver/nvidia/gpus/ (a container given some of the host's GPUs).
+  std::vector<PciAddress> hidden_gpus;
 
   /// CPUs a binding may use: allowed and online.
   constexpr CpuSet usable() const { return allowed & online; }

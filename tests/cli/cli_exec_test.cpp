@@ -235,8 +235,10 @@ TEST_CASE("exec selects GPUs by UUID from --visible-devices and CUDA_VISIBLE_DEV
   INFO(flag.err);
   CHECK(flag.rc == 0);
   CHECK(flag.out == "Cpus_allowed_list:\t0-1\n");
-  REQUIRE(flag.err_lines().size() == 1);
-  CHECK(flag.err_lines()[0].find("GPU 0 0000:65:00.0 node 0") != std::string::npos);
+  // The only visible GPU of the node's two under exclusive: a warning first, then --verbose's line.
+  REQUIRE(flag.err_lines().size() == 2);
+  CHECK(flag.err_lines()[0].find("--share machine") != std::string::npos);
+  CHECK(flag.err_lines()[1].find("GPU 0 0000:65:00.0 node 0") != std::string::npos);
   Run env = tool(exec_args({"--gpu", "1"}), {{"CUDA_VISIBLE_DEVICES", "GPU-bbbb,GPU-aaaa"}});
   INFO(env.err);
   CHECK(env.rc == 0);

@@ -54,6 +54,21 @@ std::string bind_line(const std::string& root, std::vector<std::string> extra,
   return r.out;
 }
 
+/// bind_line for a process that sees one GPU of several on its node under a
+/// policy that splits the node: the result, and one warning suggesting
+/// --share machine (docs/contract.md section 3).
+std::string bind_line_warned(const std::string& root, std::vector<std::string> extra) {
+  std::vector<std::string> args{"bind", "--root", root};
+  args.insert(args.end(), extra.begin(), extra.end());
+  Run r = tool(args);
+  INFO("stderr: " << r.err);
+  CHECK(r.rc == 0);
+  REQUIRE(r.err_lines().size() == 1);
+  CHECK(r.err_lines()[0].rfind("gpuaff: warning: ", 0) == 0);
+  CHECK(r.err.find("--share machine") != std::string::npos);
+  return r.out;
+}
+
 /// The error contract: expected exit code, one "gpuaff: ..." line on stderr, nothing on stdout.
 void check_error(const std::vector<std::string>& args, int rc, const std::map<std::string, std::string>& env = {}) {
   Run r = tool(args, env);
@@ -97,12 +112,13 @@ TEST_CASE("bind passes the NVIDIA options through") {
         "0-1,48-49\n");
   // Visible 0,1,2,4: node 0 has three GPUs (24 cores / 3 = 8 each), node 1 one GPU (24 cores).
   // Balanced, every GPU gets the smallest share, 8 cores; unbalanced, node 1's GPU keeps all 24.
+  // GPU 3 is the only visible GPU of node 1's four: warned.
   std::vector<std::string> uneven{"--gpu", "3", "--policy", "unique-contiguous", "--visible-devices", "0,1,2,4"};
-  CHECK(bind_line(p4d, uneven) == "24-31,72-79\n");
+  CHECK(bind_line_warned(p4d, uneven) == "24-31,72-79\n");
   uneven.push_back("--balanced");
-  CHECK(bind_line(p4d, uneven) == "24-31,72-79\n");
+  CHECK(bind_line_warned(p4d, uneven) == "24-31,72-79\n");
   uneven.back() = "--no-balanced";
-  CHECK(bind_line(p4d, uneven) == "24-47,72-95\n");
+  CHECK(bind_line_warned(p4d, uneven) == "24-47,72-95\n");
   // single: the node's first core, shared.
   CHECK(bind_line(p4d, {"--gpu", "2", "--policy", "single"}) == "0,48\n");
 }

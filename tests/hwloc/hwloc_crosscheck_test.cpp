@@ -218,6 +218,8 @@ std::set<Diff> normalise(const std::string& root, const Topology& sysfs, Topolog
   for (auto& h : hw.pci_devices)
     if (const auto* s = sysfs.find_pci(h.address)) fix_device(h, *s);
   for (std::size_t i = 0; i < hw.gpus.size() && i < sysfs.gpus.size(); ++i) fix_device(hw.gpus[i].pci, sysfs.gpus[i].pci);
+  for (std::size_t i = 0; i < hw.host_gpus.size() && i < sysfs.host_gpus.size(); ++i)
+    fix_device(hw.host_gpus[i].pci, sysfs.host_gpus[i].pci);
   return seen;
 }
 
@@ -232,6 +234,8 @@ std::string describe(const Topology& a, const Topology& b) {
   if (a.core_complexes != b.core_complexes) s += " core_complexes";
   if (a.pci_devices != b.pci_devices) s += " pci_devices";
   if (a.gpus != b.gpus) s += " gpus";
+  if (a.host_gpus != b.host_gpus) s += " host_gpus";
+  if (a.hidden_gpus != b.hidden_gpus) s += " hidden_gpus";
   return s;
 }
 

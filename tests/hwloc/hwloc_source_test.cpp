@@ -101,6 +101,9 @@ void write_two_socket(const TempDir& r, bool masks = true) {
     if (masks) r.write(real + "local_cpus", d.node == 0 ? "33\n" : "cc\n");
     r.link(std::string("sys/bus/pci/devices/") + d.bdf, std::string("../../../devices/") + d.host + "/" + d.bdf);
   }
+  // The driver lists both GPUs (a GPU it does not list is not the process's);
+  // only the second one's file has a UUID line.
+  r.write("proc/driver/nvidia/gpus/0000:17:00.0/information", "Model: \t\t NVIDIA H100\n");
   r.write("proc/driver/nvidia/gpus/0000:40:00.0/information",
           "Model: \t\t NVIDIA H100\nGPU UUID: \t GPU-40400000-0000-0000-0000-000000000000\nBus Location: \t 0000:40:00.0\n");
   r.write("proc/self/status", "Name:\tpython\nCpus_allowed_list:\t0-5\nMems_allowed_list:\t0-1\n");

@@ -177,8 +177,13 @@ TEST_CASE("selection errors count GPUs in correct English") {
   // Four GPUs: plural; an ambiguous prefix names how many it matches.
   // The valid range is spelled out: four GPUs are indices 0-3.
   CHECK(select_error(four_nvidia(), cuda("7")).find("there are 4 NVIDIA GPUs (indices 0-3)") != std::string::npos);
-  // No NVIDIA GPU at all (only an AMD one): no index is valid.
+  // No candidate left (ROCR_VISIBLE_DEVICES hid the one AMD GPU): no index is valid.
+  // (CUDA_VISIBLE_DEVICES=0 on an AMD-only machine is no longer an error: HIP
+  // reads it in place of an unset HIP_VISIBLE_DEVICES, docs/contract.md section 2.)
   std::vector<Gpu> amd_only{make("0000:07:00.0", 0x1002)};
-  CHECK(select_error(amd_only, cuda("0")).find("there is no NVIDIA GPU;") != std::string::npos);
+  CHECK(select_error(amd_only, VisibleDevices{.use_environment = false, .hip_visible_devices = "0",
+                                              .rocr_visible_devices = ""})
+            .find("there is no AMD GPU;") != std::string::npos);
+  CHECK(select_error(amd_only, cuda("0")).empty());
   CHECK(select_error(four_nvidia(), cuda("GPU-aaaa")).find("matches 2 NVIDIA GPUs") != std::string::npos);
 }

@@ -32,6 +32,7 @@ struct PlanOptions {
   Baseline baseline = Baseline::affinity;        ///< --baseline
   Unreachable unreachable = Unreachable::error;  ///< --unreachable
   std::vector<std::string> nvidia_flags{};       ///< the NVIDIA-mode flags given (--smt, ...), to check they apply
+  Share share = Share::visible;        ///< --share visible|machine (bind, exec)
 };
 
 struct BindArgs {

@@ -123,7 +123,7 @@ void add_target_options(CLI::App& app, PlanOptions& o, bool all_allowed = false)
   pci->excludes(gpu);
 }
 
-/// --baseline and --unreachable, for bind and exec.
+/// --baseline, --unreachable and --share, for bind and exec.
 void add_launch_options(CLI::App& app, PlanOptions& o) {
   add_choice(app, "--baseline", o.baseline, gpuaff::baseline_choices,
              "the CPUs bindings are drawn from: affinity (this process's allowed set, as a launcher or taskset "
@@ -131,6 +131,10 @@ void add_launch_options(CLI::App& app, PlanOptions& o) {
   add_choice(app, "--unreachable", o.unreachable, gpuaff::unreachable_choices,
              "when no allowed CPU is on the GPU's node (a pod on the other socket): error, or nearest (the "
              "allowed CPUs of the closest node(s) by NUMA distance)");
+  add_choice(app, "--share", o.share, gpuaff::share_choices,
+             "exclusive, core-complex, single-unique, unique-interleaved, unique-contiguous: split the node among "
+             "the GPUs that take part (visible), or among every GPU of the host (machine: processes that each see "
+             "one GPU get disjoint slices)");
 }
 
 /// The NVIDIA-mode flags given on `app`'s command line, for check_nvidia_options_apply.

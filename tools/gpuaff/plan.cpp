@@ -35,6 +35,8 @@ Result<std::optional<CgroupCpuset>> cgroup_of(const PlanOptions& o) {
 
 Result<Prepared> prepare(const PlanOptions& o, MemPolicy membind) {
   LaunchRequest request{.gpu = o.gpu.value_or(0), .membind = membind};
+  request.share = o.share;
+  request.cuda_device_order = o.source.visible.with_environment().cuda_device_order;
   GPUAFF_TRY(request.policy, policy_spec(o));
   GPUAFF_TRY(request.job, job_options(o));
   request.baseline = o.baseline;

@@ -43,6 +43,9 @@ enum class Unreachable {
 };
 /// `gpuaff topo --color`: auto colours a terminal unless NO_COLOR is set.
 enum class ColorMode { automatic, always, never };
+/// `--share`: which GPUs a node's split is among (docs/contract.md section 3):
+/// the job's GPUs that take part (visible), or every GPU of the host (machine).
+enum class Share { visible, machine };
 
 inline constexpr std::array scope_choices{Choice<Scope>{"node", Scope::node}, Choice<Scope>{"socket", Scope::socket}};
 inline constexpr std::array smt_choices{Choice<Smt>{"all", Smt::all}, Choice<Smt>{"one", Smt::one}};
@@ -65,6 +68,8 @@ inline constexpr std::array baseline_choices{Choice<Baseline>{"affinity", Baseli
                                              Choice<Baseline>{"cgroup", Baseline::cgroup}};
 inline constexpr std::array unreachable_choices{Choice<Unreachable>{"error", Unreachable::error},
                                                 Choice<Unreachable>{"nearest", Unreachable::nearest}};
+inline constexpr std::array share_choices{Choice<Share>{"visible", Share::visible},
+                                          Choice<Share>{"machine", Share::machine}};
 inline constexpr std::array fallback_choices{Choice<Fallback>{"error", Fallback::error},
                                              Choice<Fallback>{"unbound", Fallback::unbound}};
 

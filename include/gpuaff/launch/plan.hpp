@@ -7,6 +7,7 @@
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -23,6 +24,7 @@
 #include "gpuaff/policy/locality.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/cgroup.hpp"
+#include "gpuaff/source/visible.hpp"
 #include "gpuaff/topology.hpp"
 
 namespace gpuaff {
@@ -46,6 +48,14 @@ struct LaunchRequest {
   /// Baseline::cgroup; under Baseline::affinity it only feeds a warning.
   std::optional<CgroupCpuset> cgroup{};
   Unreachable unreachable = Unreachable::error;  ///< when no allowed CPU is on the target's node
+  /// Share::machine: the policy splits the GPU's node among every GPU of the host
+  /// (Topology::host_gpus), so that processes that each see one GPU get disjoint
+  /// slices; only for the policies that split (splits_among_gpus), without
+  /// JobOptions::nproc (every host GPU takes part).
+  Share share = Share::visible;
+  /// CUDA_DEVICE_ORDER as the job has it (VisibleDevices::cuda_device_order):
+  /// a plan warns when it can make CUDA's numbering differ from gpuaff's.
+  std::optional<std::string> cuda_device_order{};
 };
 
 /// Everything one binding needs, computed before anything is applied.
@@ -65,7 +75,10 @@ struct LaunchPlan {
   /// Unreachable::nearest was used: the nodes whose allowed CPUs `cpus` are
   /// (the closest to the target's node that have any); empty otherwise.
   std::vector<int> nearest_nodes{};
-  std::vector<std::string> warnings{};  ///< likely mistakes, one line each (the plan is still made)
+  Share share = Share::visible;
+  /// One line each, for stderr: settings that are likely not what the user
+  /// meant; they change nothing in the plan.
+  std::vector<std::string> warnings{};
 
   const Gpu& target() const { return topo.gpus[static_cast<std::size_t>(gpu)]; }
   /// The memory policy to apply: `membind` over `memory_nodes`.
@@ -180,6 +193,96 @@ inline Result<void> use_local_size(LaunchPlan& plan, const LaunchRequest& r) {
 
 }  // namespace detail
 
+/// The policies that split a node (or socket) among its GPUs, for which
+/// `--share` matters: exclusive, core-complex, single-unique,
+/// unique-interleaved, unique-contiguous.
+constexpr bool splits_among_gpus(PolicyKind k) {
+  return k == PolicyKind::exclusive || k == PolicyKind::core_complex || k == PolicyKind::single_unique ||
+         k == PolicyKind::unique_interleaved || k == PolicyKind::unique_contiguous;
+}
+
+namespace detail {
+
+/// "exclusive, core-complex, ... or unique-contiguous": the policies --share applies to.
+inline std::string splitting_policy_names() {
+  std::vector<std::string_view> names;
+  for (PolicyKind k : all_policy_kinds)
+    if (splits_among_gpus(k)) names.push_back(to_string(k));
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += std::string(i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(names[i]);
+  return out;
+}
+
+/// The usage rules of Share::machine: a policy that splits, and no --nproc.
+/// Errors: Errc::invalid_argument naming what does not apply.
+inline Result<void> check_machine_share(const LaunchRequest& r) {
+  if (r.share != Share::machine) return {};
+  if (!splits_among_gpus(r.policy.kind))
+    return fail(Errc::invalid_argument, "--share machine applies to the policies that split a node among its GPUs (",
+                splitting_policy_names(), "), not to --policy ", to_string(r.policy.kind),
+                "; leave out --share or choose one of them");
+  if (r.job.nproc != 0)
+    return fail(Errc::invalid_argument, "--nproc ", r.job.nproc,
+                " does not apply with --share machine: every GPU of the host takes part; leave out one of them");
+  return {};
+}
+
+/// The plan of a GPU under Share::machine: the same GPU bound as host GPU h of
+/// a copy of the topology whose GPUs are every GPU of the host, all taking part.
+/// Errors: Errc::invalid_argument (a target that is no GPU), Errc::not_found
+/// (no host GPU list, or the target is not in it).
+inline Result<void> plan_machine_share(LaunchPlan& plan, const PciAddress& target, bool is_gpu) {
+  if (!is_gpu)
+    return fail(Errc::invalid_argument, "--share machine splits among GPUs, and ", target.to_string(),
+                " is not a GPU; leave out --share machine to bind a device by its own node");
+  const Topology& topo = plan.topo;
+  if (topo.host_gpus.empty())
+    return fail(Errc::not_found, "--share machine needs every GPU of the host, and ", topo.origin.view(),
+                " does not list them; read the machine with a gpuaff source (sysfs, JSON, hwloc)");
+  auto at = std::find_if(topo.host_gpus.begin(), topo.host_gpus.end(),
+                         [&](const Gpu& g) { return g.pci.address == target; });
+  if (at == topo.host_gpus.end())
+    return fail(Errc::not_found, "GPU ", target.to_string(), " is not among the host's GPUs of ", topo.origin.view(),
+                "; leave out --share machine");
+  plan.topo.gpus = topo.host_gpus;
+  for (std::size_t i = 0; i < plan.topo.gpus.size(); ++i) plan.topo.gpus[i].index = static_cast<int>(i);
+  plan.gpu = static_cast<int>(at - topo.host_gpus.begin());
+  return {};
+}
+
+/// The warning for a process that sees one GPU of the several on its node
+/// under a policy that splits the node: it gets the whole split to itself.
+inline std::optional<std::string> one_gpu_warning(const LaunchPlan& plan) {
+  if (plan.share != Share::visible || !splits_among_gpus(plan.policy.kind) || plan.visible_gpu < 0) return std::nullopt;
+  const Topology& topo = plan.topo;
+  int node = topo.gpus[static_cast<std::size_t>(plan.gpu)].numa_node();
+  if (node < 0) return std::nullopt;
+  auto on_node = [node](const std::vector<Gpu>& gpus) {
+    return std::count_if(gpus.begin(), gpus.end(), [node](const Gpu& g) { return g.numa_node() == node; });
+  };
+  auto seen = on_node(topo.gpus);
+  auto there = on_node(topo.host_gpus);
+  if (seen != 1 || there < 2) return std::nullopt;
+  return "GPU " + std::to_string(plan.visible_gpu) + " is the only GPU this process sees on node " +
+         std::to_string(node) + ", which has " + std::to_string(there) + ": --policy " +
+         std::string(to_string(plan.policy.kind)) + " leaves nothing for the node's other GPUs (it gives CPUs " +
+         plan.cpus.to_list() + "); when other processes use them, pass --share machine for disjoint slices";
+}
+
+/// The process's GPUs (the host's less the hidden ones) with their PCI device ids.
+inline std::vector<Gpu> process_gpus_with_ids(const Topology& topo) {
+  std::vector<Gpu> out;
+  for (Gpu g : topo.host_gpus) {
+    if (std::find(topo.hidden_gpus.begin(), topo.hidden_gpus.end(), g.pci.address) != topo.hidden_gpus.end()) continue;
+    if (const PciDevice* d = topo.find_pci(g.pci.address)) g.pci.device = d->device;
+    out.push_back(g);
+  }
+  return out;
+}
+
+}  // namespace detail
+
 /// The flags of NvidiaOptions (--scope, --smt, --balanced, --no-balanced,
 /// --min-cores, --max-cores) do nothing under the PyTorch policies: given
 /// there, they are a usage mistake, not something to ignore.
@@ -199,14 +302,16 @@ inline Result<void> check_nvidia_options_apply(PolicyKind kind, const std::vecto
 
 /// Plans the binding of the request's device on `topo`: the baseline first
 /// (the allowed set, or the cgroup cpuset), the launcher's local size as
-/// nproc when nproc is 0, then the policy; under Unreachable::nearest a target
-/// whose node has no allowed CPU gets the allowed CPUs (and memory) of the
-/// nearest node(s) instead.
+/// nproc when nproc is 0 (not under Share::machine, where every host GPU takes
+/// part), then the policy; under Unreachable::nearest a target whose node has
+/// no allowed CPU gets the allowed CPUs (and memory) of the nearest node(s)
+/// instead. With Share::machine the target GPU is bound among every GPU of the
+/// host (plan.topo then lists them as its GPUs, plan.gpu the target's host index).
 /// Errors: Errc::not_found (no such visible GPU, naming those there are; a
 /// PCI device the topology does not hold), Errc::invalid_argument (cgroup
-/// baseline without a cgroup; a local size above the visible GPUs), and the
-/// errors of bind(), memory_nodes(), resolve_gpu_node() and
-/// nearest_allowed_nodes() for the target.
+/// baseline without a cgroup; a local size above the visible GPUs; --share
+/// machine where it does not apply), and the errors of bind(), memory_nodes(),
+/// resolve_gpu_node() and nearest_allowed_nodes() for the target.
 inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request) {
   LaunchPlan plan;
   plan.policy = request.policy;
@@ -214,11 +319,15 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
   plan.membind = request.membind;
   plan.rank_source = request.rank_source;
   plan.baseline = request.baseline;
+  plan.share = request.share;
+  GPUAFF_TRY_VOID(detail::check_machine_share(request));  // a usage mistake first, before what the machine says
   if (request.baseline == Baseline::cgroup) {
     GPUAFF_TRY_VOID(detail::use_cgroup_baseline(topo, request.cgroup));
   } else if (std::string w = detail::narrowed_mask_warning(topo, request.cgroup); !w.empty()) {
     plan.warnings.push_back(std::move(w));
   }
+  if (auto w = device_order_warning(detail::process_gpus_with_ids(topo), request.cuda_device_order))
+    plan.warnings.push_back(*w);
   if (request.pci) {
     for (const auto& g : topo.gpus)
       if (g.address() == *request.pci) plan.visible_gpu = g.index;
@@ -229,7 +338,13 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
     plan.gpu = request.gpu;
     plan.visible_gpu = request.gpu;
   }
-  GPUAFF_TRY_VOID(detail::use_local_size(plan, request));
+  if (plan.share == Share::machine) {
+    PciAddress target = plan.target().address();
+    bool is_gpu = plan.visible_gpu >= 0 || plan.target().pci.is_gpu();
+    GPUAFF_TRY_VOID(detail::plan_machine_share(plan, target, is_gpu));
+  } else {
+    GPUAFF_TRY_VOID(detail::use_local_size(plan, request));
+  }
   Result<CpuSet> cpus = bind(plan.topo, plan.gpu, plan.policy, plan.job);
   if (!cpus) {
     // A policy that reaches beyond the node (socket) may still succeed; only
@@ -252,6 +367,7 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
   plan.cpus = *cpus;
   GPUAFF_TRY(plan.memory_nodes, memory_nodes(plan.topo, plan.gpu, plan.job));
   GPUAFF_TRY(plan.node, resolve_gpu_node(plan.topo, plan.gpu, plan.job));
+  if (auto w = detail::one_gpu_warning(plan)) plan.warnings.push_back(*w);
   return plan;
 }
 

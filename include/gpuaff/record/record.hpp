@@ -117,6 +117,23 @@ inline Result<RecordSummary> record_topology(const RecordOptions& options) {
     }
   }
 
+  // The driver's GPU list is its directory: each listed GPU keeps its entry
+  // even without an information file, and an empty list (a container given no
+  // NVIDIA GPU) stays an empty directory, so a recording made in a container
+  // replays that container (docs/contract.md section 2).
+  if (from.is_directory(detail::nvidia_driver_gpus)) {
+    std::vector<std::string> names;
+    if (int e = from.list(detail::nvidia_driver_gpus, names); e != 0)
+      return unexpected(make_sys_error(Errc::io_error, e, "cannot list '", detail::nvidia_driver_gpus, "' in '",
+                                       options.root, "' (errno ", e, ")"));
+    names.emplace_back();  // the directory itself
+    for (const std::string& n : names) {
+      if (!n.empty() && !PciAddress::parse(n)) continue;
+      std::string rel = std::string(detail::nvidia_driver_gpus) + (n.empty() ? "" : "/" + n);
+      if (int e = detail::make_directories(detail::path_under(out, rel)); e != 0) return io_fail(e, "create directory", rel);
+    }
+  }
+
   if (options.for_hwloc) {
     HwlocRecordSummary extra;
     GPUAFF_TRY_VOID(detail::copy_hwloc_extras(from, copy, extra));

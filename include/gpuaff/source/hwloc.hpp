@@ -159,6 +159,19 @@ inline std::string hwloc_nvidia_uuid(const std::string& root, const PciAddress& 
   return uuid ? std::string(*uuid) : std::string();
 }
 
+/// The NVIDIA driver's GPU list under `root` (nullopt: the root has none).
+/// Errors: Errc::io_error when the directory exists but cannot be listed.
+inline Result<std::optional<std::vector<PciAddress>>> hwloc_driver_gpus(const std::string& root) {
+  using Out = std::optional<std::vector<PciAddress>>;
+  RootDir dir(root, is_host_root(root));
+  if (!dir.is_directory(nvidia_driver_gpus)) return Out();
+  std::vector<std::string> names;
+  if (int e = dir.list(nvidia_driver_gpus, names); e != 0)
+    return Unexpected<Error>(make_sys_error(Errc::io_error, e, "cannot list '", path_under(root, nvidia_driver_gpus),
+                                            "' (errno ", e, ")"));
+  return Out(driver_gpu_addresses(names));
+}
+
 /// A "Key:\tvalue" line of a recorded proc/self/status, parsed as a cpulist.
 /// Missing file or key: nullopt. Errors: Errc::parse_error naming the file.
 inline Result<std::optional<CpuSet>> hwloc_status_list(const std::string& root, std::string_view key) {
@@ -214,7 +227,9 @@ inline std::string hwloc_root_problem(const std::string& root) {
 ///     local_cpus come from the nearest non-I/O ancestor (its CPUs; its node when
 ///     exactly one node with CPUs lies within them, else -1). hwloc 2.x keeps only
 ///     16 bits of class (no prog-if): class_code is class << 8;
-///   gpus: the GPU-class devices after select_visible_gpus(); UUIDs from hwloc's
+///   host_gpus: the GPU-class devices; gpus: those less the NVIDIA GPUs missing
+///     from the driver's list proc/driver/nvidia/gpus/ (live or root), after
+///     select_visible_gpus(); UUIDs from hwloc's
 ///     NVML/RSMI OS devices when present, else (live or root) the NVIDIA driver's
 ///     proc/driver/nvidia/gpus/<bdf>/information.
 class HwlocSource {
@@ -495,7 +510,17 @@ class HwlocSource {
     }
     std::sort(topo.pci_devices.begin(), topo.pci_devices.end(),
               [](const PciDevice& a, const PciDevice& b) { return a.address < b.address; });
-    GPUAFF_TRY(topo.gpus, select_visible_gpus(std::move(all_gpus), options_.visible.with_environment()));
+    std::stable_sort(all_gpus.begin(), all_gpus.end(),
+                     [](const Gpu& a, const Gpu& b) { return a.pci.address < b.pci.address; });
+    for (std::size_t i = 0; i < all_gpus.size(); ++i) all_gpus[i].index = static_cast<int>(i);
+    topo.host_gpus = all_gpus;
+    // The driver's GPU list of a root or of this machine (an XML file has none).
+    std::optional<std::vector<PciAddress>> driver;
+    if (options_.input != HwlocInput::xml) {
+      GPUAFF_TRY(driver, detail::hwloc_driver_gpus(options_.input == HwlocInput::root ? options_.path : "/"));
+    }
+    std::vector<Gpu> mine = process_gpus(all_gpus, driver, topo.hidden_gpus);
+    GPUAFF_TRY(topo.gpus, select_visible_gpus(std::move(mine), options_.visible.with_environment()));
     for (std::size_t i = 0; i < topo.gpus.size(); ++i) topo.gpus[i].index = static_cast<int>(i);
     return {};
   }

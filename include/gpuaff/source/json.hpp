@@ -21,6 +21,9 @@
 //                      "has_local_cpus": true}]
 //   gpus             [{"index": 0, "bdf": "0000:07:00.0", "uuid": "GPU-...", "numa_node": 3}]
 //                    each names a pci_devices entry, which supplies the rest of the GPU
+//   hidden_gpus      ["0000:07:00.0"]: GPU-class pci_devices that are not the process's
+//                    (Topology::hidden_gpus: a container's driver list left them out);
+//                    written only when there are some
 //
 // On input only "online_cpus" and "numa_nodes" are required; a missing
 // "allowed_cpus" means every online CPU, other missing lists mean none. Hex fields
@@ -59,7 +62,8 @@ inline std::string to_json(const Topology& topology, int indent = 2);
 
 /// Parses what to_json() writes (or a hand-written subset, see above). `origin`
 /// names the text in error messages (a file name) and becomes Topology::origin.
-/// GPUs are exactly the "gpus" entries; no visibility rules are applied.
+/// GPUs are exactly the "gpus" entries; no visibility rules are applied;
+/// host_gpus are every GPU-class device (and every device a "gpus" entry names).
 /// Errors: Errc::parse_error (not JSON, a missing key, a value of the wrong type, a
 /// malformed cpulist or PCI address, duplicate or unsorted node ids, a "gpus" entry
 /// that names no pci_devices entry or disagrees with it), Errc::out_of_range (an id or
@@ -438,6 +442,42 @@ inline Result<void> parse_gpus(const Parser& p, const Json& doc, Topology& t) {
   return {};
 }
 
+/// hidden_gpus: PCI addresses of GPU-class pci_devices entries.
+inline Result<void> parse_hidden_gpus(const Parser& p, const Json& doc, Topology& t) {
+  GPUAFF_TRY(const Json* arr, p.array(doc, "", "hidden_gpus", false));
+  if (arr == nullptr) return {};
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    std::string path = p.at("hidden_gpus", i);
+    GPUAFF_TRY_VOID(p.expect((*arr)[i], path, Json::value_t::string, "a PCI address string"));
+    auto addr = PciAddress::parse((*arr)[i].get_ref<const std::string&>());
+    if (!addr) return p.bad(Errc::parse_error, path, addr.error().message());
+    const PciDevice* d = t.find_pci(*addr);
+    if (d == nullptr || !d->is_gpu())
+      return p.bad(Errc::parse_error, path, addr->to_string(), " is not a GPU among pci_devices; list only GPUs there");
+    t.hidden_gpus.push_back(*addr);
+  }
+  return {};
+}
+
+/// Every GPU the document knows: each GPU-class pci_devices entry and each
+/// device a "gpus" entry names, in bus order, with the UUIDs of "gpus"
+/// (Topology::host_gpus).
+inline std::vector<Gpu> host_gpus_of(const Topology& t) {
+  std::vector<Gpu> all;
+  for (const auto& d : t.pci_devices) {
+    const Gpu* listed = nullptr;
+    for (const auto& g : t.gpus)
+      if (g.pci.address == d.address) listed = &g;
+    if (!d.is_gpu() && listed == nullptr) continue;
+    Gpu g;
+    g.index = static_cast<int>(all.size());
+    g.pci = d;
+    if (listed != nullptr) g.uuid = listed->uuid;
+    all.push_back(g);
+  }
+  return all;
+}
+
 inline Result<Topology> parse(const Json& doc, std::string_view origin) {
   Parser p(origin);
   GPUAFF_TRY_VOID(p.expect(doc, "", Json::value_t::object, "a JSON object (as 'gpuaff topo --format json' writes)"));
@@ -450,6 +490,8 @@ inline Result<Topology> parse(const Json& doc, std::string_view origin) {
   GPUAFF_TRY_VOID(parse_core_complexes(p, doc, t));
   GPUAFF_TRY_VOID(parse_pci_devices(p, doc, t));
   GPUAFF_TRY_VOID(parse_gpus(p, doc, t));
+  GPUAFF_TRY_VOID(parse_hidden_gpus(p, doc, t));
+  t.host_gpus = host_gpus_of(t);
   return t;
 }
 
@@ -508,6 +550,11 @@ inline std::string to_json(const Topology& t, int indent) {
     gpus.push_back(std::move(o));
   }
   j["gpus"] = std::move(gpus);
+  if (!t.hidden_gpus.empty()) {
+    J hidden = J::array();
+    for (const auto& a : t.hidden_gpus) hidden.push_back(std::string(a.to_string().view()));
+    j["hidden_gpus"] = std::move(hidden);
+  }
   // Replace invalid UTF-8 (an origin path may hold any bytes) instead of throwing.
   return j.dump(indent < 0 ? -1 : indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -535,19 +582,11 @@ inline Result<Topology> JsonSource::load() {
   }
   GPUAFF_TRY(Topology t, topology_from_json(text, options_.path));
 
-  // Every GPU the file knows, in bus order, with the UUIDs it lists.
-  std::vector<Gpu> all;
-  for (const auto& d : t.pci_devices) {
-    const Gpu* listed = nullptr;
-    for (const auto& g : t.gpus)
-      if (g.pci.address == d.address) listed = &g;
-    if (!d.is_gpu() && listed == nullptr) continue;
-    Gpu g;
-    g.pci = d;
-    if (listed != nullptr) g.uuid = listed->uuid;
-    all.push_back(g);
-  }
-  GPUAFF_TRY(auto visible, select_visible_gpus(std::move(all), options_.visible.with_environment()));
+  // The process's GPUs: every GPU the file knows (host_gpus) but the hidden ones.
+  std::vector<Gpu> mine;
+  for (const auto& g : t.host_gpus)
+    if (std::find(t.hidden_gpus.begin(), t.hidden_gpus.end(), g.pci.address) == t.hidden_gpus.end()) mine.push_back(g);
+  GPUAFF_TRY(auto visible, select_visible_gpus(std::move(mine), options_.visible.with_environment()));
   for (std::size_t i = 0; i < visible.size(); ++i) visible[i].index = static_cast<int>(i);
   t.gpus = std::move(visible);
   return t;

@@ -39,10 +39,17 @@
 // |                                               | class devices, extra_pci          |                                             |
 // | pci/DEV/{device,numa_node}                    | GPUs and extra_pci devices        | device 0; numa_node -1                      |
 // | pci/DEV/local_cpulist                         | GPUs and extra_pci devices        | local_cpus; none: has_local_cpus = false    |
+// | proc/driver/nvidia/gpus (directory listing)   | always                            | every NVIDIA GPU is the process's           |
 // | proc/driver/nvidia/gpus/BDF/information       | NVIDIA GPUs                       | no UUID                                     |
 //
+// When proc/driver/nvidia/gpus exists, an NVIDIA GPU it does not list is not the
+// process's (a container given some of the host's GPUs): it stays in host_gpus,
+// goes to hidden_gpus, and is never a visible GPU.
+//
 // SysfsDetail::binding (what one rank's binding needs) leaves out: node/nodeN/distance;
-// pci/DEV/device of GPUs (extra_pci devices keep it); pci/DEV/local_cpulist (and
+// pci/DEV/device of GPUs (extra_pci devices keep it; the process's NVIDIA GPUs keep
+// it when there are several and CUDA_DEVICE_ORDER is known and not PCI_BUS_ID:
+// device_order_warning() compares them); pci/DEV/local_cpulist (and
 // local_cpus) of every device whose numa_node is >= 0 (the policies read a device's
 // local CPUs only to place one whose numa_node is -1); and the NVIDIA information
 // files unless a visibility list (SysfsOptions::visible or visible_later) names UUIDs.
@@ -465,12 +472,48 @@ inline Result<void> read_pci(SysfsReader& r, Topology& t, const SysfsOptions& op
   return {};
 }
 
-/// The GPUs among the PCI devices, with NVIDIA UUIDs where needed, selected
-/// and indexed by the visibility lists.
+/// The NVIDIA GPUs the driver lists for this process (one directory per GPU,
+/// named by its PCI address), or nullopt when the root has no such directory.
+/// Inside a container it lists only the container's GPUs (docs/contract.md
+/// sections 1 and 2). Entries that are not PCI addresses are skipped.
+inline Result<std::optional<std::vector<PciAddress>>> read_driver_gpus(SysfsReader& r) {
+  using Out = std::optional<std::vector<PciAddress>>;
+  if (!r.is_directory(nvidia_driver_gpus)) return Out();
+  GPUAFF_TRY(auto names, r.list(nvidia_driver_gpus));
+  return Out(driver_gpu_addresses(names));
+}
+
+/// Binding detail leaves out PCI `device`; the CUDA_DEVICE_ORDER check needs it
+/// for the NVIDIA GPUs when the order is known and is not PCI_BUS_ID and the
+/// process has several of them (see device_order_warning()).
+inline Result<void> read_nvidia_device_ids(SysfsReader& r, Topology& t, std::vector<Gpu>& gpus,
+                                           const std::optional<std::string>& order) {
+  if (!order || detail::trim(*order) == "PCI_BUS_ID") return {};
+  if (std::count_if(gpus.begin(), gpus.end(), [](const Gpu& g) { return g.pci.vendor == pci_vendor::nvidia; }) < 2)
+    return {};
+  std::string s;
+  for (auto& g : gpus) {
+    if (g.pci.vendor != pci_vendor::nvidia || g.pci.device != 0) continue;
+    std::string rel = std::string(sysfs_pci) + "/" + std::string(g.pci.address.to_string().view()) + "/device";
+    GPUAFF_TRY(bool have, r.get(rel, s));
+    if (!have) continue;
+    GPUAFF_TRY(long long v, r.hex(rel, s, 0xffff));
+    g.pci.device = static_cast<std::uint16_t>(v);
+    for (auto& d : t.pci_devices)
+      if (d.address == g.pci.address) d.device = g.pci.device;
+  }
+  return {};
+}
+
+/// The GPUs among the PCI devices, with NVIDIA UUIDs where needed: every one in
+/// host_gpus, those the driver's list leaves out in hidden_gpus, and the rest
+/// selected and indexed by the visibility lists.
 inline Result<void> read_gpus(SysfsReader& r, Topology& t, const SysfsOptions& options) {
   VisibleDevices visible = options.visible.with_environment();
-  bool want_uuids = options.detail == SysfsDetail::full || names_uuids(visible) ||
-                    (options.visible_later && names_uuids(options.visible_later->with_environment()));
+  std::optional<VisibleDevices> later;
+  if (options.visible_later) later = options.visible_later->with_environment();
+  bool want_uuids = options.detail == SysfsDetail::full || names_uuids(visible) || (later && names_uuids(*later));
+  GPUAFF_TRY(auto driver, read_driver_gpus(r));
   std::vector<Gpu> all;
   std::string s;
   for (const auto& d : t.pci_devices) {
@@ -488,7 +531,13 @@ inline Result<void> read_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o
     }
     all.push_back(std::move(g));
   }
-  GPUAFF_TRY(t.gpus, select_visible_gpus(std::move(all), visible));
+  std::vector<Gpu> mine = process_gpus(all, driver, t.hidden_gpus);
+  std::optional<std::string> order = visible.cuda_device_order;
+  if (!order && later) order = later->cuda_device_order;
+  if (options.detail == SysfsDetail::binding) GPUAFF_TRY_VOID(read_nvidia_device_ids(r, t, mine, order));
+  for (std::size_t i = 0; i < all.size(); ++i) all[i].index = static_cast<int>(i);  // pci_devices are in bus order
+  t.host_gpus = std::move(all);
+  GPUAFF_TRY(t.gpus, select_visible_gpus(std::move(mine), visible));
   return {};
 }
 

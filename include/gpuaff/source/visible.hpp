@@ -1,11 +1,21 @@
 #pragma once
 // Which GPUs a job sees, and in which order (docs/contract.md section 2).
 //
-// All GPUs are listed in PCI bus-id order. Then:
-//   --visible-devices LIST (VisibleDevices::list) selects among ALL GPUs, every vendor;
+// The process's GPUs (the host's less those the container hides: the sources
+// drop NVIDIA GPUs missing from proc/driver/nvidia/gpus/) are listed in PCI
+// bus-id order. Then:
+//   --visible-devices LIST (VisibleDevices::list) selects among ALL of them, every vendor;
 //   otherwise CUDA_VISIBLE_DEVICES selects among the NVIDIA GPUs, and
 //   ROCR_VISIBLE_DEVICES then HIP_VISIBLE_DEVICES among the AMD GPUs (ROCr filters
-//   first, HIP indexes into what ROCr left, as the ROCm runtimes do).
+//   first, HIP indexes into what ROCr left, as the ROCm runtimes do). HIP reads
+//   CUDA_VISIBLE_DEVICES in place of an unset HIP_VISIBLE_DEVICES; so does gpuaff
+//   on a machine whose GPUs include AMD ones and no NVIDIA one. On a machine with
+//   both vendors CUDA_VISIBLE_DEVICES applies to the NVIDIA GPUs only (one value
+//   cannot index two vendors' lists; a HIP job there sets HIP_VISIBLE_DEVICES or
+//   ROCR_VISIBLE_DEVICES).
+//   A variable whose vendor has no GPU here is checked (a malformed value is
+//   still an error) and then ignored, as that vendor's runtime is never loaded:
+//   Slurm sets CUDA_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES for every GPU job.
 // The visible GPUs get index = position. A vendor without a variable keeps its
 // GPUs in bus order; a vendor with one has its bus-order slots refilled, in the
 // variable's order, by the GPUs it selected (on a one-vendor machine: the
@@ -19,10 +29,11 @@
 //     GPU's UUID (from proc/driver/nvidia/gpus/<bdf>/information). A MIG instance
 //     means its parent GPU: "MIG-GPU-<uuid>/<gi>/<ci>" and "MIG-<uuid>/<gi>/<ci>"
 //     name the parent "GPU-<uuid>". A bare "MIG-<uuid>" (the R470+ form) is the MIG
-//     device's own UUID, which sysfs and the nvidia information file do not list,
-//     so it cannot be mapped: that is an error telling the user to name the
-//     parent GPU with --visible-devices. Several MIG instances of one GPU map to
-//     that GPU once each (they are distinct CUDA devices).
+//     device's own UUID, which sysfs and the nvidia information file do not list:
+//     it names the one NVIDIA GPU of the process when the process has exactly one
+//     (a MIG container: the driver lists only the parent GPU), and is otherwise an
+//     error telling the user to name the parent GPU with --visible-devices. Several
+//     MIG instances of one GPU map to that GPU once each (they are distinct CUDA devices).
 //   - CUDA treats the first invalid entry as the end of the list ("0,abc" = "0",
 //     "-1" = none). That silently hides typos, so gpuaff rejects the whole value
 //     with an error naming the variable and the entry instead.
@@ -40,6 +51,7 @@
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -62,15 +74,14 @@ struct VisibleDevices {
   std::optional<std::string> cuda_visible_devices{};  ///< value of CUDA_VISIBLE_DEVICES, if set
   std::optional<std::string> hip_visible_devices{};   ///< value of HIP_VISIBLE_DEVICES, if set
   std::optional<std::string> rocr_visible_devices{};  ///< value of ROCR_VISIBLE_DEVICES, if set
+  /// CUDA_DEVICE_ORDER as the job has it: "" when the environment leaves it unset
+  /// (CUDA's default, FASTEST_FIRST); nullopt: not known (nothing is checked).
+  /// gpuaff numbers GPUs in PCI bus-id order, as CUDA does with PCI_BUS_ID
+  /// (see device_order_warning()).
+  std::optional<std::string> cuda_device_order{};
 
-  /// The three variables as the process environment has them now (use_environment = true).
-  static VisibleDevices from_environment() {
-    VisibleDevices v;
-    v.cuda_visible_devices = env("CUDA_VISIBLE_DEVICES");
-    v.hip_visible_devices = env("HIP_VISIBLE_DEVICES");
-    v.rocr_visible_devices = env("ROCR_VISIBLE_DEVICES");
-    return v;
-  }
+  /// The four variables as the process environment has them now (use_environment = true).
+  static VisibleDevices from_environment() { return VisibleDevices{}.with_environment(); }
 
   /// A copy whose unset variables come from the environment when use_environment is
   /// true (a copy of *this otherwise). Variables set explicitly are kept.
@@ -80,6 +91,7 @@ struct VisibleDevices {
     if (!v.cuda_visible_devices) v.cuda_visible_devices = env("CUDA_VISIBLE_DEVICES");
     if (!v.hip_visible_devices) v.hip_visible_devices = env("HIP_VISIBLE_DEVICES");
     if (!v.rocr_visible_devices) v.rocr_visible_devices = env("ROCR_VISIBLE_DEVICES");
+    if (!v.cuda_device_order) v.cuda_device_order = env("CUDA_DEVICE_ORDER").value_or(std::string());
     return v;
   }
 
@@ -92,6 +104,18 @@ struct VisibleDevices {
 };
 
 namespace detail {
+
+/// The NVIDIA driver's list of the process's GPUs: one directory per GPU, named
+/// by its PCI address (docs/contract.md section 1).
+inline constexpr std::string_view nvidia_driver_gpus = "proc/driver/nvidia/gpus";
+
+/// The PCI addresses among the entries of that directory (others are skipped).
+inline std::vector<PciAddress> driver_gpu_addresses(const std::vector<std::string>& names) {
+  std::vector<PciAddress> listed;
+  for (const auto& n : names)
+    if (auto a = PciAddress::parse(n)) listed.push_back(*a);
+  return listed;
+}
 
 inline bool starts_with_nocase(std::string_view s, std::string_view prefix) {
   if (prefix.size() > s.size()) return false;
@@ -161,6 +185,44 @@ inline Result<std::vector<Gpu>> select_by_index(const Selector& sel, std::string
   return out;
 }
 
+/// Checks that entry `e` of a list that is not all indices is a UUID prefix the
+/// selector takes. Errors: Errc::invalid_argument naming the entry.
+inline Result<void> check_uuid_entry(const Selector& sel, std::string_view shown, std::string_view e) {
+  std::string_view ex = e.substr(0, 64);
+  if (!starts_with_nocase(e, "GPU-") && !starts_with_nocase(e, "MIG-")) {
+    if (is_decimal(e))
+      return fail(Errc::invalid_argument, sel.name, "='", shown, "': mixes index '", ex,
+                  "' with UUIDs; use either all indices or all GPU-/MIG- UUIDs");
+    return fail(Errc::invalid_argument, sel.name, "='", shown, "': entry '", ex, "' is neither a GPU index nor a ",
+                sel.uuids ? "GPU-/MIG- UUID prefix" : "number",
+                " (CUDA and HIP would silently stop the list there; gpuaff refuses): fix or unset ", sel.name);
+  }
+  if (!sel.uuids)
+    return fail(Errc::invalid_argument, sel.name, "='", shown, "': entry '", ex,
+                "' is a UUID, but gpuaff does not know AMD GPU UUIDs (they are not in sysfs PCI data); use indices, "
+                "or --visible-devices");
+  return {};
+}
+
+/// Where the one NVIDIA GPU among `candidates` is, for a bare "MIG-<uuid>" entry
+/// `ex`: the MIG device's own UUID is in no file gpuaff reads, but a process
+/// with one NVIDIA GPU (a MIG container) can only mean that GPU.
+/// Errors: Errc::invalid_argument when there is none or more than one.
+inline Result<std::size_t> only_nvidia_gpu(const Selector& sel, std::string_view shown, std::string_view ex,
+                                           const std::vector<Gpu>& candidates) {
+  std::size_t at = candidates.size();
+  int count = 0;
+  for (std::size_t k = 0; k < candidates.size(); ++k) {
+    if (candidates[k].pci.vendor != pci_vendor::nvidia) continue;
+    if (count == 0) at = k;
+    ++count;
+  }
+  if (count == 1) return at;
+  return fail(Errc::invalid_argument, sel.name, "='", shown, "': '", ex,
+              "' is a MIG device UUID, which no file gpuaff reads maps to its GPU, and this process has ", count,
+              " NVIDIA GPUs, not one; pass --visible-devices with the parent GPU's index or GPU- UUID (nvidia-smi -L)");
+}
+
 /// The candidates that a list of GPU-/MIG- UUID prefixes names, in list order
 /// (a MIG instance names its parent GPU; several may name the same one).
 inline Result<std::vector<Gpu>> select_by_uuid(const Selector& sel, std::string_view shown,
@@ -173,28 +235,18 @@ inline Result<std::vector<Gpu>> select_by_uuid(const Selector& sel, std::string_
     if (!g.uuid.empty()) any_uuid = true;
   for (std::string_view e : entries) {
     std::string_view ex = e.substr(0, 64);
-    bool gpu = starts_with_nocase(e, "GPU-");
+    GPUAFF_TRY_VOID(check_uuid_entry(sel, shown, e));
     bool mig = starts_with_nocase(e, "MIG-");
-    if (!gpu && !mig) {
-      if (is_decimal(e))
-        return fail(Errc::invalid_argument, sel.name, "='", shown, "': mixes index '", ex,
-                    "' with UUIDs; use either all indices or all GPU-/MIG- UUIDs");
-      return fail(Errc::invalid_argument, sel.name, "='", shown, "': entry '", ex, "' is neither a GPU index nor a ",
-                  sel.uuids ? "GPU-/MIG- UUID prefix" : "number",
-                  " (CUDA and HIP would silently stop the list there; gpuaff refuses): fix or unset ", sel.name);
-    }
-    if (!sel.uuids)
-      return fail(Errc::invalid_argument, sel.name, "='", shown, "': entry '", ex,
-                  "' is a UUID, but gpuaff does not know AMD GPU UUIDs (they are not in sysfs PCI data); use indices, "
-                  "or --visible-devices");
     std::string parent;
     if (mig) {
       std::string_view rest = e.substr(4);
       std::size_t slash = rest.find('/');
-      if (slash == std::string_view::npos)
-        return fail(Errc::invalid_argument, sel.name, "='", shown, "': '", ex,
-                    "' is a MIG device UUID, which sysfs cannot map to its GPU; pass --visible-devices with the parent "
-                    "GPU's index or GPU- UUID (see nvidia-smi -L)");
+      if (slash == std::string_view::npos) {
+        GPUAFF_TRY(std::size_t only, only_nvidia_gpu(sel, shown, ex, candidates));
+        out.push_back(candidates[only]);
+        taken[only] = 1;
+        continue;
+      }
       rest = rest.substr(0, slash);
       parent = starts_with_nocase(rest, "GPU-") ? std::string(rest) : "GPU-" + std::string(rest);
     } else {
@@ -238,7 +290,51 @@ inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_
   return select_by_uuid(sel, shown, entries, candidates);
 }
 
+/// Checks the form of a selector value whose vendor has no GPU here (it is then
+/// ignored): the entry rules above, without indices or UUIDs to match.
+inline Result<void> check_selector(const Selector& sel, std::string_view value) {
+  std::string_view shown = value.substr(0, 96);
+  std::string_view all = detail::trim(value);
+  if (all.empty()) return {};
+  GPUAFF_TRY(auto entries, selector_entries(sel, all, shown));
+  if (std::all_of(entries.begin(), entries.end(), [](std::string_view e) { return is_decimal(e); })) return {};
+  for (std::string_view e : entries) GPUAFF_TRY_VOID(check_uuid_entry(sel, shown, e));
+  return {};
+}
+
+/// Applies the selector `value` (when set) to `candidates`, or, when the vendor
+/// has no GPU here, only checks it. nullopt: nothing selects (all stay).
+inline Result<std::optional<std::vector<Gpu>>> apply_vendor_selector(const Selector& sel,
+                                                                     const std::optional<std::string>& value,
+                                                                     const std::vector<Gpu>& candidates,
+                                                                     bool vendor_present) {
+  using Out = std::optional<std::vector<Gpu>>;
+  if (!value) return Out();
+  if (!vendor_present) {
+    GPUAFF_TRY_VOID(check_selector(sel, *value));
+    return Out();
+  }
+  GPUAFF_TRY(auto s, apply_selector(sel, *value, candidates));
+  return Out(std::move(s));
+}
+
 }  // namespace detail
+
+/// The process's GPUs among `all` (every GPU of the host): with the NVIDIA
+/// driver's list `driver` (proc/driver/nvidia/gpus/; nullopt when there is none),
+/// an NVIDIA GPU it does not name is not the process's and goes to `hidden`
+/// (docs/contract.md section 2). Order is kept.
+inline std::vector<Gpu> process_gpus(const std::vector<Gpu>& all, const std::optional<std::vector<PciAddress>>& driver,
+                                     std::vector<PciAddress>& hidden) {
+  std::vector<Gpu> mine;
+  for (const auto& g : all) {
+    bool listed = !driver || g.pci.vendor != pci_vendor::nvidia ||
+                  std::find(driver->begin(), driver->end(), g.pci.address) != driver->end();
+    if (listed) mine.push_back(g);
+    else hidden.push_back(g.pci.address);
+  }
+  return mine;
+}
 
 /// The GPUs the job sees, with index = position (see the rules at the top of this file).
 /// `all` is every GPU; it is put in bus-id order first. Pure: the environment is
@@ -259,23 +355,25 @@ inline Result<std::vector<Gpu>> select_visible_gpus(std::vector<Gpu> all, const 
       if (g.pci.vendor == pci_vendor::nvidia) nvidia.push_back(g);
       if (g.pci.vendor == pci_vendor::amd) amd.push_back(g);
     }
-    std::optional<std::vector<Gpu>> nv_sel;
-    std::optional<std::vector<Gpu>> amd_sel;
-    if (visible.cuda_visible_devices) {
-      GPUAFF_TRY(auto s, detail::apply_selector({"CUDA_VISIBLE_DEVICES", "NVIDIA GPU", true},
-                                                *visible.cuda_visible_devices, nvidia));
-      nv_sel = std::move(s);
+    bool have_nvidia = !nvidia.empty();
+    bool have_amd = !amd.empty();
+    // HIP reads CUDA_VISIBLE_DEVICES when HIP_VISIBLE_DEVICES is unset; on a
+    // machine with NVIDIA GPUs too, the variable stays CUDA's (see the top).
+    bool hip_reads_cuda = !visible.hip_visible_devices && have_amd && !have_nvidia;
+    GPUAFF_TRY(auto nv_sel, detail::apply_vendor_selector({"CUDA_VISIBLE_DEVICES", "NVIDIA GPU", true},
+                                                          visible.cuda_visible_devices, nvidia, have_nvidia));
+    GPUAFF_TRY(auto amd_sel, detail::apply_vendor_selector({"ROCR_VISIBLE_DEVICES", "AMD GPU", false},
+                                                           visible.rocr_visible_devices, amd, have_amd));
+    const std::optional<std::string>& hip = hip_reads_cuda ? visible.cuda_visible_devices : visible.hip_visible_devices;
+    detail::Selector hip_selector{hip_reads_cuda ? "CUDA_VISIBLE_DEVICES" : "HIP_VISIBLE_DEVICES", "AMD GPU", false};
+    auto hip_sel = detail::apply_vendor_selector(hip_selector, hip, amd_sel ? *amd_sel : amd, have_amd);
+    if (!hip_sel && hip_reads_cuda) {
+      Error e = hip_sel.error();
+      e.prepend("HIP reads CUDA_VISIBLE_DEVICES for the AMD GPUs when HIP_VISIBLE_DEVICES is unset: ");
+      return Unexpected<Error>(e);
     }
-    if (visible.rocr_visible_devices) {
-      GPUAFF_TRY(auto s, detail::apply_selector({"ROCR_VISIBLE_DEVICES", "AMD GPU", false},
-                                                *visible.rocr_visible_devices, amd));
-      amd_sel = std::move(s);
-    }
-    if (visible.hip_visible_devices) {
-      GPUAFF_TRY(auto s, detail::apply_selector({"HIP_VISIBLE_DEVICES", "AMD GPU", false},
-                                                *visible.hip_visible_devices, amd_sel ? *amd_sel : amd));
-      amd_sel = std::move(s);
-    }
+    GPUAFF_TRY(auto hip_pick, std::move(hip_sel));
+    if (hip_pick) amd_sel = std::move(hip_pick);
     // Refill each selected vendor's bus-order slots with its selection, in order.
     std::size_t nv_next = 0;
     std::size_t amd_next = 0;
@@ -296,6 +394,35 @@ inline Result<std::vector<Gpu>> select_visible_gpus(std::vector<Gpu> all, const 
   }
   for (std::size_t i = 0; i < out.size(); ++i) out[i].index = static_cast<int>(i);
   return out;
+}
+
+/// gpuaff numbers GPUs in PCI bus-id order, as CUDA does under
+/// CUDA_DEVICE_ORDER=PCI_BUS_ID. CUDA's default, FASTEST_FIRST, puts the
+/// fastest GPUs first and agrees with bus order only when the GPUs are alike.
+/// Returns a one-line warning when `order` (VisibleDevices::cuda_device_order)
+/// is known and not PCI_BUS_ID while the NVIDIA GPUs among `gpus` (the process's
+/// GPUs) have different PCI device ids (0 means unknown and is skipped); else nullopt.
+inline std::optional<std::string> device_order_warning(const std::vector<Gpu>& gpus,
+                                                       const std::optional<std::string>& order) {
+  if (!order || detail::trim(*order) == "PCI_BUS_ID") return std::nullopt;
+  std::vector<std::uint16_t> ids;
+  for (const auto& g : gpus)
+    if (g.pci.vendor == pci_vendor::nvidia && g.pci.device != 0 &&
+        std::find(ids.begin(), ids.end(), g.pci.device) == ids.end())
+      ids.push_back(g.pci.device);
+  if (ids.size() < 2) return std::nullopt;
+  std::string list;
+  for (auto id : ids) {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string h = "0x";
+    for (int shift = 12; shift >= 0; shift -= 4) h += hex[(id >> shift) & 0xf];
+    list += (list.empty() ? "" : ", ") + h;
+  }
+  std::string now = order->empty() ? std::string("unset (CUDA's default, FASTEST_FIRST)")
+                                   : "'" + order->substr(0, 32) + "'";
+  return "CUDA_DEVICE_ORDER is " + now + " and this process's NVIDIA GPUs differ (PCI device ids " + list +
+         "): CUDA may number them differently from gpuaff, which counts in PCI bus-id order; export "
+         "CUDA_DEVICE_ORDER=PCI_BUS_ID for the job";
 }
 
 }  // namespace v0
