@@ -163,3 +163,16 @@ def test_stubs_name_every_function():
     assert defined - declared == set()
     for name in ("plan", "bind", "bound", "reapply", "worker_init_fn", "use_executable", "gpus", "local_rank"):
         assert getattr(gpuaff, name).__doc__
+
+
+def test_ray_actor_recipe(clean_env):
+    # docs/python.md, Ray: the actor sees one GPU (here the DGX H100's GPU 5,
+    # 0000:ab:00.0, the second of node 1's four).
+    clean_env.setenv("CUDA_VISIBLE_DEVICES", "5")
+    mine = gpuaff.gpus(root=DGX_H100)[0]["pci"]
+    assert mine == "0000:ab:00.0"
+    # Alone in its visible list, exclusive gives it all of node 1 (56-111,168-223) ...
+    assert gpuaff.plan(gpu=0, root=DGX_H100, policy="exclusive").cpulist == "56-111,168-223"
+    # ... among the machine's 8 it gets the second 14-core quarter of node 1: cores 70-83, siblings +112.
+    p = gpuaff.plan(pci=mine, root=DGX_H100, visible_devices="0,1,2,3,4,5,6,7", policy="exclusive")
+    assert p.cpulist == "70-83,182-195"
