@@ -74,10 +74,15 @@ std::string text_of(std::string_view key, py::handle v) {
   return v.cast<std::string>();
 }
 
+/// Whether `v` is an int (not a bool) in [0, last], compared as Python ints (no overflow).
+bool int_in(py::handle v, long long last) {
+  if (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v)) return false;
+  py::object o = py::reinterpret_borrow<py::object>(v);
+  return py::int_(0) <= o && o <= py::int_(last);
+}
+
 int count_of(std::string_view key, py::handle v) {
-  if (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v) || v.cast<long long>() < 0 ||
-      v.cast<long long>() > 999999999)
-    usage(std::string(key) + "=" + std::string(py::repr(v)) + " must be a non-negative int");
+  if (!int_in(v, 999999999)) usage(std::string(key) + "=" + std::string(py::repr(v)).substr(0, 40) + " must be a non-negative int");
   return v.cast<int>();
 }
 
@@ -166,8 +171,8 @@ CpuSet cpus_of(py::handle v, std::string_view what) {
   }
   CpuSet s;
   for (py::handle id : py::iter(v)) {
-    if (!py::isinstance<py::int_>(id) || !CpuSet::valid_id(id.cast<long long>() < 0 ? -1 : id.cast<int>()))
-      usage(std::string(what) + ": " + std::string(py::repr(id)) + " is not a CPU id (0.." +
+    if (!int_in(id, CpuSet::capacity - 1))
+      usage(std::string(what) + ": " + std::string(py::repr(id)).substr(0, 40) + " is not a CPU id (0.." +
             std::to_string(CpuSet::capacity - 1) + ")");
     s.set(id.cast<int>());
   }
@@ -288,6 +293,11 @@ PYBIND11_MODULE(_gpuaff, m) {
   m.def(
       "gpus",
       [](const py::kwargs& kw) {
+        for (auto [key, value] : kw) {
+          std::string k = key.cast<std::string>();
+          if (k != "root" && k != "topology" && k != "visible_devices")
+            usage("gpus() takes root=, topology= and visible_devices=, not '" + k.substr(0, 40) + "'");
+        }
         Request r = request_of(kw);
         cli::SourceOptions source = r.plan.source;
         Result<Topology> topo = Unexpected(Error());

@@ -29,6 +29,14 @@ def cpus_allowed(pid="self"):
     raise AssertionError("no Cpus_allowed_list in /proc/%s/status" % pid)
 
 
+def header_version():
+    """The version in include/gpuaff/version.hpp, where it is defined once."""
+    import re
+
+    text = open(os.path.join(SOURCE_DIR, "include", "gpuaff", "version.hpp")).read()
+    return ".".join(re.search(r"#define GPUAFF_VERSION_%s (\d+)" % k, text).group(1) for k in ("MAJOR", "MINOR", "PATCH"))
+
+
 def needs_cpus_0_and_1():
     allowed = os.sched_getaffinity(0)
     if not {0, 1} <= allowed:

@@ -138,5 +138,6 @@ def test_bind_process_takes_ids_or_a_cpulist(bindable):
     assert gpuaff.bind_process([1])["cpus"] == {1}
     assert cpus_allowed() == "1"
     assert gpuaff.bind_process("0-1")["cpus"] == {0, 1}
-    with pytest.raises(gpuaff.InvalidArgument, match="-1 is not a CPU id"):
-        gpuaff.bind_process([-1])
+    for bad in ([-1], [8192], [2**70], ["1"]):
+        with pytest.raises(gpuaff.InvalidArgument, match="is not a CPU id"):
+            gpuaff.bind_process(bad)

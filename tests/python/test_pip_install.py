@@ -3,14 +3,13 @@
 # --system-site-packages, as Debian's pip installs nothing outside one). The
 # tree is copied first: pip builds in place and must not write into the checkout.
 import os
-import re
 import shutil
 import subprocess
 import sys
 
 import pytest
 
-from conftest import ROOT, SOURCE_DIR
+from conftest import ROOT, SOURCE_DIR, header_version
 
 
 def test_pip_install_into_a_venv(tmp_path):
@@ -37,7 +36,5 @@ def test_pip_install_into_a_venv(tmp_path):
             "os.access(gpuaff.executable(), os.X_OK))" % (ROOT, str(venv)))
     out = subprocess.run([py, "-c", code], capture_output=True, text=True, env=env, cwd=str(tmp_path))
     assert out.returncode == 0, out.stderr
-    header = open(os.path.join(SOURCE_DIR, "include", "gpuaff", "version.hpp")).read()
-    version = ".".join(re.search(r"#define GPUAFF_VERSION_%s (\d+)" % k, header).group(1)
-                       for k in ("MAJOR", "MINOR", "PATCH"))
+    version = header_version()
     assert out.stdout.split() == ["True", version, version, "1", "True"]

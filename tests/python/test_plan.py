@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 import gpuaff
-from conftest import DGX_H100, SOURCE_DIR
+from conftest import DGX_H100, SOURCE_DIR, header_version
 
 LAUNCHER_VARIABLES = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK",
                       "PALS_LOCAL_RANKID", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
@@ -114,6 +114,8 @@ def test_membind_words(root, clean_env):
     ({"gpu": "0"}, gpuaff.InvalidArgument, ValueError, "gpu='0' must be a non-negative int"),
     ({"gpu": -1}, gpuaff.InvalidArgument, ValueError, "gpu=-1 must be a non-negative int"),
     ({"gpu": True}, gpuaff.InvalidArgument, ValueError, "gpu=True must be a non-negative int"),
+    ({"gpu": 10**30}, gpuaff.InvalidArgument, ValueError, "gpu=1000000000000000000000000000000 must be"),
+    ({"gpu": 0, "nproc": 1.5}, gpuaff.InvalidArgument, ValueError, "nproc=1.5 must be a non-negative int"),
     ({"gpu": 0, "balanced": 1}, gpuaff.InvalidArgument, ValueError, "balanced=1 must be True or False"),
     ({"gpu": 0, "smt": "two"}, gpuaff.InvalidArgument, ValueError, "smt 'two' is not valid; use all|one"),
     ({"gpu": 0, "pci": "0000:00:05.0"}, gpuaff.InvalidArgument, ValueError, "each name the device"),
@@ -131,6 +133,11 @@ def test_errors(root, clean_env, kw, cls, builtin, text):
     assert "\n" not in str(info.value)
 
 
+def test_gpus_takes_machine_options_only(root, clean_env):
+    with pytest.raises(gpuaff.InvalidArgument, match="gpus\\(\\) takes root=, topology= and visible_devices=, not 'policy'"):
+        gpuaff.gpus(root=root, policy="node")
+
+
 def test_machine_errors(root, tmp_path, clean_env):
     with pytest.raises(gpuaff.InvalidArgument, match="root= and topology="):
         gpuaff.plan(gpu=0, root=root, topology=str(tmp_path / "t.json"))
@@ -145,9 +152,8 @@ def test_machine_errors(root, tmp_path, clean_env):
 
 
 def test_version_agrees_with_the_header():
-    text = open(os.path.join(SOURCE_DIR, "include", "gpuaff", "version.hpp")).read()
-    parts = [re.search(r"#define GPUAFF_VERSION_%s (\d+)" % k, text).group(1) for k in ("MAJOR", "MINOR", "PATCH")]
-    assert gpuaff.__version__ == ".".join(parts)
+    assert gpuaff.__version__ == header_version()
+    assert re.fullmatch(r"\d+\.\d+\.\d+", gpuaff.__version__)
 
 
 def test_stubs_name_every_function():
