@@ -2,8 +2,8 @@
 # python/CMakeLists.txt for the environment it sets).
 #
 # The machine the bindings are planned on is fixtures/two-node-2cpu: 2 CPUs,
-# each its own core and NUMA node, GPU 0 (0000:00:04.0) on node 0 and GPU 1
-# (0000:00:05.0) on node 1. Every policy gives GPU 0 CPU 0 and GPU 1 CPU 1,
+# each its own core and NUMA node, GPU 0 (0000:17:00.0) on node 0 and GPU 1
+# (0000:97:00.0) on node 1. Every policy gives GPU 0 CPU 0 and GPU 1 CPU 1,
 # which exist on the 2-CPU build and CI machines, so the plans can be applied
 # here and each child's mask tells which GPU's plan it got.
 import os

@@ -30,7 +30,7 @@ def test_each_gpu_gets_its_own_node(root, clean_env):
         assert p.node == g
         assert p.memory_nodes == {g}
         assert p.gpu == g
-        assert p.pci == ("0000:00:04.0", "0000:00:05.0")[g]
+        assert p.pci == ("0000:17:00.0", "0000:97:00.0")[g]
         assert p.policy == "node"
         assert p.membind == "none"
         assert p.foreign  # read from a root, not this machine
@@ -73,13 +73,13 @@ def test_topology_json(clean_env):
 
 def test_gpus_and_visible_devices(root, clean_env):
     all_gpus = gpuaff.gpus(root=root)
-    assert [(g["index"], g["pci"], g["numa_node"]) for g in all_gpus] == [(0, "0000:00:04.0", 0), (1, "0000:00:05.0", 1)]
+    assert [(g["index"], g["pci"], g["numa_node"]) for g in all_gpus] == [(0, "0000:17:00.0", 0), (1, "0000:97:00.0", 1)]
     assert all(g["uuid"].startswith("GPU-") for g in all_gpus)
     # Visible GPU 0 is the machine's GPU 1 when only it is visible.
-    assert [g["pci"] for g in gpuaff.gpus(root=root, visible_devices="1")] == ["0000:00:05.0"]
+    assert [g["pci"] for g in gpuaff.gpus(root=root, visible_devices="1")] == ["0000:97:00.0"]
     assert gpuaff.plan(gpu=0, root=root, visible_devices="1").cpus == {1}
     clean_env.setenv("CUDA_VISIBLE_DEVICES", all_gpus[1]["uuid"])
-    assert gpuaff.plan(gpu=0, root=root).pci == "0000:00:05.0"
+    assert gpuaff.plan(gpu=0, root=root).pci == "0000:97:00.0"
 
 
 def test_local_rank_and_size(root, clean_env):
@@ -118,7 +118,7 @@ def test_membind_words(root, clean_env):
     ({"gpu": 0, "nproc": 1.5}, gpuaff.InvalidArgument, ValueError, "nproc=1.5 must be a non-negative int"),
     ({"gpu": 0, "balanced": 1}, gpuaff.InvalidArgument, ValueError, "balanced=1 must be True or False"),
     ({"gpu": 0, "smt": "two"}, gpuaff.InvalidArgument, ValueError, "smt 'two' is not valid; use all|one"),
-    ({"gpu": 0, "pci": "0000:00:05.0"}, gpuaff.InvalidArgument, ValueError, "each name the device"),
+    ({"gpu": 0, "pci": "0000:97:00.0"}, gpuaff.InvalidArgument, ValueError, "each name the device"),
     ({"policy": "node"}, gpuaff.InvalidArgument, ValueError, "name the device: gpu=N"),
     ({"gpu": 2}, gpuaff.NotFound, LookupError, r"no GPU 2 \(--gpu 2\): 2 visible"),
     ({"pci": "0000:00:09.0"}, gpuaff.NotFound, LookupError, "0000:00:09.0"),
