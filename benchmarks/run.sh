@@ -146,3 +146,15 @@ args=(--rounds="$rounds" --compile="$compile")
 [[ -n $instructions ]] && args+=(--instructions="$instructions")
 echo
 "$bench" "${args[@]}"
+
+# ---- row P: the Python module, from `import gpuaff` to bound -----------------------
+if cmake --build "$build" --target gpuaff_python >/dev/null 2>&1; then
+  python=$(sed -n 's/^Python_EXECUTABLE:[A-Z]*=//p' "$build/CMakeCache.txt")
+  echo
+  echo "== row P: the Python module ($python) =="
+  p_rounds=15
+  ((quick)) && p_rounds=3
+  "$python" benchmarks/python_bind.py "$build" --rounds="$p_rounds"
+else
+  echo "== row P: the Python module is not built here (pybind11 or Python's headers missing; docs/python.md), skipped =="
+fi

@@ -23,10 +23,10 @@ configure_build_test() {  # dir, ctest args..., -- cmake args...
   ctest --test-dir "$dir" --no-tests=error --output-on-failure -j "$jobs" "${ctest_args[@]}"
 }
 
-step "1/4 default build (hwloc if present), all tests"
+step "1/4 default build (hwloc if present; the Python module, required), all tests"
 # -O2 with assertions on and without debug info (which doubles compile time here).
 configure_build_test build/default -- -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 \
-  -DGPUAFF_BUILD_BENCHMARKS=ON
+  -DGPUAFF_BUILD_BENCHMARKS=ON -DGPUAFF_BUILD_PYTHON=ON
 cmake --build build/default --target all_verify_interface_header_sets -j "$jobs"
 [[ ${1:-} == quick ]] && exit 0
 

@@ -1,0 +1,143 @@
+# Applying plans to this process: every thread, the calling thread under a
+# guard, re-applying, and failures that leave every mask as it was.
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import gpuaff
+from conftest import DGX_H100, cpus_allowed
+
+
+class Sleepers:
+    """Threads that exist before a binding and wait until released."""
+
+    def __init__(self, n=3):
+        self.release = threading.Event()
+        self.threads = [threading.Thread(target=self.release.wait) for _ in range(n)]
+        for t in self.threads:
+            t.start()
+
+    def masks(self):
+        return [cpus_allowed("self/task/%d" % t.native_id) for t in self.threads]
+
+    def stop(self):
+        self.release.set()
+        for t in self.threads:
+            t.join()
+
+
+def all_masks():
+    return {tid: cpus_allowed("self/task/" + tid) for tid in os.listdir("/proc/self/task")}
+
+
+def test_bind_reaches_threads_created_before(bindable):
+    sleepers = Sleepers()
+    try:
+        assert sleepers.masks() == ["0-1"] * 3
+        p = gpuaff.bind(gpu=1, root=bindable)
+        assert p.cpus == {1}
+        assert sleepers.masks() == ["1"] * 3
+        assert cpus_allowed() == "1"
+        assert set(all_masks().values()) == {"1"}
+    finally:
+        sleepers.stop()
+
+
+def test_reapply_after_a_library_reset(bindable):
+    gpuaff.bind(gpu=0, root=bindable)
+    os.sched_setaffinity(0, {0, 1})  # what an OpenMP runtime or NCCL may do
+    assert cpus_allowed() == "0-1"
+    assert gpuaff.reapply().cpus == {0}
+    assert cpus_allowed() == "0"
+
+
+def test_reapply_before_bind_is_an_error():
+    out = subprocess.run([sys.executable, "-c", "import gpuaff; gpuaff.reapply()"], capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "gpuaff._errors.InvalidArgument: nothing to re-apply: call gpuaff.bind() first" in out.stderr
+
+
+def test_guard_binds_this_thread_only_and_restores(bindable):
+    sleepers = Sleepers(1)
+    try:
+        with gpuaff.bound(gpu=1, root=bindable) as p:
+            assert p.cpus == {1}
+            assert gpuaff.thread_affinity() == {1}
+            assert sleepers.masks() == ["0-1"]  # another thread keeps its mask
+            with gpuaff.bound(gpu=0, root=bindable):  # guards nest
+                assert gpuaff.thread_affinity() == {0}
+            assert gpuaff.thread_affinity() == {1}
+        assert gpuaff.thread_affinity() == {0, 1}
+        with pytest.raises(KeyError):
+            with gpuaff.bound(gpu=0, root=bindable):
+                raise KeyError("inside")
+        assert gpuaff.thread_affinity() == {0, 1}
+    finally:
+        sleepers.stop()
+
+
+def test_guard_with_memory_policy(bindable):
+    # Node 0 exists on every machine; its memory policy is set for the block only.
+    before = open("/proc/self/status").read().split("Mems_allowed_list:")[1].split()[0]
+    with gpuaff.bound(gpu=0, root=bindable, membind="preferred") as p:
+        assert p.membind == "preferred" and gpuaff.thread_affinity() == {0}
+    assert gpuaff.thread_affinity() == {0, 1}
+    assert open("/proc/self/status").read().split("Mems_allowed_list:")[1].split()[0] == before
+
+
+def test_children_started_in_parallel_under_different_guards(bindable):
+    # 16 threads, each starting a process under its own guard at the same moment:
+    # thread i's child must have GPU (i % 2)'s CPU, never its neighbour's.
+    plans = [gpuaff.plan(gpu=g, root=bindable) for g in (0, 1)]
+    barrier = threading.Barrier(16)
+    results = [None] * 16
+
+    def start(i):
+        with gpuaff.bound(plans[i % 2]):
+            barrier.wait()
+            out = subprocess.run(["grep", "Cpus_allowed_list", "/proc/self/status"], capture_output=True, text=True)
+            results[i] = out.stdout.split(":")[1].strip()
+
+    threads = [threading.Thread(target=start, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == ["0", "1"] * 8
+    assert gpuaff.thread_affinity() == {0, 1}
+
+
+def test_failures_leave_every_mask_as_it_was(bindable):
+    sleepers = Sleepers()
+    try:
+        before = all_masks()
+        # Planned on a DGX H100: CPUs 0-55,112-167 do not exist here; checked before anything is applied.
+        with pytest.raises(gpuaff.EmptyResult, match="do not exist here"):
+            gpuaff.bind(gpu=0, root=DGX_H100)
+        assert all_masks() == before
+        # CPUs 2-7 do not exist on this machine either: the kernel narrows the
+        # first thread's mask, and every thread changed so far is put back.
+        with pytest.raises(gpuaff.InvalidArgument, match="every thread was put back"):
+            gpuaff.bind_process("0-7")
+        assert all_masks() == before
+        with pytest.raises(gpuaff.Error):
+            with gpuaff.bound(gpuaff.plan(gpu=0, root=DGX_H100)):
+                pass
+        assert all_masks() == before
+        with pytest.raises(gpuaff.ParseError):
+            gpuaff.bind_process("0-x")
+        assert all_masks() == before
+    finally:
+        sleepers.stop()
+
+
+def test_bind_process_takes_ids_or_a_cpulist(bindable):
+    assert gpuaff.bind_process([1])["cpus"] == {1}
+    assert cpus_allowed() == "1"
+    assert gpuaff.bind_process("0-1")["cpus"] == {0, 1}
+    for bad in ([-1], [8192], [2**70], ["1"]):
+        with pytest.raises(gpuaff.InvalidArgument, match="is not a CPU id"):
+            gpuaff.bind_process(bad)

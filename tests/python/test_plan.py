@@ -1,0 +1,184 @@
+# Plans, GPU lists, launcher variables and errors: no binding is applied.
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+import gpuaff
+from conftest import DGX_H100, SOURCE_DIR, header_version
+
+LAUNCHER_VARIABLES = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK",
+                      "PALS_LOCAL_RANKID", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                      "PMI_LOCAL_SIZE", "PALS_LOCAL_SIZE", "SLURM_TASKS_PER_NODE", "SLURM_NODEID")
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for v in LAUNCHER_VARIABLES + ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
+        monkeypatch.delenv(v, raising=False)
+    return monkeypatch
+
+
+def test_each_gpu_gets_its_own_node(root, clean_env):
+    # GPU g sits on node g, whose only CPU is g (conftest.py).
+    for g in (0, 1):
+        p = gpuaff.plan(gpu=g, root=root)
+        assert p.cpus == {g}
+        assert p.cpulist == str(g)
+        assert p.node == g
+        assert p.memory_nodes == {g}
+        assert p.gpu == g
+        assert p.pci == ("0000:17:00.0", "0000:97:00.0")[g]
+        assert p.policy == "node"
+        assert p.membind == "none"
+        assert p.foreign  # read from a root, not this machine
+        assert p.recommended_threads == 1
+
+
+def test_dgx_h100_policies(clean_env):
+    # DGX H100 (fixtures/README.md): node 0 = CPUs 0-55,112-167 (56 cores, SMT
+    # siblings +112); GPU 0 (0000:18:00.0) is on node 0, 4 GPUs per node.
+    assert gpuaff.plan(gpu=0, root=DGX_H100).cpulist == "0-55,112-167"
+    assert gpuaff.plan(gpu=4, root=DGX_H100, policy="socket").cpulist == "56-111,168-223"
+    # exclusive: node 0's 56 cores split among its 4 GPUs, 14 cores each with their siblings.
+    assert gpuaff.plan(gpu=1, root=DGX_H100, policy="exclusive").cpus == set(range(14, 28)) | set(range(126, 140))
+    # one thread per core: the siblings are left out.
+    assert gpuaff.plan(gpu=1, root=DGX_H100, policy="unique-contiguous", smt="one").cpus == set(range(14, 28))
+    assert gpuaff.plan(gpu=0, root=DGX_H100, policy="exclusive", nproc=2).cpus == set(range(28)) | set(range(112, 140))
+
+
+def test_same_answer_as_gpuaff_bind(clean_env):
+    # The module plans with the CLI's own code: every field of `gpuaff bind --format json` agrees.
+    cli = os.path.join(os.environ.get("GPUAFF_BINARY_DIR", ""), "tools", "gpuaff", "gpuaff")
+    if not os.access(cli, os.X_OK):
+        pytest.skip("the gpuaff CLI is not built in GPUAFF_BINARY_DIR")
+    for kw, flags in (({"gpu": 3, "policy": "exclusive"}, ["--gpu", "3", "--policy", "exclusive"]),
+                      ({"gpu": 5, "policy": "core-complex"}, ["--gpu", "5", "--policy", "core-complex"]),
+                      ({"pci": "0000:18:00.0", "policy": "unique-interleaved", "max_cores": 4},
+                       ["--pci", "0000:18:00.0", "--policy", "unique-interleaved", "--max-cores", "4"])):
+        out = json.loads(subprocess.run([cli, "bind", "--root", DGX_H100, "--format", "json"] + flags, check=True,
+                                        capture_output=True, text=True).stdout)
+        p = gpuaff.plan(root=DGX_H100, **kw)
+        assert (p.gpu, p.pci, p.node, p.policy, p.cpulist) == (out["gpu"], out["bdf"], out["node"], out["policy"],
+                                                                out["cpus"])
+        assert p.recommended_threads == out["recommended_threads"]
+
+
+def test_topology_json(clean_env):
+    p = gpuaff.plan(gpu=1, topology=os.path.join(SOURCE_DIR, "fixtures", "two-node-2cpu.json"))
+    assert p.cpus == {1} and p.foreign
+
+
+def test_gpus_and_visible_devices(root, clean_env):
+    all_gpus = gpuaff.gpus(root=root)
+    assert [(g["index"], g["pci"], g["numa_node"]) for g in all_gpus] == [(0, "0000:17:00.0", 0), (1, "0000:97:00.0", 1)]
+    assert all(g["uuid"].startswith("GPU-") for g in all_gpus)
+    # Visible GPU 0 is the machine's GPU 1 when only it is visible.
+    assert [g["pci"] for g in gpuaff.gpus(root=root, visible_devices="1")] == ["0000:97:00.0"]
+    assert gpuaff.plan(gpu=0, root=root, visible_devices="1").cpus == {1}
+    clean_env.setenv("CUDA_VISIBLE_DEVICES", all_gpus[1]["uuid"])
+    assert gpuaff.plan(gpu=0, root=root).pci == "0000:97:00.0"
+
+
+def test_local_rank_and_size(root, clean_env):
+    with pytest.raises(gpuaff.InvalidArgument, match="LOCAL_RANK"):
+        gpuaff.local_rank()
+    assert gpuaff.local_size() is None
+    clean_env.setenv("SLURM_LOCALID", "1")
+    clean_env.setenv("SLURM_TASKS_PER_NODE", "2(x3)")
+    assert gpuaff.local_rank() == 1
+    assert gpuaff.local_size() == 2
+    assert gpuaff.plan(local_rank=True, root=root).cpus == {1}
+    clean_env.setenv("LOCAL_RANK", "0")  # torchrun's variable comes first
+    assert gpuaff.plan(local_rank=True, root=root).cpus == {0}
+    clean_env.setenv("LOCAL_RANK", "one")
+    with pytest.raises(ValueError, match="LOCAL_RANK='one'"):
+        gpuaff.plan(local_rank=True, root=root)
+    clean_env.setenv("LOCAL_RANK", "2")
+    with pytest.raises(gpuaff.NotFound, match=r"LOCAL_RANK=2.*2 visible"):
+        gpuaff.plan(local_rank=True, root=root)
+
+
+def test_membind_words(root, clean_env):
+    assert gpuaff.plan(gpu=0, root=root, membind="local").membind == "local"
+    assert gpuaff.plan(gpu=0, root=root, membind="bind").membind == "local"  # a synonym
+    with pytest.raises(gpuaff.InvalidArgument, match="membind 'near' is not valid; use none|local"):
+        gpuaff.plan(gpu=0, root=root, membind="near")
+
+
+@pytest.mark.parametrize("kw,cls,builtin,text", [
+    ({"gpu": 0, "polcy": "node"}, gpuaff.InvalidArgument, ValueError, "unknown option 'polcy'; use balanced"),
+    ({"gpu": 0, "policy": "nodes"}, gpuaff.InvalidArgument, ValueError, "unknown policy 'nodes'"),
+    ({"gpu": "0"}, gpuaff.InvalidArgument, ValueError, "gpu='0' must be a non-negative int"),
+    ({"gpu": -1}, gpuaff.InvalidArgument, ValueError, "gpu=-1 must be a non-negative int"),
+    ({"gpu": True}, gpuaff.InvalidArgument, ValueError, "gpu=True must be a non-negative int"),
+    ({"gpu": 10**30}, gpuaff.InvalidArgument, ValueError, "gpu=1000000000000000000000000000000 must be"),
+    ({"gpu": 0, "nproc": 1.5}, gpuaff.InvalidArgument, ValueError, "nproc=1.5 must be a non-negative int"),
+    ({"gpu": 0, "balanced": 1}, gpuaff.InvalidArgument, ValueError, "balanced=1 must be True or False"),
+    ({"gpu": 0, "smt": "two"}, gpuaff.InvalidArgument, ValueError, "smt 'two' is not valid; use all|one"),
+    ({"gpu": 0, "pci": "0000:97:00.0"}, gpuaff.InvalidArgument, ValueError, "each name the device"),
+    ({"policy": "node"}, gpuaff.InvalidArgument, ValueError, "name the device: gpu=N"),
+    ({"gpu": 2}, gpuaff.NotFound, LookupError, r"no GPU 2 \(--gpu 2\): 2 visible"),
+    ({"pci": "0000:00:09.0"}, gpuaff.NotFound, LookupError, "0000:00:09.0"),
+    ({"pci": "zz"}, gpuaff.InvalidArgument, ValueError, "--pci"),
+    ({"gpu": 0, "unknown_node": "north"}, gpuaff.InvalidArgument, ValueError, "--unknown-node 'north'"),
+    ({"gpu": 0, "visible_devices": "7"}, gpuaff.Error, Exception, "7"),
+])
+def test_errors(root, clean_env, kw, cls, builtin, text):
+    with pytest.raises(cls, match=text) as info:
+        gpuaff.plan(root=root, **kw)
+    assert isinstance(info.value, builtin) and isinstance(info.value, gpuaff.Error)
+    assert "\n" not in str(info.value)
+
+
+def test_gpus_takes_machine_options_only(root, clean_env):
+    with pytest.raises(gpuaff.InvalidArgument, match="gpus\\(\\) takes root=, topology= and visible_devices=, not 'policy'"):
+        gpuaff.gpus(root=root, policy="node")
+
+
+def test_machine_errors(root, tmp_path, clean_env):
+    with pytest.raises(gpuaff.InvalidArgument, match="root= and topology="):
+        gpuaff.plan(gpu=0, root=root, topology=str(tmp_path / "t.json"))
+    with pytest.raises(gpuaff.IoError) as info:
+        gpuaff.plan(gpu=0, root=str(tmp_path / "missing"))
+    assert isinstance(info.value, OSError) and "missing" in str(info.value)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(gpuaff.Error, match="bad.json") as info:
+        gpuaff.plan(gpu=0, topology=str(bad))
+    assert info.value.code in ("parse_error", "io_error")
+
+
+def test_version_agrees_with_the_header():
+    assert gpuaff.__version__ == header_version()
+    assert re.fullmatch(r"\d+\.\d+\.\d+", gpuaff.__version__)
+
+
+def test_stubs_name_every_function():
+    # The stubs (gpuaff/_gpuaff.pyi) declare what the extension defines, and the package is marked typed.
+    import ast
+
+    pkg = os.path.dirname(gpuaff.__file__)
+    assert os.path.exists(os.path.join(pkg, "py.typed"))
+    tree = ast.parse(open(os.path.join(pkg, "_gpuaff.pyi")).read())
+    declared = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    declared |= {t.id for n in tree.body if isinstance(n, ast.AnnAssign) for t in [n.target]}
+    defined = {n for n in dir(gpuaff._gpuaff) if not n.startswith("__")}
+    assert defined - declared == set()
+    for name in ("plan", "bind", "bound", "reapply", "worker_init_fn", "use_executable", "gpus", "local_rank"):
+        assert getattr(gpuaff, name).__doc__
+
+
+def test_ray_actor_recipe(clean_env):
+    # docs/python.md, Ray: the actor sees one GPU (here the DGX H100's GPU 5,
+    # 0000:ab:00.0, the second of node 1's four).
+    clean_env.setenv("CUDA_VISIBLE_DEVICES", "5")
+    mine = gpuaff.gpus(root=DGX_H100)[0]["pci"]
+    assert mine == "0000:ab:00.0"
+    # Alone in its visible list, exclusive gives it all of node 1 (56-111,168-223) ...
+    assert gpuaff.plan(gpu=0, root=DGX_H100, policy="exclusive").cpulist == "56-111,168-223"
+    # ... among the machine's 8 it gets the second 14-core quarter of node 1: cores 70-83, siblings +112.
+    p = gpuaff.plan(pci=mine, root=DGX_H100, visible_devices="0,1,2,3,4,5,6,7", policy="exclusive")
+    assert p.cpulist == "70-83,182-195"
