@@ -7,6 +7,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -127,7 +128,9 @@ struct CacheGroup {
 struct Topology {
   FixedString<256> origin;  ///< where it came from: a root, a JSON file, "hwloc"
   CpuSet online;                    ///< online CPUs
-  CpuSet allowed;                   ///< the process's allowed set (may name offline CPUs)
+  CpuSet allowed;                   ///< the process's allowed set, kept to online CPUs: what bindings use
+  CpuSet recorded_allowed;          ///< the allowed set as recorded, when it names CPUs that are not
+                                    ///< online (offline or absent); empty when it equals `allowed`
   CpuSet mems_allowed;              ///< allowed NUMA node ids (Mems_allowed_list); empty: unknown
   std::vector<Package> packages;    ///< sorted by id
   std::vector<NumaNode> nodes;      ///< sorted by id; ids may be sparse
@@ -135,6 +138,10 @@ struct Topology {
   std::vector<CacheGroup> core_complexes;  ///< last-level cache groups, sorted by lowest CPU
   std::vector<PciDevice> pci_devices;      ///< sorted by address
   std::vector<Gpu> gpus;                   ///< visible GPUs, by index
+  /// What the source assumed where the machine did not say (a file missing on
+  /// this kernel, a value it could not give): one line each, naming the file and
+  /// the assumption. Empty when nothing was assumed.
+  std::vector<std::string> notes;
 
   /// CPUs a binding may use: allowed and online.
   constexpr CpuSet usable() const { return allowed & online; }
