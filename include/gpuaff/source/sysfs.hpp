@@ -10,12 +10,13 @@
 //
 // | file                                          | when read                         | if missing                                  |
 // |-----------------------------------------------|-----------------------------------|---------------------------------------------|
-// | cpu/online                                    | always                            | per-CPU fallback below; else error          |
-// | cpu/present, then cpu/possible                | only when cpu/online is missing   | error naming cpu/online                     |
+// | cpu/online                                    | always                            | the fallback below (noted)                  |
+// | cpu/present, then cpu/possible                | only when cpu/online is missing   | the cpuN directories; none: error           |
 // | cpu/cpuN/online                               | only when cpu/online is missing   | CPU counts as online (cpu0 has none)        |
 // | cpu/cpuN/topology/core_cpus_list              | first online CPU of each core     | thread_siblings_list, core_cpus,            |
 // |                                               |                                   | thread_siblings (masks); none: error        |
-// | cpu/cpuN/topology/physical_package_id         | first online CPU of each package  | error                                       |
+// | cpu/cpuN/topology/physical_package_id         | first online CPU of each package  | -1: package unknown (noted; see            |
+// |                                               |                                   | read_packages)                              |
 // | cpu/cpuN/topology/package_cpus_list           | same                              | core_siblings_list, package_cpus,           |
 // |                                               |                                   | core_siblings; none: package id per core    |
 // | cpu/cpuF/cache/indexK/{level,type}            | F = first online CPU, K = 0,1,..  | no `level`: end of the caches (none at all: |
@@ -25,20 +26,25 @@
 // | node/online                                   | always                            | node/possible (nodes without a directory    |
 // |                                               |                                   | are then skipped); no node directory at     |
 // |                                               |                                   | all (CONFIG_NUMA off): one node 0 holding   |
-// |                                               |                                   | every online CPU; directory but no list:    |
-// |                                               |                                   | error                                       |
+// |                                               |                                   | every online CPU, distance 10 (noted);      |
+// |                                               |                                   | directory but no list: error                |
 // | node/nodeN/cpulist                            | each node                         | cpumap; none: error. Empty: memory-only     |
-// | node/nodeN/distance                           | each node                         | distances left empty (optional)             |
+// | node/nodeN/distance                           | each node                         | distances left empty (optional). A row of   |
+// |                                               |                                   | one entry per node/possible node or node    |
+// |                                               |                                   | directory: picked by node id (noted)        |
 // | proc/self/status                              | always (live: Mems_allowed only)  | recording: allowed = online CPUs, mems      |
 // |                                               |                                   | unknown (empty). Cpus_allowed_list, else    |
 // |                                               |                                   | Cpus_allowed; Mems_allowed_list, else       |
 // |                                               |                                   | Mems_allowed; lines missing: same defaults  |
 // | pci (directory listing)                       | always                            | no PCI devices                              |
-// | pci/DEV/class                                 | every device                      | device skipped (error if in extra_pci)      |
-// | pci/DEV/vendor                                | display or accelerator (0x1200)   | error                                       |
-// |                                               | class devices, extra_pci          |                                             |
+// | pci/DEV/class                                 | every device                      | device skipped (error if in extra_pci);     |
+// |                                               |                                   | noted if `vendor` names a GPU vendor        |
+// | pci/DEV/vendor                                | display or accelerator (0x1200)   | not a GPU, skipped (noted); error if in     |
+// |                                               | class devices, extra_pci          | extra_pci                                   |
 // | pci/DEV/{device,numa_node}                    | GPUs and extra_pci devices        | device 0; numa_node -1                      |
 // | pci/DEV/local_cpulist                         | GPUs and extra_pci devices        | local_cpus; none: has_local_cpus = false    |
+// |                                               |                                   | (and an error if numa_node names a node the |
+// |                                               |                                   | tree lacks: the device is placed by it)     |
 // | proc/driver/nvidia/gpus/BDF/information       | NVIDIA GPUs                       | no UUID                                     |
 //
 // SysfsDetail::binding (what one rank's binding needs) leaves out: node/nodeN/distance;
@@ -67,8 +73,11 @@
 // file above (exceptions: an empty node cpulist means a memory-only node; an
 // unknown cache `type` is simply not Unified/Data). Errors name the full path
 // (root included) and say what to do. Results: every CPU set is restricted to
-// online CPUs except `allowed`, which is kept as recorded (it may name offline
-// CPUs); cores, packages, cache groups hold online CPUs only.
+// online CPUs, `allowed` too (the recorded set, when it names CPUs that are not
+// online, is kept in `recorded_allowed`); cores, packages, cache groups hold
+// online CPUs only. Refused as no kernel writes them (source/validate.hpp): two
+// node cpulists sharing a CPU, two PCI entries naming one device. Whatever was
+// assumed goes to Topology::notes, one line each naming the root-relative file.
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
