@@ -606,13 +606,14 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology
     GPUAFF_TRY(long long cls, r.hex(dir + "class", s, 0xffffff));
     d.class_code = static_cast<std::uint32_t>(cls);
   } else if (!extra) {
-    // Worth a note only if the vendor says this could be a GPU.
-    GPUAFF_TRY(bool have_vendor, r.get(dir + "vendor", s));
+    // Worth a note only if the vendor says this could be a GPU. The device is
+    // left out whatever its vendor file holds, so no content of it is an error.
+    auto have_vendor = r.get(dir + "vendor", s);
     long long v = 0;
     std::string_view digits = trim(s);
     if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) digits.remove_prefix(2);
-    if (have_vendor && leading_number(digits, 16, 0x10000, v) == digits.size() && !digits.empty() &&
-        is_gpu_vendor(static_cast<std::uint16_t>(v)) && v <= 0xffff)
+    if (have_vendor && *have_vendor && !digits.empty() && leading_number(digits, 16, 0x10000, v) == digits.size() &&
+        v <= 0xffff && is_gpu_vendor(static_cast<std::uint16_t>(v)))
       t.notes.push_back(dir + "class is missing: device " + std::string(addr.to_string().view()) +
                         " is not counted as a GPU");
     return std::optional<PciDevice>();
