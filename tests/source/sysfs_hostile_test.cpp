@@ -10,6 +10,7 @@
 
 #include "source/tree.hpp"
 #include "support/check.hpp"
+#include "support/notes.hpp"
 
 using gpuaff::CpuSet;
 using gpuaff::SysfsOptions;
@@ -19,6 +20,7 @@ using gpuaff_test::add_cpu;
 using gpuaff_test::add_node;
 using gpuaff_test::add_pci;
 using gpuaff_test::cpu_root;
+using gpuaff_test::has_note;
 using gpuaff_test::node_root;
 using gpuaff_test::TempTree;
 
@@ -91,15 +93,6 @@ Topology load_ok(const TempTree& t) {
   auto r = s.load();
   if (!r) FAIL(r.error().message());
   return *r;
-}
-
-bool has_note(const Topology& t, const std::vector<std::string>& parts) {
-  for (const auto& n : t.notes) {
-    bool all = true;
-    for (const auto& p : parts) all = all && n.find(p) != std::string::npos;
-    if (all) return true;
-  }
-  return false;
 }
 
 }  // namespace

@@ -39,8 +39,8 @@
 // | pci (directory listing)                       | always                            | no PCI devices                              |
 // | pci/DEV/class                                 | every device                      | device skipped (error if in extra_pci);     |
 // |                                               |                                   | noted if `vendor` names a GPU vendor        |
-// | pci/DEV/vendor                                | display or accelerator (0x1200)   | not a GPU, skipped (noted); error if in     |
-// |                                               | class devices, extra_pci          | extra_pci                                   |
+// | pci/DEV/vendor                                | display or accelerator (0x1200)   | not a GPU, skipped (noted); an extra_pci    |
+// |                                               | class devices, extra_pci          | device reads as vendor 0 (noted)            |
 // | pci/DEV/{device,numa_node}                    | GPUs and extra_pci devices        | device 0; numa_node -1                      |
 // | pci/DEV/local_cpulist                         | GPUs and extra_pci devices        | local_cpus; none: has_local_cpus = false    |
 // |                                               |                                   | (and an error if numa_node names a node the |
@@ -588,9 +588,9 @@ inline Result<std::vector<std::pair<PciAddress, std::string>>> list_pci_devices(
 /// One PCI device's class, and for GPUs and `extra` devices vendor, device,
 /// node and local CPUs (what a detail level leaves out is in the table at the
 /// top). nullopt: a device no Topology keeps. A device whose `class` or
-/// `vendor` is missing is not a GPU and is left out (an error only for an
-/// `extra` device, which was asked for); it is noted when its other file says
-/// it could have been one. A device whose numa_node names a node the tree does
+/// `vendor` is missing is not a GPU and is left out, noted when its other file
+/// says it could have been one; an `extra` device, which was asked for, is
+/// kept with class or vendor 0 (its binding needs only its node and CPUs). A device whose numa_node names a node the tree does
 /// not have is placed by its local CPUs (numa_node becomes -1, noted): the
 /// kernel's local_cpulist of a device is its node's cpulist, so it carries the
 /// same answer; without local CPUs it is an error rather than a binding to
@@ -621,14 +621,18 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology
   bool full = extra;
   if (is_gpu_candidate_class(d.class_code) || extra) {
     GPUAFF_TRY(bool have, r.get(dir + "vendor", s));
-    if (!have) {
-      if (extra) return r.bad(Errc::not_found, dir + "vendor", "is missing");
+    if (!have && extra) {
+      // A --pci target is placed by its node and local CPUs; its vendor says nothing about that.
+      t.notes.push_back(dir + "vendor is missing: device " + std::string(addr.to_string().view()) + " read with vendor 0");
+    } else if (!have) {
       t.notes.push_back(dir + "vendor is missing: device " + std::string(addr.to_string().view()) +
                         " (a display or accelerator class) is not counted as a GPU");
       return std::optional<PciDevice>();
     }
-    GPUAFF_TRY(long long v, r.hex(dir + "vendor", s, 0xffff));
-    d.vendor = static_cast<std::uint16_t>(v);
+    if (have) {
+      GPUAFF_TRY(long long v, r.hex(dir + "vendor", s, 0xffff));
+      d.vendor = static_cast<std::uint16_t>(v);
+    }
     full = full || d.is_gpu();
   }
   if (!full) return std::optional<PciDevice>();
