@@ -7,6 +7,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -127,7 +128,9 @@ struct CacheGroup {
 struct Topology {
   FixedString<256> origin;  ///< where it came from: a root, a JSON file, "hwloc"
   CpuSet online;                    ///< online CPUs
-  CpuSet allowed;                   ///< the process's allowed set (may name offline CPUs)
+  CpuSet allowed;                   ///< the process's allowed set, kept to online CPUs: what bindings use
+  CpuSet recorded_allowed;          ///< the allowed set as recorded, when it names CPUs that are not
+                                    ///< online (offline or absent); empty when it equals `allowed`
   CpuSet mems_allowed;              ///< allowed NUMA node ids (Mems_allowed_list); empty: unknown
   std::vector<Package> packages;    ///< sorted by id
   std::vector<NumaNode> nodes;      ///< sorted by id; ids may be sparse
@@ -142,6 +145,10 @@ struct Topology {
   /// Host GPUs that are not this process's: NVIDIA GPUs missing from the driver's
   /// list proc/driver/nvidia/gpus/ (a container given some of the host's GPUs).
   std::vector<PciAddress> hidden_gpus;
+  /// What the source assumed where the machine did not say (a file missing on
+  /// this kernel, a value it could not give): one line each, naming the file and
+  /// the assumption. Empty when nothing was assumed.
+  std::vector<std::string> notes;
 
   /// CPUs a binding may use: allowed and online.
   constexpr CpuSet usable() const { return allowed & online; }

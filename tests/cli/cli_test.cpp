@@ -291,6 +291,24 @@ TEST_CASE("topo shows memory-only nodes and the distance matrix") {
   CHECK(p.out.find("from\\to  0   1\n  0        10  21\n  1        21  10\n") != std::string::npos);
 }
 
+TEST_CASE("topo shows what the reader assumed: a notes: section in text, a notes list in JSON") {
+  // allowed-all-possible: the recorded allowed set 0-127 names CPUs 16-127, which do not exist.
+  Run r = tool({"topo", "--root", fixture("allowed-all-possible")});
+  REQUIRE(r.rc == 0);
+  auto at = r.out.find("notes:\n  - proc/self/status: the allowed CPUs 0-127");
+  CHECK(at != std::string::npos);
+  CHECK(r.out.find("(recorded: 0-127") != std::string::npos);
+  Run j = tool({"topo", "--root", fixture("allowed-all-possible"), "--format", "json"});
+  REQUIRE(j.rc == 0);
+  CHECK(j.out.find("\"recorded_allowed_cpus\": \"0-127\"") != std::string::npos);
+  CHECK(j.out.find("\"notes\": [\n    \"proc/self/status: the allowed CPUs 0-127") != std::string::npos);
+  // A machine read without assumptions: no notes section, an empty list.
+  Run plain = tool({"topo", "--root", p4d});
+  CHECK(plain.out.find("notes:") == std::string::npos);
+  Run plain_json = tool({"topo", "--root", p4d, "--format", "json"});
+  CHECK(plain_json.out.find("\"notes\": []") != std::string::npos);
+}
+
 TEST_CASE("topo --policy chooses the picture; --color always colours it") {
   Run r = tool({"topo", "--root", p4d, "--policy", "single-unique", "--color", "always"});
   REQUIRE(r.rc == 0);

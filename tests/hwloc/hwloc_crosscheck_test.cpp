@@ -35,9 +35,10 @@ enum class Diff {
   // hwloc's objects hold online CPUs only; the kernel's local_cpulist of a
   // device also names offline CPUs of its node.
   local_cpus_online_only,
-  // A recorded allowed set may name CPUs the machine does not have; the sysfs
-  // source keeps it as recorded, hwloc bounds it by the machine's CPUs. The
-  // usable set (allowed and online) is the same.
+  // A recorded allowed set may name CPUs the machine does not have or that are
+  // offline; the sysfs source keeps it to the online CPUs (docs/contract.md
+  // section 1), hwloc bounds it by the machine's CPUs, offline ones included.
+  // The usable set (allowed and online) is the same.
   allowed_bounded_by_machine,
   // Without a recorded Mems_allowed the sysfs source says "unknown" (empty);
   // hwloc reports every node as allowed.
@@ -54,6 +55,11 @@ enum class Diff {
   // different local_cpus, e.g. a hypervisor that gives one GPU an affinity and
   // not the next. Bindings then follow hwloc's locality for those devices.
   host_bridge_shared_locality,
+  // Without physical_package_id the sysfs source puts every CPU of unknown
+  // package into one package -1 (docs/contract.md section 1: `socket` then
+  // spans them all); hwloc makes packages of the core_siblings lists. Bindings
+  // are compared on the sysfs packages.
+  package_unknown,
 };
 
 constexpr std::string_view name(Diff d) {
@@ -65,6 +71,7 @@ constexpr std::string_view name(Diff d) {
     case Diff::pci_class_no_prog_if: return "pci_class_no_prog_if";
     case Diff::no_cache_masks: return "no_cache_masks";
     case Diff::host_bridge_shared_locality: return "host_bridge_shared_locality";
+    case Diff::package_unknown: return "package_unknown";
   }
   return "?";
 }
@@ -80,8 +87,10 @@ const std::vector<Known>& known_differences() {
       {"cloud-vm-numa-unknown", {Diff::numa_node_from_local_cpus, Diff::host_bridge_shared_locality}},
       {"h100-vm-1gpu", {Diff::numa_node_from_local_cpus}},
       {"hybrid", {Diff::numa_node_from_local_cpus}},
-      {"offline-cpus", {Diff::allowed_bounded_by_machine}},
       {"single-node-numa-minus1", {Diff::numa_node_from_local_cpus}},
+      // kernel variants (docs/contract.md section 1)
+      {"no-node-dir", {Diff::numa_node_from_local_cpus}},
+      {"power-no-package-id", {Diff::package_unknown}},
   };
   return table;
 }
@@ -170,12 +179,31 @@ Topology with_hwloc_bridge_locality(Topology sysfs, const Topology& hw) {
   return sysfs;
 }
 
+/// package_unknown: `hw` with the sysfs source's packages, where the sysfs
+/// source found no package ids.
+bool unknown_packages(const Topology& sysfs, const Topology& hw) {
+  return hw.packages != sysfs.packages && sysfs.packages.size() == 1 && sysfs.packages[0].id == -1;
+}
+Topology with_sysfs_packages(const Topology& sysfs, Topology hw) {
+  if (!unknown_packages(sysfs, hw)) return hw;
+  hw.packages = sysfs.packages;
+  for (auto& c : hw.cores) c.package = -1;
+  return hw;
+}
+
 /// Rewrites hwloc's topology into the sysfs source's conventions wherever a
 /// difference by design explains the gap, and records which ones did.
 std::set<Diff> normalise(const std::string& root, const Topology& sysfs, Topology& hw) {
   std::set<Diff> seen;
   hw.origin = sysfs.origin;
-  if (hw.allowed != sysfs.allowed && hw.usable() == sysfs.usable() && hw.allowed.is_subset_of(sysfs.allowed)) {
+  // What the sysfs reader assumed, and the allowed set as recorded, are its own.
+  hw.notes = sysfs.notes;
+  hw.recorded_allowed = sysfs.recorded_allowed;
+  if (unknown_packages(sysfs, hw)) {
+    hw = with_sysfs_packages(sysfs, hw);
+    seen.insert(Diff::package_unknown);
+  }
+  if (hw.allowed != sysfs.allowed && hw.usable() == sysfs.usable() && sysfs.allowed.is_subset_of(hw.allowed)) {
     hw.allowed = sysfs.allowed;
     seen.insert(Diff::allowed_bounded_by_machine);
   }
@@ -310,6 +338,8 @@ TEST_CASE("hwloc and sysfs give the same binding for every fixture, policy and G
     bool cache_masks = has_cache_masks(root, *sysfs);
     // host_bridge_shared_locality: compare on hwloc's locality for those devices
     Topology reference = with_hwloc_bridge_locality(*sysfs, *hw);
+    // package_unknown: compare on the sysfs packages
+    Topology hw_packages = with_sysfs_packages(*sysfs, *hw);
     int gpus = static_cast<int>(sysfs->gpus.size());
     REQUIRE(static_cast<int>(hw->gpus.size()) == gpus);
     for (const auto& spec : specs) {
@@ -317,7 +347,7 @@ TEST_CASE("hwloc and sysfs give the same binding for every fixture, policy and G
         for (auto unknown : {gpuaff::UnknownNode::error, gpuaff::UnknownNode::node0}) {
           gpuaff::JobOptions job{.unknown_node = unknown};
           auto a = gpuaff::bind(reference, g, spec, job);
-          auto b = gpuaff::bind(*hw, g, spec, job);
+          auto b = gpuaff::bind(hw_packages, g, spec, job);
           if (spec.kind == gpuaff::PolicyKind::core_complex && !cache_masks) {
             // no_cache_masks: hwloc has no cache groups, so no core complex to hand out
             CHECK_MESSAGE(!b, fx, " GPU ", g, ": core-complex without caches should fail, got ", result_text(b));

@@ -125,8 +125,11 @@ TEST_CASE("offline CPUs are in no core, node, package or cache group; their topo
   CHECK(topo.packages[0].cpus == L("0-2,4-7"));
   CHECK(topo.nodes[0].cpus == L("0-2,4-7"));
   CHECK(topo.core_complexes[0].cpus == L("0-2,4-7"));
-  CHECK(topo.allowed == L("0-15"));      // kept as recorded ...
-  CHECK(topo.usable() == L("0-2,4-7"));  // ... and usable() drops what is not online
+  // docs/contract.md section 1: bindings are drawn from the allowed CPUs that are online;
+  // the recorded set is kept beside it.
+  CHECK(topo.allowed == L("0-2,4-7"));
+  CHECK(topo.recorded_allowed == L("0-15"));
+  CHECK(topo.usable() == L("0-2,4-7"));
 }
 
 TEST_CASE("physical_package_id -1 gives one package -1") {
@@ -356,6 +359,10 @@ TEST_CASE("symlinks are resolved inside the root: absolute targets are re-rooted
     outside.write("dev/class", "0x030200\n").write("dev/vendor", "0x10de\n");
     t.link("sys/bus/pci/devices/0000:30:00.0", outside.path("dev"));
     // A file that is itself a symlink.
+    // Nodes 0 and 1, so that the node the link names exists.
+    t.write(node_root + "online", "0-1\n");
+    add_node(t, 0, "0", "10 20");
+    add_node(t, 1, "1", "20 10");
     t.write("elsewhere/numa_node", "1\n");
     t.remove("sys/devices/pci0000:10/0000:10:00.0/numa_node");
     t.link("sys/devices/pci0000:10/0000:10:00.0/numa_node", "/elsewhere/numa_node");

@@ -191,6 +191,8 @@ std::string render_report(const Topology& topo, const ReportOptions& o) {
   out += "CPUs online:   " + list_or(topo.online, "(none)") + " (" + std::to_string(topo.online.count()) + ")\n";
   out += "CPUs allowed:  " + list_or(topo.allowed, "(none)") + " (" + std::to_string(topo.allowed.count()) +
          "; usable, allowed and online: " + std::to_string(usable.count()) + ")\n";
+  if (!topo.recorded_allowed.empty())
+    out += "               (recorded: " + topo.recorded_allowed.to_list() + "; only the online CPUs count)\n";
   out += "memory nodes allowed: " + (topo.mems_allowed.empty() ? std::string("unknown") : topo.mems_allowed.to_list()) +
          '\n';
   out += "packages:      " + std::to_string(topo.packages.size());
@@ -202,6 +204,11 @@ std::string render_report(const Topology& topo, const ReportOptions& o) {
   if (!topo.core_complexes.empty()) {
     out += "core complexes: " + std::to_string(topo.core_complexes.size()) + " (L" +
            std::to_string(topo.core_complexes.front().level) + " groups)\n";
+  }
+  // What the source assumed where the machine did not say.
+  if (!topo.notes.empty()) {
+    out += "notes:\n";
+    for (const auto& n : topo.notes) out += "  - " + n + '\n';
   }
 
   out += "\nGPUs (" + std::to_string(topo.gpus.size()) + " visible):\n";

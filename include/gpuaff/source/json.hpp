@@ -6,7 +6,10 @@
 // The object, keys in this order (cpulists are strings in the kernel's form):
 //   format_version   1; a reader refuses a larger number
 //   root             where the topology came from (Topology::origin); informational on input
-//   allowed_cpus     the allowed set (may name offline CPUs)
+//   allowed_cpus     the allowed set bindings are drawn from: the process's allowed
+//                    CPUs that are online (docs/contract.md section 1)
+//   recorded_allowed_cpus  only when it differs: the allowed set as recorded
+//                    (it may name offline or absent CPUs)
 //   online_cpus
 //   mems_allowed     allowed node ids as a list; "" = unknown
 //   packages         [{"id": 0, "cpus": "0-23,48-71"}]           id -1: no package id
@@ -24,9 +27,15 @@
 //   hidden_gpus      ["0000:07:00.0"]: GPU-class pci_devices that are not the process's
 //                    (Topology::hidden_gpus: a container's driver list left them out);
 //                    written only when there are some
+//   notes            ["sys/devices/system/cpu/online is missing: ..."]: what the source
+//                    assumed where the machine did not say (always present; [] when none)
 //
 // On input only "online_cpus" and "numa_nodes" are required; a missing
-// "allowed_cpus" means every online CPU, other missing lists mean none. Hex fields
+// "allowed_cpus" means every online CPU, other missing lists mean none. An
+// "allowed_cpus" naming CPUs that are not online is kept to the online ones
+// (the given set becomes recorded_allowed_cpus). Two numa_nodes listing the
+// same CPU, and two pci_devices with the same address, are errors
+// (source/validate.hpp, shared with the sysfs reader). Hex fields
 // take "0x..." strings or plain numbers. Unknown keys are ignored (newer writers
 // may add some).
 
@@ -49,6 +58,7 @@
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/visible.hpp"
 #include "gpuaff/source/source.hpp"
+#include "gpuaff/source/validate.hpp"
 #include "gpuaff/topology.hpp"
 
 namespace gpuaff {
@@ -242,6 +252,17 @@ inline Result<void> parse_cpu_sets(const Parser& p, const Json& doc, Topology& t
   } else {
     t.allowed = t.online;
   }
+  if (const Json* v = Parser::find(doc, "recorded_allowed_cpus")) {
+    GPUAFF_TRY(t.recorded_allowed, p.cpus(*v, "recorded_allowed_cpus"));
+  }
+  // Bindings are drawn from the allowed CPUs that are online.
+  if (CpuSet usable = t.allowed & t.online; usable != t.allowed) {
+    if (usable.empty())
+      return p.bad(Errc::parse_error, "allowed_cpus", "names none of online_cpus (", t.online.to_list(),
+                   "); list the CPUs the job may use");
+    if (t.recorded_allowed.empty()) t.recorded_allowed = t.allowed;
+    t.allowed = usable;
+  }
   if (const Json* v = Parser::find(doc, "mems_allowed")) {
     GPUAFF_TRY(t.mems_allowed, p.cpus(*v, "mems_allowed"));
   }
@@ -288,6 +309,9 @@ inline Result<void> parse_nodes(const Parser& p, const Json& doc, Topology& t) {
     return {};
   };
   GPUAFF_TRY_VOID(p.each_object(doc, "numa_nodes", true, node));
+  if (auto o = find_node_overlap(t.nodes))
+    return p.bad(Errc::parse_error, Parser::join(Parser::at("numa_nodes", o->second), "cpus"), "and ",
+                 Parser::join(Parser::at("numa_nodes", o->first), "cpus"), ": ", node_overlap_text(t.nodes, *o));
   for (std::size_t i = 0; i < t.nodes.size(); ++i) {
     const auto& n = t.nodes[i];
     if (!n.distances.empty() && n.distances.size() != t.nodes.size())
@@ -380,12 +404,16 @@ inline Result<PciDevice> parse_pci_device(const Parser& p, const Json& o, const 
 inline Result<void> parse_pci_devices(const Parser& p, const Json& doc, Topology& t) {
   auto device = [&](const Json& o, const std::string& path, std::size_t /*position*/) -> Result<void> {
     GPUAFF_TRY(PciDevice d, parse_pci_device(p, o, path));
-    if (t.find_pci(d.address) != nullptr)
-      return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "device ", d.address.to_string(), " is listed twice");
     t.pci_devices.push_back(d);
     return {};
   };
   GPUAFF_TRY_VOID(p.each_object(doc, "pci_devices", false, device));
+  std::vector<PciAddress> addresses;
+  for (const auto& d : t.pci_devices) addresses.push_back(d.address);
+  if (auto dup = find_duplicate_address(addresses))
+    return p.bad(Errc::parse_error, Parser::join(Parser::at("pci_devices", dup->second), "bdf"), "device ",
+                 addresses[dup->second].to_string(), " is listed twice (also at ",
+                 Parser::join(Parser::at("pci_devices", dup->first), "bdf"), ")");
   std::stable_sort(t.pci_devices.begin(), t.pci_devices.end(),
                    [](const PciDevice& a, const PciDevice& b) { return a.address < b.address; });
   return {};
@@ -455,6 +483,13 @@ inline Result<void> parse_hidden_gpus(const Parser& p, const Json& doc, Topology
     if (d == nullptr || !d->is_gpu())
       return p.bad(Errc::parse_error, path, addr->to_string(), " is not a GPU among pci_devices; list only GPUs there");
     t.hidden_gpus.push_back(*addr);
+/// notes: an array of one-line strings.
+inline Result<void> parse_notes(const Parser& p, const Json& doc, Topology& t) {
+  GPUAFF_TRY(const Json* notes, p.array(doc, "", "notes", false));
+  if (notes == nullptr) return {};
+  for (std::size_t i = 0; i < notes->size(); ++i) {
+    GPUAFF_TRY_VOID(p.expect((*notes)[i], Parser::at("notes", i), Json::value_t::string, "a string"));
+    t.notes.push_back((*notes)[i].get<std::string>());
   }
   return {};
 }
@@ -492,6 +527,7 @@ inline Result<Topology> parse(const Json& doc, std::string_view origin) {
   GPUAFF_TRY_VOID(parse_gpus(p, doc, t));
   GPUAFF_TRY_VOID(parse_hidden_gpus(p, doc, t));
   t.host_gpus = host_gpus_of(t);
+  GPUAFF_TRY_VOID(parse_notes(p, doc, t));
   return t;
 }
 
@@ -504,6 +540,7 @@ inline std::string to_json(const Topology& t, int indent) {
   j["format_version"] = json_format_version;
   j["root"] = std::string(t.origin.view());
   j["allowed_cpus"] = t.allowed.to_list();
+  if (!t.recorded_allowed.empty()) j["recorded_allowed_cpus"] = t.recorded_allowed.to_list();
   j["online_cpus"] = t.online.to_list();
   j["mems_allowed"] = t.mems_allowed.to_list();
   J packages = J::array();
@@ -555,6 +592,9 @@ inline std::string to_json(const Topology& t, int indent) {
     for (const auto& a : t.hidden_gpus) hidden.push_back(std::string(a.to_string().view()));
     j["hidden_gpus"] = std::move(hidden);
   }
+  J notes = J::array();
+  for (const auto& n : t.notes) notes.push_back(n);
+  j["notes"] = std::move(notes);
   // Replace invalid UTF-8 (an origin path may hold any bytes) instead of throwing.
   return j.dump(indent < 0 ? -1 : indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -10,12 +10,13 @@
 //
 // | file                                          | when read                         | if missing                                  |
 // |-----------------------------------------------|-----------------------------------|---------------------------------------------|
-// | cpu/online                                    | always                            | per-CPU fallback below; else error          |
-// | cpu/present, then cpu/possible                | only when cpu/online is missing   | error naming cpu/online                     |
+// | cpu/online                                    | always                            | the fallback below (noted)                  |
+// | cpu/present, then cpu/possible                | only when cpu/online is missing   | the cpuN directories; none: error           |
 // | cpu/cpuN/online                               | only when cpu/online is missing   | CPU counts as online (cpu0 has none)        |
 // | cpu/cpuN/topology/core_cpus_list              | first online CPU of each core     | thread_siblings_list, core_cpus,            |
 // |                                               |                                   | thread_siblings (masks); none: error        |
-// | cpu/cpuN/topology/physical_package_id         | first online CPU of each package  | error                                       |
+// | cpu/cpuN/topology/physical_package_id         | first online CPU of each package  | -1: package unknown (noted; see            |
+// |                                               |                                   | read_packages)                              |
 // | cpu/cpuN/topology/package_cpus_list           | same                              | core_siblings_list, package_cpus,           |
 // |                                               |                                   | core_siblings; none: package id per core    |
 // | cpu/cpuF/cache/indexK/{level,type}            | F = first online CPU, K = 0,1,..  | no `level`: end of the caches (none at all: |
@@ -25,20 +26,25 @@
 // | node/online                                   | always                            | node/possible (nodes without a directory    |
 // |                                               |                                   | are then skipped); no node directory at     |
 // |                                               |                                   | all (CONFIG_NUMA off): one node 0 holding   |
-// |                                               |                                   | every online CPU; directory but no list:    |
-// |                                               |                                   | error                                       |
+// |                                               |                                   | every online CPU, distance 10 (noted);      |
+// |                                               |                                   | directory but no list: error                |
 // | node/nodeN/cpulist                            | each node                         | cpumap; none: error. Empty: memory-only     |
-// | node/nodeN/distance                           | each node                         | distances left empty (optional)             |
+// | node/nodeN/distance                           | each node                         | distances left empty (optional). A row of   |
+// |                                               |                                   | one entry per node/possible node or node    |
+// |                                               |                                   | directory: picked by node id (noted)        |
 // | proc/self/status                              | always (live: Mems_allowed only)  | recording: allowed = online CPUs, mems      |
 // |                                               |                                   | unknown (empty). Cpus_allowed_list, else    |
 // |                                               |                                   | Cpus_allowed; Mems_allowed_list, else       |
 // |                                               |                                   | Mems_allowed; lines missing: same defaults  |
 // | pci (directory listing)                       | always                            | no PCI devices                              |
-// | pci/DEV/class                                 | every device                      | device skipped (error if in extra_pci)      |
-// | pci/DEV/vendor                                | display or accelerator (0x1200)   | error                                       |
-// |                                               | class devices, extra_pci          |                                             |
+// | pci/DEV/class                                 | every device                      | device skipped (error if in extra_pci);     |
+// |                                               |                                   | noted if `vendor` names a GPU vendor        |
+// | pci/DEV/vendor                                | display or accelerator (0x1200)   | not a GPU, skipped (noted); an extra_pci    |
+// |                                               | class devices, extra_pci          | device reads as vendor 0 (noted)            |
 // | pci/DEV/{device,numa_node}                    | GPUs and extra_pci devices        | device 0; numa_node -1                      |
 // | pci/DEV/local_cpulist                         | GPUs and extra_pci devices        | local_cpus; none: has_local_cpus = false    |
+// |                                               |                                   | (and an error if numa_node names a node the |
+// |                                               |                                   | tree lacks: the device is placed by it)     |
 // | proc/driver/nvidia/gpus (directory listing)   | always                            | every NVIDIA GPU is the process's           |
 // | proc/driver/nvidia/gpus/BDF/information       | NVIDIA GPUs                       | no UUID                                     |
 //
@@ -74,8 +80,11 @@
 // file above (exceptions: an empty node cpulist means a memory-only node; an
 // unknown cache `type` is simply not Unified/Data). Errors name the full path
 // (root included) and say what to do. Results: every CPU set is restricted to
-// online CPUs except `allowed`, which is kept as recorded (it may name offline
-// CPUs); cores, packages, cache groups hold online CPUs only.
+// online CPUs, `allowed` too (the recorded set, when it names CPUs that are not
+// online, is kept in `recorded_allowed`); cores, packages, cache groups hold
+// online CPUs only. Refused as no kernel writes them (source/validate.hpp): two
+// node cpulists sharing a CPU, two PCI entries naming one device. Whatever was
+// assumed goes to Topology::notes, one line each naming the root-relative file.
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
@@ -91,6 +100,7 @@
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/source.hpp"
 #include "gpuaff/source/sysfs_reader.hpp"
+#include "gpuaff/source/validate.hpp"
 #include "gpuaff/source/visible.hpp"
 #include "gpuaff/topology.hpp"
 
@@ -166,7 +176,28 @@ inline bool names_uuids(const VisibleDevices& v) {
 
 inline constexpr std::string_view sysfs_cpu = "sys/devices/system/cpu/";
 
-/// cpu/online; without it, cpu/present (or possible) and each CPU's own `online`.
+/// The CPU numbers of the cpuN directories under sys/devices/system/cpu.
+inline Result<CpuSet> cpu_directories(SysfsReader& r) {
+  const std::string dir(sysfs_cpu.substr(0, sysfs_cpu.size() - 1));
+  GPUAFF_TRY(auto names, r.list(dir));
+  CpuSet ids;
+  for (const auto& n : names) {
+    std::string_view digits = std::string_view(n).substr(n.size() > 3 && n.compare(0, 3, "cpu") == 0 ? 3 : n.size());
+    long long id = 0;
+    if (digits.empty() || (digits.size() > 1 && digits[0] == '0') ||
+        leading_number(digits, 10, 1'000'000, id) != digits.size())
+      continue;  // cpufreq, cpuidle, vulnerabilities, ...
+    if (id >= CpuSet::capacity)
+      return r.bad(Errc::out_of_range, dir + "/" + n, "CPU ", id, " is beyond the ", CpuSet::capacity,
+                   " CPUs gpuaff supports");
+    ids.set(static_cast<int>(id));
+  }
+  return ids;
+}
+
+/// cpu/online; without it (older kernels, some sandboxes and dumps),
+/// cpu/present, else cpu/possible, else the cpuN directories, minus the CPUs
+/// whose own `online` reads 0. The fallback is noted.
 inline Result<void> read_online_cpus(SysfsReader& r, Topology& t) {
   const std::string cpu(sysfs_cpu);
   const std::string rel = cpu + "online";
@@ -177,10 +208,19 @@ inline Result<void> read_online_cpus(SysfsReader& r, Topology& t) {
     GPUAFF_TRY(t.online, r.cpus(rel, s, Form::list, Empty::error));
   } else {
     GPUAFF_TRY(int which, r.first_of({cpu + "present", cpu + "possible"}, s));
-    if (which < 0) return r.bad(Errc::not_found, rel, "is missing");
-    std::string prel = cpu + (which == 0 ? "present" : "possible");
-    GPUAFF_TRY(CpuSet present, r.cpus(prel, s, Form::list, Empty::error));
-    for (int c : present) {
+    CpuSet candidates;
+    std::string from;
+    if (which >= 0) {
+      from = cpu + (which == 0 ? "present" : "possible");
+      GPUAFF_TRY(candidates, r.cpus(from, s, Form::list, Empty::error));
+    } else {
+      GPUAFF_TRY(candidates, cpu_directories(r));
+      if (candidates.empty())
+        return r.bad(Errc::not_found, rel, "is missing, and so are cpu/present, cpu/possible and every cpuN directory");
+      from = "the cpuN directories of " + cpu.substr(0, cpu.size() - 1);
+    }
+    CpuSet off;
+    for (int c : candidates) {
       std::string orel = cpu_dir(c) + "/online";
       GPUAFF_TRY(bool h, r.get(orel, s));
       if (!h) {
@@ -189,7 +229,11 @@ inline Result<void> read_online_cpus(SysfsReader& r, Topology& t) {
       }
       GPUAFF_TRY(long long on, r.integer(orel, s, 0, 1));
       if (on == 1) t.online.set(c);
+      else off.set(c);
     }
+    std::string note = rel + " is missing: online CPUs taken from " + from + " (" + candidates.to_list() + ")";
+    if (!off.empty()) note += " minus CPUs " + off.to_list() + ", whose cpuN/online reads 0";
+    t.notes.push_back(std::move(note));
   }
   if (t.online.empty()) return r.bad(Errc::parse_error, rel, "names no online CPU");
   return {};
@@ -219,8 +263,17 @@ inline Result<std::vector<int>> read_cores(SysfsReader& r, Topology& t) {
 
 /// One id and one member list per package; without member lists (an old or
 /// odd kernel), the package id of each core. Packages end up sorted by id.
+/// A missing physical_package_id (architectures that do not provide it) counts
+/// as -1, "unknown", like the -1 some firmware gives: every CPU of unknown
+/// package goes into one package with id -1. Grouping them by NUMA node
+/// instead would guess: a socket may hold several nodes (SNC, NPS4), and a
+/// `socket` binding narrower than the real socket would leave out CPUs that
+/// are as close. One package for all of them is wide but never wrong; `node`
+/// still binds to the GPU's node. Both cases are noted.
 inline Result<void> read_packages(SysfsReader& r, Topology& t, const std::vector<int>& core_index) {
   CpuSet covered;
+  CpuSet id_missing;
+  CpuSet id_unknown;
   bool lists = true;
   std::string s;
   for (int c : t.online) {
@@ -228,8 +281,10 @@ inline Result<void> read_packages(SysfsReader& r, Topology& t, const std::vector
     std::string dir = cpu_dir(c) + "/topology/";
     std::string idrel = dir + "physical_package_id";
     GPUAFF_TRY(bool have, r.get(idrel, s));
-    if (!have) return r.bad(Errc::not_found, idrel, "is missing");
-    GPUAFF_TRY(long long id, r.integer(idrel, s, -1, 1'000'000));
+    long long id = -1;
+    if (have) {
+      GPUAFF_TRY(id, r.integer(idrel, s, -1, 1'000'000));
+    }
     std::optional<CpuFile> file;
     if (lists) {
       GPUAFF_TRY(file, r.list_or_mask(dir, {"package_cpus_list", "core_siblings_list", "package_cpus", "core_siblings"},
@@ -241,6 +296,8 @@ inline Result<void> read_packages(SysfsReader& r, Topology& t, const std::vector
       GPUAFF_TRY(members, r.own_group(*file, c, t.online, covered, "package list"));
     }
     covered |= members;
+    if (!have) id_missing |= members;
+    else if (id < 0) id_unknown |= members;
     auto same = std::find_if(t.packages.begin(), t.packages.end(), [&](const Package& p) { return p.id == id; });
     if (same == t.packages.end()) t.packages.push_back(Package{static_cast<int>(id), members});
     else same->cpus |= members;
@@ -248,6 +305,10 @@ inline Result<void> read_packages(SysfsReader& r, Topology& t, const std::vector
   std::sort(t.packages.begin(), t.packages.end(), [](const Package& a, const Package& b) { return a.id < b.id; });
   for (auto& core : t.cores)
     if (const Package* p = t.package_of_cpu(core.first())) core.package = p->id;
+  const std::string what = std::string(sysfs_cpu) + "cpuN/topology/physical_package_id";
+  const char* assumed = ": package unknown; these CPUs form one package (id -1), so `socket` binds to all of them";
+  if (!id_missing.empty()) t.notes.push_back(what + " is missing for CPUs " + id_missing.to_list() + assumed);
+  if (!id_unknown.empty()) t.notes.push_back(what + " is -1 for CPUs " + id_unknown.to_list() + assumed);
   return {};
 }
 
@@ -307,39 +368,103 @@ inline Result<std::vector<int>> parse_distances(const SysfsReader& r, const std:
   return out;
 }
 
-/// Each node's distance list must name every node; lists from node/possible
-/// that cannot be aligned with the nodes that exist are dropped instead.
-inline Result<void> check_distances(const SysfsReader& r, Topology& t, const std::vector<std::string>& files,
-                                    const std::string& list_rel, bool from_possible) {
+inline constexpr std::string_view sysfs_node = "sys/devices/system/node/";
+
+/// The node ids of the nodeN directories under sys/devices/system/node.
+inline Result<std::vector<int>> node_directories(SysfsReader& r) {
+  GPUAFF_TRY(auto names, r.list(sysfs_node.substr(0, sysfs_node.size() - 1)));
+  std::vector<int> ids;
+  for (const auto& n : names) {
+    std::string_view digits = std::string_view(n).substr(n.size() > 4 && n.compare(0, 4, "node") == 0 ? 4 : n.size());
+    long long id = 0;
+    if (digits.empty() || (digits.size() > 1 && digits[0] == '0') ||
+        leading_number(digits, 10, CpuSet::capacity, id) != digits.size() || id >= CpuSet::capacity)
+      continue;
+    ids.push_back(static_cast<int>(id));
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+/// Each node's distances, one per node of Topology::nodes. A row may have one
+/// entry per node in node/possible or per node directory instead, which is
+/// more than the nodes read when a node is offline (node 0 offline: node/online
+/// is "1" and node1/distance is "20 10"): the entries are then picked by node
+/// id, and that is noted. A row that fits none of these is an error.
+inline Result<void> align_distances(SysfsReader& r, Topology& t, const std::vector<std::string>& files,
+                                    const std::string& list_rel) {
+  std::vector<std::pair<std::string, std::vector<int>>> layouts;  // what a row's entries may stand for
+  bool layouts_read = false;
+  std::string s;
   for (std::size_t k = 0; k < t.nodes.size(); ++k) {
     auto& n = t.nodes[k];
     if (n.distances.empty() || n.distances.size() == t.nodes.size()) continue;
-    if (from_possible) {
-      n.distances.clear();
-      continue;
+    if (!layouts_read) {
+      layouts_read = true;
+      std::string prel = std::string(sysfs_node) + "possible";
+      GPUAFF_TRY(bool have, r.get(prel, s));
+      if (have) {
+        GPUAFF_TRY(CpuSet possible, r.cpus(prel, s, Form::list, Empty::error));
+        layouts.emplace_back(prel, std::vector<int>(possible.begin(), possible.end()));
+      }
+      GPUAFF_TRY(auto dirs, node_directories(r));
+      layouts.emplace_back("the node directories", std::move(dirs));
     }
-    return r.bad(Errc::parse_error, files[k], "has ", n.distances.size(), " distances but ", list_rel, " names ",
-                 t.nodes.size(), " nodes");
+    const std::pair<std::string, std::vector<int>>* fit = nullptr;
+    for (const auto& l : layouts) {
+      if (l.second.size() != n.distances.size()) continue;
+      bool all = std::all_of(t.nodes.begin(), t.nodes.end(), [&](const NumaNode& m) {
+        return std::find(l.second.begin(), l.second.end(), m.id) != l.second.end();
+      });
+      if (all) {
+        fit = &l;
+        break;
+      }
+    }
+    if (fit == nullptr)
+      return r.bad(Errc::parse_error, files[k], "has ", n.distances.size(), " distances but ", list_rel, " names ",
+                   t.nodes.size(), " nodes (and neither node/possible nor the node directories name ",
+                   n.distances.size(), ")");
+    std::vector<int> picked;
+    for (const auto& m : t.nodes) {
+      auto at = std::find(fit->second.begin(), fit->second.end(), m.id) - fit->second.begin();
+      picked.push_back(n.distances[static_cast<std::size_t>(at)]);
+    }
+    t.notes.push_back(files[k] + " has one distance per node of " + fit->first + " (" + std::to_string(fit->second.size()) +
+                      "), not per node of " + list_rel + ": the distances to nodes " +
+                      [&] {
+                        CpuSet ids;
+                        for (const auto& m : t.nodes) ids.set(m.id);
+                        return ids.to_list();
+                      }() +
+                      " picked by node id");
+    n.distances = std::move(picked);
   }
   return {};
 }
 
 /// NUMA nodes from node/online (else node/possible): each node's CPUs and,
-/// with full detail, distances. No node directory at all: one node 0.
+/// with full detail, distances. No node directory at all: one node 0. Two
+/// nodes listing the same CPU are an error (source/validate.hpp); online CPUs
+/// in no node are noted.
 inline Result<void> read_nodes(SysfsReader& r, Topology& t, SysfsDetail detail) {
-  const std::string node = "sys/devices/system/node/";
+  const std::string node(sysfs_node);
   std::string s;
   GPUAFF_TRY(int which, r.first_of({node + "online", node + "possible"}, s));
   if (which < 0) {
     if (r.is_directory("sys/devices/system/node"))
       return r.bad(Errc::not_found, node + "online", "is missing (and so is node/possible)");
-    t.nodes.push_back(NumaNode{0, t.online, {}});  // CONFIG_NUMA=n: one node
+    // CONFIG_NUMA=n (ia64, s390 and small kernels): one node holding every CPU and all memory.
+    t.nodes.push_back(NumaNode{0, t.online, {10}});
+    t.notes.push_back("sys/devices/system/node is missing (a kernel without NUMA): one node 0 holding every online "
+                      "CPU and all memory, distance 10");
     return {};
   }
   bool from_possible = which == 1;
   std::string lrel = node + (from_possible ? "possible" : "online");
   GPUAFF_TRY(CpuSet ids, r.cpus(lrel, s, Form::list, Empty::error));
   std::vector<std::string> distance_files;
+  std::vector<std::string> cpu_files;
   for (int id : ids) {
     std::string dir = node + "node" + std::to_string(id) + "/";
     GPUAFF_TRY(auto file, r.list_or_mask(dir, {"cpulist", "cpumap"}, Empty::allowed, s));
@@ -357,10 +482,15 @@ inline Result<void> read_nodes(SysfsReader& r, Topology& t, SysfsDetail detail) 
       GPUAFF_TRY(n.distances, parse_distances(r, drel, s));
     }
     distance_files.push_back(drel);
+    cpu_files.push_back(file->path);
     t.nodes.push_back(std::move(n));
   }
   if (t.nodes.empty()) return r.bad(Errc::parse_error, lrel, "names no node with a directory");
-  return check_distances(r, t, distance_files, lrel, from_possible);
+  if (auto o = find_node_overlap(t.nodes))
+    return r.bad(Errc::parse_error, cpu_files[o->second], "and ", r.shown(cpu_files[o->first]), ": ",
+                 node_overlap_text(t.nodes, *o), "; record the tree again with `gpuaff record`");
+  if (CpuSet lost = cpus_in_no_node(t); !lost.empty()) t.notes.push_back(no_node_note(lost, node + "nodeN/cpulist"));
+  return align_distances(r, t, distance_files, lrel);
 }
 
 /// The allowed CPUs and memory nodes: live, the calling thread's affinity and
@@ -382,6 +512,18 @@ inline Result<void> read_allowed(SysfsReader& r, Topology& t) {
       }
     }
   }
+  // A recorded set may name every possible CPU (0-127 on a 16-CPU machine) or
+  // offline ones: bindings are drawn from the online CPUs it names.
+  CpuSet usable = t.allowed & t.online;
+  if (usable != t.allowed) {
+    if (usable.empty())
+      return r.bad(Errc::parse_error, rel, "the allowed CPUs (", t.allowed.to_list(), ") are none of the online CPUs (",
+                   t.online.to_list(), ")");
+    t.notes.push_back(rel + ": the allowed CPUs " + t.allowed.to_list() + " name CPUs " + (t.allowed - usable).to_list() +
+                      " that are not online; bindings use " + usable.to_list());
+    t.recorded_allowed = t.allowed;
+    t.allowed = usable;
+  }
   if (have) {
     if (auto v = status_field(s, "Mems_allowed_list")) {
       GPUAFF_TRY(t.mems_allowed, r.cpus(rel + " (Mems_allowed_list)", *v, Form::list, Empty::error));
@@ -394,9 +536,32 @@ inline Result<void> read_allowed(SysfsReader& r, Topology& t) {
 
 inline constexpr std::string_view sysfs_pci = "sys/bus/pci/devices";
 
-/// The PCI devices under sys/bus/pci/devices, by address (entries whose names
-/// are not PCI addresses skipped); every one of `extra` must be among them.
-inline Result<std::vector<std::pair<PciAddress, std::string>>> list_pci_devices(SysfsReader& r,
+/// A directory entry's name for a note: control characters (a name may hold
+/// any byte but '/' and NUL) written as \xNN, so a note stays one line.
+inline std::string printable_name(std::string_view name) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  for (char c : name) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      out += "\\x";
+      out += digits[u >> 4];
+      out += digits[u & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/// The PCI devices under sys/bus/pci/devices, by address; every one of
+/// `extra` must be among them. The kernel names each entry DDDD:BB:DD.F in
+/// lower case; other names that still parse as an address ("18:00.0", an
+/// 8-digit domain, upper case, a leading space) are read as that address and
+/// noted, and two entries naming the same device are an error naming both
+/// (a copy beside the real entry would make a second GPU and shift every later
+/// index). Entries that are no PCI address at all are skipped.
+inline Result<std::vector<std::pair<PciAddress, std::string>>> list_pci_devices(SysfsReader& r, Topology& t,
                                                                                 const std::vector<PciAddress>& extra) {
   GPUAFF_TRY(auto names, r.list(sysfs_pci));
   std::vector<std::pair<PciAddress, std::string>> devices;
@@ -405,6 +570,20 @@ inline Result<std::vector<std::pair<PciAddress, std::string>>> list_pci_devices(
     if (a) devices.emplace_back(*a, std::move(n));
   }
   std::stable_sort(devices.begin(), devices.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<PciAddress> addresses;
+  for (const auto& d : devices) addresses.push_back(d.first);
+  const std::string dir = std::string(sysfs_pci) + "/";
+  if (auto dup = find_duplicate_address(addresses)) {
+    const auto& a = devices[dup->first];
+    const auto& b = devices[dup->second];
+    return r.bad(Errc::parse_error, dir + printable_name(b.second), "and ", r.shown(dir + printable_name(a.second)),
+                 " both name PCI device ",
+                 a.first.to_string(), "; the kernel names it ", a.first.to_string(), " only: remove the other entry");
+  }
+  for (const auto& [addr, name] : devices)
+    if (name != addr.to_string().view())
+      t.notes.push_back(dir + "'" + printable_name(name) + "' is not the kernel's name for a PCI device: read as " +
+                        std::string(addr.to_string().view()));
   for (const auto& want : extra) {
     if (std::none_of(devices.begin(), devices.end(), [&](const auto& d) { return d.first == want; }))
       return fail(Errc::not_found, "PCI device ", want.to_string(), " is not in ", r.shown(sysfs_pci),
@@ -415,8 +594,15 @@ inline Result<std::vector<std::pair<PciAddress, std::string>>> list_pci_devices(
 
 /// One PCI device's class, and for GPUs and `extra` devices vendor, device,
 /// node and local CPUs (what a detail level leaves out is in the table at the
-/// top). nullopt: a device no Topology keeps.
-inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, const Topology& t, const PciAddress& addr,
+/// top). nullopt: a device no Topology keeps. A device whose `class` or
+/// `vendor` is missing is not a GPU and is left out, noted when its other file
+/// says it could have been one; an `extra` device, which was asked for, is
+/// kept with class or vendor 0 (its binding needs only its node and CPUs). A device whose numa_node names a node the tree does
+/// not have is placed by its local CPUs (numa_node becomes -1, noted): the
+/// kernel's local_cpulist of a device is its node's cpulist, so it carries the
+/// same answer; without local CPUs it is an error rather than a binding to
+/// every CPU.
+inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology& t, const PciAddress& addr,
                                                         const std::string& name, bool extra, SysfsDetail detail) {
   std::string dir = std::string(sysfs_pci) + "/" + name + "/";
   std::string s;
@@ -427,14 +613,33 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, const To
     GPUAFF_TRY(long long cls, r.hex(dir + "class", s, 0xffffff));
     d.class_code = static_cast<std::uint32_t>(cls);
   } else if (!extra) {
+    // Worth a note only if the vendor says this could be a GPU. The device is
+    // left out whatever its vendor file holds, so no content of it is an error.
+    auto have_vendor = r.get(dir + "vendor", s);
+    long long v = 0;
+    std::string_view digits = trim(s);
+    if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) digits.remove_prefix(2);
+    if (have_vendor && *have_vendor && !digits.empty() && leading_number(digits, 16, 0x10000, v) == digits.size() &&
+        v <= 0xffff && is_gpu_vendor(static_cast<std::uint16_t>(v)))
+      t.notes.push_back(dir + "class is missing: device " + std::string(addr.to_string().view()) +
+                        " is not counted as a GPU");
     return std::optional<PciDevice>();
   }
   bool full = extra;
   if (is_gpu_candidate_class(d.class_code) || extra) {
     GPUAFF_TRY(bool have, r.get(dir + "vendor", s));
-    if (!have) return r.bad(Errc::not_found, dir + "vendor", "is missing");
-    GPUAFF_TRY(long long v, r.hex(dir + "vendor", s, 0xffff));
-    d.vendor = static_cast<std::uint16_t>(v);
+    if (!have && extra) {
+      // A --pci target is placed by its node and local CPUs; its vendor says nothing about that.
+      t.notes.push_back(dir + "vendor is missing: device " + std::string(addr.to_string().view()) + " read with vendor 0");
+    } else if (!have) {
+      t.notes.push_back(dir + "vendor is missing: device " + std::string(addr.to_string().view()) +
+                        " (a display or accelerator class) is not counted as a GPU");
+      return std::optional<PciDevice>();
+    }
+    if (have) {
+      GPUAFF_TRY(long long v, r.hex(dir + "vendor", s, 0xffff));
+      d.vendor = static_cast<std::uint16_t>(v);
+    }
     full = full || d.is_gpu();
   }
   if (!full) return std::optional<PciDevice>();
@@ -451,19 +656,31 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, const To
     GPUAFF_TRY(long long v, r.integer(dir + "numa_node", s, -1, CpuSet::capacity - 1));
     d.numa_node = static_cast<int>(v);
   }
+  bool lost_node = d.numa_node >= 0 && t.find_node(d.numa_node) == nullptr;
   // Binding detail: a known node places the device; local CPUs only help with -1.
-  if (detail == SysfsDetail::full || d.numa_node < 0) {
+  if (detail == SysfsDetail::full || d.numa_node < 0 || lost_node) {
     GPUAFF_TRY(auto local, r.list_or_mask(dir, {"local_cpulist", "local_cpus"}, Empty::allowed, s));
     if (local) {
       d.local_cpus = local->cpus & t.online;
       d.has_local_cpus = true;
     }
   }
+  if (lost_node) {
+    std::string node_dir = std::string(sysfs_node) + "node" + std::to_string(d.numa_node);
+    if (!d.has_local_cpus || d.local_cpus.empty())
+      return r.bad(Errc::not_found, node_dir, "is not among the nodes of this tree, but ", r.shown(dir + "numa_node"),
+                   " names node ", d.numa_node, " and the device has no local_cpulist to place it by; record the "
+                   "tree again with `gpuaff record`");
+    t.notes.push_back(dir + "numa_node names node " + std::to_string(d.numa_node) + ", but " + node_dir +
+                      " is not among the nodes: device placed by its local_cpulist (" + d.local_cpus.to_list() +
+                      ") instead");
+    d.numa_node = -1;
+  }
   return std::optional<PciDevice>(d);
 }
 
 inline Result<void> read_pci(SysfsReader& r, Topology& t, const SysfsOptions& options) {
-  GPUAFF_TRY(auto devices, list_pci_devices(r, options.extra_pci));
+  GPUAFF_TRY(auto devices, list_pci_devices(r, t, options.extra_pci));
   for (const auto& [addr, name] : devices) {
     bool extra = std::find(options.extra_pci.begin(), options.extra_pci.end(), addr) != options.extra_pci.end();
     GPUAFF_TRY(auto d, read_pci_device(r, t, addr, name, extra, options.detail));

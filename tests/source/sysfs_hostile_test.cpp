@@ -1,0 +1,200 @@
+// Hostile roots: trees that no kernel writes but that an edited, damaged or
+// planted recording may hold. Each is refused with one error naming the files
+// involved, or read the one way that cannot be wrong and noted; none may give
+// a duplicate GPU, shift an index or bind a GPU to every CPU.
+#include <gpuaff/gpuaff.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "source/tree.hpp"
+#include "support/check.hpp"
+#include "support/notes.hpp"
+
+using gpuaff::CpuSet;
+using gpuaff::SysfsOptions;
+using gpuaff::SysfsSource;
+using gpuaff::Topology;
+using gpuaff_test::add_cpu;
+using gpuaff_test::add_node;
+using gpuaff_test::add_pci;
+using gpuaff_test::cpu_root;
+using gpuaff_test::has_note;
+using gpuaff_test::node_root;
+using gpuaff_test::TempTree;
+
+namespace {
+
+const std::string pci_dir = "sys/bus/pci/devices/";
+
+// 8 CPUs without SMT, one package; node 0 = 0-3, node 1 = 4-7; NVIDIA GPUs
+// 0000:10:00.0 (node 0) and 0000:90:00.0 (node 1).
+void base(TempTree& t) {
+  t.write(cpu_root + "online", "0-7\n");
+  for (int c = 0; c < 8; ++c) add_cpu(t, c, std::to_string(c), 0, "0-7");
+  t.write(node_root + "online", "0-1\n");
+  add_node(t, 0, "0-3", "10 20");
+  add_node(t, 1, "4-7", "20 10");
+  add_pci(t, "0000:10:00.0", "0x030200", "0x10de", "0", "0-3");
+  add_pci(t, "0000:90:00.0", "0x030200", "0x10de", "1", "4-7");
+}
+
+/// A second entry for device 0000:10:00.0 under another name, as a copy would make it.
+void copy_of_first_gpu(TempTree& t, const std::string& name) {
+  t.link(pci_dir + name, "../../../devices/pci0000:10/0000:10:00.0");
+}
+
+struct Refused {
+  std::string what;
+  std::function<void(TempTree&)> mutate;
+  std::vector<std::string> named;  // root-relative paths and words the one-line error must hold
+};
+
+std::vector<Refused> refused() {
+  return {
+      {"node 1 lists CPUs 2-3 of node 0", [](TempTree& t) { t.write(node_root + "node1/cpulist", "2-7\n"); },
+       {node_root + "node0/cpulist", node_root + "node1/cpulist", "nodes 0 and 1 both list CPUs 2-3"}},
+      {"node 1 lists every CPU (the DGX H100 edit of the report)",
+       [](TempTree& t) { t.write(node_root + "node1/cpulist", "0-7\n"); },
+       {node_root + "node0/cpulist", node_root + "node1/cpulist", "CPUs 0-3"}},
+      {"overlap through the mask twin", [](TempTree& t) {
+         t.remove(node_root + "node1/cpulist");
+         t.write(node_root + "node1/cpumap", "f8\n");  // CPUs 3-7
+       },
+       {node_root + "node0/cpulist", node_root + "node1/cpumap", "CPUs 3"}},
+      {"a domain-less name beside the real entry", [](TempTree& t) { copy_of_first_gpu(t, "10:00.0"); },
+       {pci_dir + "0000:10:00.0", pci_dir + "10:00.0", "0000:10:00.0"}},
+      {"an 8-digit domain beside the real entry", [](TempTree& t) { copy_of_first_gpu(t, "00000000:10:00.0"); },
+       {pci_dir + "0000:10:00.0", pci_dir + "00000000:10:00.0"}},
+      {"upper-case hex beside the real entry", [](TempTree& t) {
+         t.remove(pci_dir + "0000:90:00.0");
+         add_pci(t, "0000:1a:00.0", "0x030200", "0x10de", "0", "0-3");
+         t.link(pci_dir + "0000:1A:00.0", "../../../devices/pci0000:1a/0000:1a:00.0");
+       },
+       {pci_dir + "0000:1a:00.0", pci_dir + "0000:1A:00.0"}},
+      {"a leading space beside the real entry", [](TempTree& t) { copy_of_first_gpu(t, " 0000:10:00.0"); },
+       {pci_dir + "0000:10:00.0", pci_dir + " 0000:10:00.0"}},
+      {"a GPU on node 2, which has no directory, and no local_cpulist", [](TempTree& t) {
+         t.write("sys/devices/pci0000:90/0000:90:00.0/numa_node", "2\n");
+         t.remove("sys/devices/pci0000:90/0000:90:00.0/local_cpulist");
+       },
+       {node_root + "node2", pci_dir + "0000:90:00.0/numa_node", "local_cpulist"}},
+      {"a GPU on node 1 in a tree whose node directory is gone", [](TempTree& t) {
+         t.remove("sys/devices/system/node");
+         t.remove("sys/devices/pci0000:90/0000:90:00.0/local_cpulist");
+       },
+       {node_root + "node1", pci_dir + "0000:90:00.0/numa_node"}},
+  };
+}
+
+Topology load_ok(const TempTree& t) {
+  SysfsSource s(SysfsOptions{.root = t.root(), .visible = {.use_environment = false}});
+  auto r = s.load();
+  if (!r) FAIL(r.error().message());
+  return *r;
+}
+
+}  // namespace
+
+TEST_CASE("the base tree of the hostile table loads with two GPUs and no notes") {
+  TempTree t;
+  base(t);
+  Topology topo = load_ok(t);
+  REQUIRE(topo.gpus.size() == 2);
+  CHECK(topo.notes.empty());
+}
+
+TEST_CASE("hostile roots are refused with one error naming the files involved") {
+  int cases = 0;
+  for (const Refused& c : refused()) {
+    CAPTURE(c.what);
+    TempTree t;
+    base(t);
+    c.mutate(t);
+    SysfsSource s(SysfsOptions{.root = t.root(), .visible = {.use_environment = false}});
+    auto r = s.load();
+    REQUIRE_FALSE(r);
+    std::string msg(r.error().message());
+    CAPTURE(msg);
+    CHECK(msg.find('\n') == std::string::npos);
+    for (const auto& part : c.named) {
+      CAPTURE(part);
+      bool is_path = part.find('/') != std::string::npos;
+      CHECK(msg.find(is_path ? t.path(part) : part) != std::string::npos);
+    }
+    ++cases;
+  }
+  CHECK(cases == 9);
+}
+
+TEST_CASE("a non-canonical PCI name alone is read as its address, noted, and keeps GPU order") {
+  // " 0000:10:00.0" (a leading space), "10:00.0" and upper case all name 0000:10:00.0;
+  // alone, each is that device, still GPU 0 before 0000:90:00.0.
+  for (const char* name : {"10:00.0", "00000000:10:00.0", " 0000:10:00.0"}) {
+    CAPTURE(name);
+    TempTree t;
+    base(t);
+    t.remove(pci_dir + "0000:10:00.0");
+    copy_of_first_gpu(t, name);
+    Topology topo = load_ok(t);
+    REQUIRE(topo.gpus.size() == 2);
+    CHECK(topo.gpus[0].address().to_string().view() == "0000:10:00.0");
+    CHECK(topo.gpus[1].address().to_string().view() == "0000:90:00.0");
+    CHECK(has_note(topo, {std::string("'") + name + "'", "not the kernel's name", "read as 0000:10:00.0"}));
+  }
+}
+
+TEST_CASE("a control character in a PCI name is escaped in the note, which stays one line") {
+  TempTree t;
+  base(t);
+  t.remove(pci_dir + "0000:10:00.0");
+  copy_of_first_gpu(t, "\n0000:10:00.0");
+  Topology topo = load_ok(t);
+  REQUIRE(topo.gpus.size() == 2);
+  CHECK(has_note(topo, {"'\\x0a0000:10:00.0'"}));
+  for (const auto& n : topo.notes) CHECK(n.find('\n') == std::string::npos);
+}
+
+TEST_CASE("a GPU whose node has no directory is placed by its local_cpulist, and that is noted") {
+  // numa_node says 2, which the tree does not have; local_cpulist says 4-7, the CPUs
+  // of node 1: the GPU binds there, not to every CPU.
+  TempTree t;
+  base(t);
+  t.write("sys/devices/pci0000:90/0000:90:00.0/numa_node", "2\n");
+  Topology topo = load_ok(t);
+  REQUIRE(topo.gpus.size() == 2);
+  CHECK(topo.gpus[1].numa_node() == -1);
+  CHECK(topo.gpus[1].pci.local_cpus == CpuSet::parse_list("4-7").value());
+  auto r = gpuaff::bind(topo, 1, gpuaff::NodePolicy{});
+  REQUIRE_MESSAGE(r, r.error().message());
+  CHECK(*r == CpuSet::parse_list("4-7").value());
+  CHECK(has_note(topo, {pci_dir + "0000:90:00.0/numa_node names node 2", "local_cpulist (4-7)"}));
+}
+
+TEST_CASE("online CPUs in no node's cpulist are noted; node bindings leave them out") {
+  // node 1 lists 4-5: CPUs 6-7 are online but in no node.
+  TempTree t;
+  base(t);
+  t.write(node_root + "node1/cpulist", "4-5\n");
+  Topology topo = load_ok(t);
+  CHECK(has_note(topo, {"online CPUs 6-7 are in no node's cpulist"}));
+  auto r = gpuaff::bind(topo, 1, gpuaff::NodePolicy{});
+  REQUIRE_MESSAGE(r, r.error().message());
+  CHECK(*r == CpuSet::parse_list("4-5").value());
+}
+
+TEST_CASE("online CPUs from the cpuN directories when cpu/online, present and possible are all missing") {
+  // cpu0-cpu7 exist; cpu3/online reads 0; cpufreq and cpuidle are no CPUs.
+  TempTree t;
+  base(t);
+  t.remove(cpu_root + "online");
+  t.write(cpu_root + "cpu3/online", "0\n");
+  t.mkdir(cpu_root + "cpufreq").mkdir(cpu_root + "cpuidle");
+  // cpu3 offline: the kernel removes its topology, and no node lists it.
+  t.remove(cpu_root + "cpu3/topology");
+  t.write(node_root + "node0/cpulist", "0-2\n");
+  Topology topo = load_ok(t);
+  CHECK(topo.online == CpuSet::parse_list("0-2,4-7").value());
+  CHECK(has_note(topo, {"sys/devices/system/cpu/online is missing", "cpuN directories", "(0-7)", "minus CPUs 3"}));
+}
