@@ -15,31 +15,13 @@
 #include "gpuaff/apply/cpu_buffer.hpp"
 #include "gpuaff/apply/syscalls.hpp"
 #include "gpuaff/cpu_set.hpp"
+#include "gpuaff/detail/errno.hpp"
 #include "gpuaff/result.hpp"
 
 namespace gpuaff {
 inline namespace v0 {
 
 namespace detail {
-
-/// "EINVAL" for the errno values the apply layer meets; "errno N" otherwise.
-inline std::string errno_name(int e) {
-  switch (e) {
-    case EPERM: return "EPERM";
-    case ESRCH: return "ESRCH";
-    case EINVAL: return "EINVAL";
-    case ENOSYS: return "ENOSYS";
-    case EFAULT: return "EFAULT";
-    case ENOMEM: return "ENOMEM";
-    case EACCES: return "EACCES";
-    case ENOENT: return "ENOENT";
-    case EAGAIN: return "EAGAIN";
-    case ENOEXEC: return "ENOEXEC";
-    case ECHILD: return "ECHILD";
-    case EINTR: return "EINTR";
-    default: return "errno " + std::to_string(e);
-  }
-}
 
 /// Largest mask tried for sched_getaffinity (bits); far beyond any kernel's NR_CPUS.
 inline constexpr int max_affinity_bits = 1 << 20;

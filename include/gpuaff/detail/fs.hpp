@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpuaff/detail/errno.hpp"
 #include "gpuaff/detail/parse.hpp"
 
 namespace gpuaff {
@@ -46,10 +47,19 @@ inline constexpr std::size_t max_small_file = std::size_t{1} << 24;
 /// per file instead of two). /proc seq_files may come in pieces: read to EOF.
 enum class ShortRead { more, end };
 
-/// Reads everything from `fd` into `out` (fd not closed). Returns 0 or errno
-/// (EFBIG above max_small_file).
-inline int read_fd(int fd, std::string& out, ShortRead short_read = ShortRead::more) {
+/// Reads everything from the regular file open as `fd` into `out` (fd not
+/// closed); `mode` (optional) gets its permission bits. Only regular files are
+/// read (sysfs and procfs files are regular): a directory gives EISDIR, and a
+/// FIFO, socket or device not_regular_file (detail/errno.hpp), so that a FIFO
+/// planted in a root cannot block a read and /dev/zero cannot fill memory.
+/// Returns 0 or errno (EFBIG above max_small_file).
+inline int read_fd(int fd, std::string& out, ShortRead short_read = ShortRead::more, mode_t* mode = nullptr) {
   out.clear();
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return errno;
+  if (S_ISDIR(st.st_mode)) return EISDIR;
+  if (!S_ISREG(st.st_mode)) return not_regular_file;
+  if (mode != nullptr) *mode = st.st_mode & 07777;
   char buf[4096];
   while (true) {
     ssize_t n = ::read(fd, buf, sizeof buf);
@@ -64,12 +74,14 @@ inline int read_fd(int fd, std::string& out, ShortRead short_read = ShortRead::m
   }
 }
 
-/// Reads the whole file at `path` into `out`. Returns 0 or the errno of the
-/// failing call (ENOENT for a missing file, EFBIG above max_small_file).
+/// Reads the whole regular file at `path` into `out` (opened with O_NONBLOCK:
+/// opening a FIFO does not wait for a writer; read_fd then refuses it).
+/// Returns 0 or the errno of the failing call (ENOENT for a missing file,
+/// EFBIG above max_small_file, not_regular_file for a FIFO or device).
 inline int read_whole_file(const std::string& path, std::string& out, int extra_open_flags = 0,
                            ShortRead short_read = ShortRead::more) {
   out.clear();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | extra_open_flags);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | extra_open_flags);
   if (fd < 0) return errno;
   int err = read_fd(fd, out, short_read);
   ::close(fd);
@@ -434,9 +446,11 @@ class RootDir {
   /// The resolver of this root, for walks that need the links on the way.
   RootResolver& resolver() { return resolver_; }
 
-  /// Opens a root-relative path. Returns 0 or errno.
+  /// Opens a root-relative path (with O_NONBLOCK: a FIFO in the root never
+  /// blocks the open). Returns 0 or errno.
   int open(std::string_view rel, int flags, int& fd) {
     fd = -1;
+    if ((flags & O_PATH) == 0) flags |= O_NONBLOCK;  // openat2 refuses O_PATH with other flags
     if (live_) {
       host_ = "/";
       host_ += rel;
@@ -456,14 +470,15 @@ class RootDir {
     return open_resolved(rel, flags, fd);
   }
 
-  /// Reads a whole root-relative file. Returns 0 or errno (ENOENT or ENOTDIR
-  /// when it is missing, EFBIG above max_small_file).
-  int read(std::string_view rel, std::string& out, ShortRead short_read = ShortRead::more) {
+  /// Reads a whole root-relative regular file; `mode` (optional) gets its
+  /// permission bits. Returns 0 or errno (ENOENT or ENOTDIR when it is missing,
+  /// EFBIG above max_small_file, EISDIR or not_regular_file: see read_fd).
+  int read(std::string_view rel, std::string& out, ShortRead short_read = ShortRead::more, mode_t* mode = nullptr) {
     out.clear();
     int fd = -1;
     int err = open(rel, O_RDONLY, fd);
     if (err != 0) return err;
-    err = read_fd(fd, out, short_read);
+    err = read_fd(fd, out, short_read, mode);
     ::close(fd);
     return err;
   }

@@ -251,7 +251,7 @@ class HwlocSource {
       int e = load_errno;
       return Unexpected<Error>(make_sys_error(
           options_.input == HwlocInput::xml ? Errc::parse_error : Errc::system_error, e, "hwloc could not load ",
-          origin, ": ", std::string_view(std::strerror(e)),
+          origin, ": ", detail::errno_text(e),
           options_.input == HwlocInput::xml ? "; is it an XML file written by 'lstopo --of xml'?" : ""));
     }
     if (options_.input == HwlocInput::root) {
@@ -288,7 +288,7 @@ class HwlocSource {
         std::string probe;
         if (int e = detail::read_whole_file(options_.path, probe); e != 0) {
           return Unexpected<Error>(make_sys_error(Errc::io_error, e, "cannot read hwloc XML file '", options_.path,
-                                                  "': ", std::string_view(std::strerror(e)),
+                                                  "': ", detail::errno_text(e),
                                                   "; pass a file written by 'lstopo --of xml'"));
         }
         if (hwloc_topology_set_xml(t, options_.path.c_str()) != 0) {
