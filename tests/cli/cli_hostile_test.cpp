@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -212,4 +213,81 @@ TEST_CASE("a GPU index too large for any machine says it is out of range and nam
   CHECK(big.err.find("no GPU 1000000000") != std::string::npos);
   CHECK(big.err.find("2 visible") != std::string::npos);
   CHECK(big.err.find("non-negative integer") == std::string::npos);
+}
+
+namespace {
+
+/// Every regular file under `dir` with its content, for "nothing changed" checks.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files[e.path().string()] = cli_test::slurp(e.path().string());
+  return files;
+}
+
+}  // namespace
+
+TEST_CASE("record --force replaces links planted at files in --out and never writes through them") {
+  fs::path root = fresh_root("force-files");
+  fs::path base = cli_test::temp_dir("force-files-out");
+  fs::path out = base / "rec";
+  REQUIRE(tool({"record", "--root", root.string(), "--out", out.string()}).rc == 0);
+  // Outside --out: a file a symlink points at and one a hard link shares.
+  cli_test::write_file(base / "outside/victim", "precious\n");
+  cli_test::write_file(base / "outside/shared", "precious too\n");
+  fs::remove(out / "sys/devices/system/cpu/online");
+  fs::create_symlink(base / "outside/victim", out / "sys/devices/system/cpu/online");
+  fs::remove(out / "proc/self/status");
+  fs::create_hard_link(base / "outside/shared", out / "proc/self/status");
+  auto before = snapshot(base / "outside");
+
+  Run r = tool({"record", "--root", root.string(), "--out", out.string(), "--force"});
+  CHECK(r.rc == 0);
+  CHECK(snapshot(base / "outside") == before);
+  // The recording holds the root's files again, as regular files.
+  CHECK_FALSE(fs::is_symlink(out / "sys/devices/system/cpu/online"));
+  CHECK(cli_test::slurp((out / "sys/devices/system/cpu/online").string()) == "0-1\n");
+  CHECK(fs::hard_link_count(out / "proc/self/status") == 1);
+  CHECK(tool({"topo", "--root", out.string()}).rc == 0);
+}
+
+TEST_CASE("record --force refuses a link planted at a directory in --out, whatever its depth") {
+  // A link at each depth of the paths the recording writes, to a directory outside.
+  for (const std::string planted : {"sys", "sys/devices/system", "sys/devices/system/node/node0", "proc/self"}) {
+    CAPTURE(planted);
+    fs::path root = fresh_root("force-dirs");
+    fs::path base = cli_test::temp_dir("force-dirs-out");
+    fs::path out = base / "rec";
+    REQUIRE(tool({"record", "--root", root.string(), "--out", out.string()}).rc == 0);
+    // The outside directory has the files the link replaces, each holding
+    // other text, so that a write through the link would change them.
+    fs::copy(out / planted, base / "outside", fs::copy_options::recursive);
+    for (const auto& [path, text] : snapshot(base / "outside")) cli_test::write_file(path, "precious\n");
+    fs::remove_all(out / planted);
+    fs::create_directory_symlink(base / "outside", out / planted);
+    auto before = snapshot(base / "outside");
+    auto mtime = fs::last_write_time(base / "outside");
+
+    Run r = tool({"record", "--root", root.string(), "--out", out.string(), "--force"});
+    CHECK(r.rc == 3);
+    CHECK(r.one_error_line());
+    CHECK(r.err.find("refusing to write through the symlink '" + (out / planted).string() + "'") != std::string::npos);
+    CHECK(snapshot(base / "outside") == before);
+    CHECK(fs::last_write_time(base / "outside") == mtime);  // nothing created there either
+  }
+}
+
+TEST_CASE("record keeps a file's permission bits, never wider than 0644") {
+  fs::path root = fresh_root("modes");
+  fs::path out = cli_test::temp_dir("modes-out") / "rec";
+  // Owner-only in the root: the recording must not make it readable by others.
+  fs::permissions(root / "sys/devices/system/cpu/online", fs::perms::owner_read | fs::perms::owner_write);
+  // Executable and world-writable in the root: the recording drops both.
+  fs::permissions(root / "sys/devices/system/node/node0/cpulist", fs::perms::all);
+  REQUIRE(tool({"record", "--root", root.string(), "--out", out.string()}).rc == 0);
+  auto mode = [&](const std::string& rel) { return fs::status(out / rel).permissions() & fs::perms::mask; };
+  CHECK(mode("sys/devices/system/cpu/online") == (fs::perms::owner_read | fs::perms::owner_write));
+  CHECK((mode("sys/devices/system/node/node0/cpulist") & ~(fs::perms::owner_read | fs::perms::owner_write |
+                                                           fs::perms::group_read | fs::perms::others_read)) ==
+        fs::perms::none);
 }

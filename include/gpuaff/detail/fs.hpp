@@ -144,18 +144,6 @@ inline int write_whole_file(const std::string& path, std::string_view data) {
   return ::close(fd) == 0 ? 0 : errno;
 }
 
-/// Makes `at` a symlink to `target`. Returns 0, EEXIST when `at` already is
-/// exactly that link, or errno.
-inline int make_symlink(const std::string& target, const std::string& at) {
-  if (::symlink(target.c_str(), at.c_str()) == 0) return 0;
-  int e = errno;
-  if (e != EEXIST) return e;
-  std::string existing(4096, '\0');
-  ssize_t n = ::readlink(at.c_str(), existing.data(), existing.size());
-  if (n < 0 || std::string_view(existing.data(), static_cast<std::size_t>(n)) != target) return e;
-  return EEXIST;
-}
-
 /// mkdir -p. Returns 0 or errno.
 inline int make_directories(const std::string& path) {
   if (path.empty()) return 0;
@@ -227,6 +215,77 @@ inline std::string join_path(const std::vector<std::string>& comps) {
     s += c;
   }
   return s;
+}
+
+/// Opens the directory `rel` (a relative path) below the directory open as
+/// `base_fd`, creating missing components (mode 0755) and following no symlink
+/// on the way: a symlink at any component gives ELOOP with its path (below
+/// base) in `link_at`, so that a link planted in an output directory cannot
+/// lead a write out of it. Returns 0 with `fd` (the caller closes it) or errno.
+inline int open_directory_below(int base_fd, std::string_view rel, int& fd, std::string& link_at) {
+  fd = ::fcntl(base_fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  std::vector<std::string> comps;
+  split_path(rel, comps);
+  std::string walked;
+  for (const auto& c : comps) {
+    walked += walked.empty() ? c : "/" + c;
+    if (c == "..") {
+      ::close(fd);
+      return EINVAL;  // callers pass normalised paths: ".." could only be an attempt to climb out
+    }
+    if (::mkdirat(fd, c.c_str(), 0755) != 0 && errno != EEXIST) {
+      int e = errno;
+      ::close(fd);
+      return e;
+    }
+    int next = ::openat(fd, c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    if (next < 0) {
+      struct stat st {};
+      if (::fstatat(fd, c.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+        e = ELOOP;
+        link_at = walked;
+      }
+      ::close(fd);
+      return e;
+    }
+    ::close(fd);
+    fd = next;
+  }
+  return 0;
+}
+
+/// Writes `data` to the file `name` in the directory open as `dir_fd` with
+/// `mode` (less the umask): into a new file beside it, then renamed over `name`, so
+/// that what was at `name` (a symlink, or a hard link to a file elsewhere) is
+/// replaced, never written through. Returns 0 or errno.
+inline int write_file_at(int dir_fd, const std::string& name, std::string_view data, mode_t mode) {
+  std::string tmp = "." + name + ".partial-" + std::to_string(::getpid());
+  int fd = ::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd < 0) return errno;
+  int e = 0;
+  for (std::size_t done = 0; e == 0 && done < data.size();) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno != EINTR) e = errno;
+    if (n > 0) done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0 && e == 0) e = errno;
+  if (e == 0 && ::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) e = errno;
+  if (e != 0) ::unlinkat(dir_fd, tmp.c_str(), 0);
+  return e;
+}
+
+/// Makes `name` in the directory open as `dir_fd` a symlink to `target`.
+/// Returns 0, EEXIST when it already is exactly that link, or errno.
+inline int make_symlink_at(int dir_fd, const std::string& name, const std::string& target) {
+  if (::symlinkat(target.c_str(), dir_fd, name.c_str()) == 0) return 0;
+  int e = errno;
+  if (e != EEXIST) return e;
+  std::string existing(4096, '\0');
+  ssize_t n = ::readlinkat(dir_fd, name.c_str(), existing.data(), existing.size());
+  if (n < 0 || std::string_view(existing.data(), static_cast<std::size_t>(n)) != target) return e;
+  return EEXIST;
 }
 
 /// Resolves root-relative paths inside `root` as if `root` were `/`.

@@ -86,7 +86,7 @@ inline Result<RecordSummary> record_topology(const RecordOptions& options) {
                                      "); check that the output directory is writable"));
   };
   auto copy_fail = [&](const detail::RootCopy::Failure& f) {
-    return io_fail(f.error, f.what, f.path);
+    return f.planted_link() ? unexpected(f.planted_link_error()) : io_fail(f.error, f.what, f.path);
   };
   if (int e = detail::make_directories(out); e != 0) return io_fail(e, "create directory", out);
 
