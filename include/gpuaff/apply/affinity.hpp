@@ -38,7 +38,7 @@ inline Result<AllocatedCpuSet> read_affinity(pid_t tid) {
     if (e == EINVAL) continue;  // the kernel's mask is larger than ours
     if (e == ESRCH) return Unexpected(make_sys_error(Errc::not_found, e, thread_name(tid), " no longer exists (ESRCH)"));
     return Unexpected(make_sys_error(Errc::system_error, e, "cannot read the CPU affinity of ", thread_name(tid),
-                                     " (sched_getaffinity: ", errno_name(e), ")"));
+                                     " (sched_getaffinity: ", errno_text(e), ")"));
   }
   return Unexpected(make_sys_error(Errc::out_of_range, EINVAL, "cannot read the CPU affinity of ", thread_name(tid),
                                    ": the kernel wants a mask of more than ", max_affinity_bits, " CPUs"));
@@ -64,7 +64,7 @@ inline Error affinity_error(pid_t tid, const CpuSet& cpus, int e, const CpuSet& 
     return make_sys_error(Errc::permission_denied, e, "not permitted to set the CPU affinity of ", thread_name(tid),
                           " to CPUs ", cpus.to_list(), " (sched_setaffinity: EPERM)");
   return make_sys_error(Errc::system_error, e, "cannot set the CPU affinity of ", thread_name(tid), " to CPUs ",
-                        cpus.to_list(), " (sched_setaffinity: ", errno_name(e), ")");
+                        cpus.to_list(), " (sched_setaffinity: ", errno_text(e), ")");
 }
 
 /// Sets thread `tid` to exactly `cpus`, or leaves it as it was. `previous` is

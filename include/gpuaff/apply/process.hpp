@@ -48,7 +48,7 @@ inline Result<std::vector<pid_t>> list_threads(const char* dir = "/proc/self/tas
   if (d == nullptr) {
     int e = errno;
     return Unexpected(make_sys_error(Errc::io_error, e, "cannot list the process's threads in ", std::string_view(dir),
-                                     " (", errno_name(e), "); is /proc mounted?"));
+                                     " (", errno_text(e), "); is /proc mounted?"));
   }
   std::vector<pid_t> tids;
   while (dirent* ent = ::readdir(d)) {
