@@ -199,3 +199,100 @@ TEST_CASE("bind_process succeeds while threads are being created and exiting") {
   churn.join();
   unbind_all();
 }
+
+namespace {
+// A kernel on which binding thread `busy_tid` fails with EBUSY (as for a
+// SCHED_DEADLINE thread), and on which binding the thread `spawner_tid` makes
+// it start a new thread right after: the newcomer inherits the binding, and
+// the scan under way listed the threads before it existed. Putting back
+// `stuck_tid` fails with EPERM. The first set of a thread is its binding;
+// a later one is the undo.
+std::atomic<pid_t> busy_tid{-1};
+std::atomic<pid_t> spawner_tid{-1};
+std::atomic<pid_t> stuck_tid{-1};
+std::mutex fake_mutex;
+std::vector<pid_t> bound_once;
+ParkedThreads* newborn = nullptr;
+
+int busy_and_spawning(pid_t tid, std::size_t bytes, const cpu_set_t* mask) {
+  std::unique_lock lock(fake_mutex);
+  bool undo = std::find(bound_once.begin(), bound_once.end(), tid) != bound_once.end();
+  bound_once.push_back(tid);
+  lock.unlock();
+  if (!undo && tid == busy_tid.load()) {
+    errno = EBUSY;
+    return -1;
+  }
+  if (undo && tid == stuck_tid.load()) {
+    errno = EPERM;
+    return -1;
+  }
+  int rc = sched_setaffinity(tid, bytes, mask);
+  if (!undo && tid == spawner_tid.load() && newborn == nullptr) newborn = new ParkedThreads(1);
+  return rc;
+}
+
+struct BusyKernel {
+  explicit BusyKernel(pid_t busy, pid_t stuck = -1) {
+    busy_tid = busy;
+    stuck_tid = stuck;
+    spawner_tid = gpuaff::detail::current_tid();
+    bound_once.clear();
+    fake.set_affinity = &busy_and_spawning;
+  }
+  ~BusyKernel() {
+    delete newborn;
+    newborn = nullptr;
+    busy_tid = spawner_tid = stuck_tid = -1;
+  }
+  gpuaff::detail::Syscalls fake = gpuaff::detail::real_syscalls;
+};
+}  // namespace
+
+TEST_CASE("after a failure, a thread born during the scan with the binding is put back too") {
+  REQUIRE(cpu_b() != cpu_a());  // the binding must differ from the threads' mask to be seen
+  ParkedThreads parked(3);
+  auto tids = parked.tids();
+  std::sort(tids.begin(), tids.end());
+  // Scans go in ascending order: this thread (the lowest id, the process's
+  // first) is bound and starts the newcomer, tids[0] is bound, tids[1] fails.
+  REQUIRE(gpuaff::detail::current_tid() < tids[0]);
+  BusyKernel kernel(tids[1]);
+  auto r = [&] {
+    gpuaff::detail::ScopedSyscalls use(kernel.fake);
+    return gpuaff::bind_process(CpuSet::single(cpu_b()));
+  }();
+  REQUIRE_FALSE(r);
+  REQUIRE(newborn != nullptr);
+  pid_t born = newborn->tids()[0];
+  std::string msg(r.error().message());
+  CHECK(msg.find("thread " + std::to_string(tids[1])) != std::string::npos);
+  CHECK(msg.find("every thread was put back") != std::string::npos);
+  // The newcomer was created by a bound thread, so it started bound; the undo found it.
+  CHECK(thread_status_cpus(born) == allowed_at_start());
+  for (pid_t tid : tids) CHECK(thread_status_cpus(tid) == allowed_at_start());
+  CHECK(thread_status_cpus(gpuaff::detail::current_tid()) == allowed_at_start());
+}
+
+TEST_CASE("after a failure, a thread that cannot be put back is named, and the others are put back") {
+  REQUIRE(cpu_b() != cpu_a());
+  ParkedThreads parked(3);
+  auto tids = parked.tids();
+  std::sort(tids.begin(), tids.end());
+  REQUIRE(gpuaff::detail::current_tid() < tids[0]);
+  BusyKernel kernel(tids[2], tids[0]);  // tids[0] and tids[1] get bound, tids[2] fails, tids[0] stays bound
+  auto r = [&] {
+    gpuaff::detail::ScopedSyscalls use(kernel.fake);
+    return gpuaff::bind_process(CpuSet::single(cpu_b()));
+  }();
+  REQUIRE_FALSE(r);
+  std::string msg(r.error().message());
+  CHECK(msg.find("thread " + std::to_string(tids[0]) + " could not be put back and stays bound to CPUs " +
+                 std::to_string(cpu_b())) != std::string::npos);
+  CHECK(msg.find("every thread was put back") == std::string::npos);
+  CHECK(thread_status_cpus(tids[0]) == CpuSet::single(cpu_b()));  // as the message says
+  CHECK(thread_status_cpus(tids[1]) == allowed_at_start());
+  CHECK(thread_status_cpus(newborn->tids()[0]) == allowed_at_start());
+  CHECK(thread_status_cpus(gpuaff::detail::current_tid()) == allowed_at_start());
+  unbind_all();
+}

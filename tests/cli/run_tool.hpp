@@ -6,9 +6,11 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -73,6 +75,10 @@ inline std::filesystem::path temp_dir(const std::string& name) {
   return dir;
 }
 
+/// How long one run may take before it is killed, and the rc it then reports.
+inline constexpr int run_timeout_s = 30;
+inline constexpr int timed_out = 1000;
+
 /// Runs `program args...` (argv[0] = program) with the controlled environment.
 inline Run run_program(const std::string& program, const std::vector<std::string>& args,
                        const std::map<std::string, std::string>& env = {}) {
@@ -110,8 +116,23 @@ inline Run run_program(const std::string& program, const std::vector<std::string
     ::execve(path.c_str(), argv.data(), envp.data());
     ::_exit(201);
   }
+  // A command that hangs (a FIFO read without a writer) fails its test
+  // instead of hanging the suite: killed after run_timeout_s, rc = timed_out.
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  for (int waited_ms = 0;; waited_ms += 10) {
+    pid_t got = ::waitpid(pid, &status, WNOHANG);
+    if (got == pid) break;
+    if (got < 0 && errno != EINTR) break;
+    if (waited_ms >= run_timeout_s * 1000) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      r.rc = timed_out;
+      r.out = slurp(out_path);
+      r.err = slurp(err_path);
+      return r;
+    }
+    ::usleep(10000);
+  }
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = slurp(out_path);
   r.err = slurp(err_path);

@@ -2,7 +2,8 @@
 // The one entry point shared by the libFuzzer target (fuzz_target.cpp, clang
 // only) and the corpus replay test (fuzz_replay.cpp, any compiler).
 //
-// Input: the first byte picks what is fed; the rest is the text.
+// Input: the first byte picks what is fed (modulo 5 below 0xf0; 0xf0 and
+// above: even 5, odd 6); the rest is the text.
 //   0  CpuSet::parse_list      (a parsed set must survive to_list/to_mask round trips)
 //   1  CpuSet::parse_mask      (same)
 //   2  PciAddress::parse       (a parsed address must survive to_string)
@@ -15,11 +16,19 @@
 //      invariants are checked whenever the load succeeds.
 //   4  select_visible_gpus with the text as CUDA_VISIBLE_DEVICES, then as
 //      --visible-devices, on four fixed GPUs
+//   5  record_topology of the tree of 3 (same encoding) into a fresh --out:
+//      every file written holds what the root holds at that path, every link
+//      written stays inside --out, nothing beside --out and the root appears,
+//      and the file outside the root is unchanged
+//   6  JsonSource on a file holding the text (--topology FILE.json); with
+//      GPUAFF_FUZZ_JSON only (the JSON source needs nlohmann_json)
 // Every file the reader read must resolve inside the root, and the kernel's
 // resolver (openat2) and RootResolver must give the same result.
 // Any broken invariant calls std::abort() so that the fuzzer reports it.
 
+#include <ftw.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,9 +43,13 @@
 
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/detail/fs.hpp"
+#include "gpuaff/record/record.hpp"
 #include "gpuaff/source/visible.hpp"
 #include "gpuaff/source/sysfs.hpp"
 #include "gpuaff/topology.hpp"
+#ifdef GPUAFF_FUZZ_JSON
+#include "gpuaff/source/json.hpp"
+#endif
 
 namespace gpuaff_fuzz {
 
@@ -77,6 +90,15 @@ inline const std::vector<std::pair<std::string, std::string>>& tree_files() {
   return files;
 }
 
+/// Removes `path` and everything under it, never following a link.
+inline void remove_tree(const std::string& path) {
+  ::nftw(
+      path.c_str(), [](const char* p, const struct stat*, int, FTW*) { return ::remove(p); }, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/// The secret outside the root: the recorder must never copy or change it.
+inline constexpr std::string_view outside_secret = "0-4095\n";
+
 /// A scratch root, made once per process and removed at exit.
 class Scratch {
  public:
@@ -104,7 +126,7 @@ class Scratch {
     root_ = base_ + "/root";
     require(gpuaff::detail::make_directories(root_ + "/sys/bus/pci/devices") == 0);
     require(gpuaff::detail::make_directories(base_ + "/outside") == 0);
-    require(gpuaff::detail::write_whole_file(base_ + "/outside/secret", "0-4095\n") == 0);
+    require(gpuaff::detail::write_whole_file(base_ + "/outside/secret", outside_secret) == 0);
     std::string link = root_ + "/sys/bus/pci/devices/0000:10:00.0";
     require(::symlink("../../../devices/pci0000:10/0000:10:00.0", link.c_str()) == 0);
     char* real = ::realpath(root_.c_str(), nullptr);
@@ -130,6 +152,8 @@ class Scratch {
     std::sort(dirs.begin(), dirs.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
     for (const auto& d : dirs) ::rmdir((root_ + "/" + d).c_str());
     ::rmdir(root_.c_str());
+    remove_tree(base_ + "/out");
+    ::unlink((base_ + "/topology.json").c_str());
     ::unlink((base_ + "/outside/secret").c_str());
     ::rmdir((base_ + "/outside").c_str());
     ::rmdir(base_.c_str());
@@ -137,6 +161,11 @@ class Scratch {
 
  public:
   const std::string& real_root() const { return real_root_; }
+  const std::string& base() const { return base_; }
+  /// Where the recorder writes (removed before and after each record).
+  std::string out() const { return base_ + "/out"; }
+  /// A scratch file for the JSON source.
+  std::string json_file() const { return base_ + "/topology.json"; }
 
  private:
   std::string base_;
@@ -187,8 +216,9 @@ inline void check_topology(const gpuaff::Topology& t) {
     require(t.pci_devices[i - 1].address < t.pci_devices[i].address);
 }
 
-/// Returns whether the load succeeded (for the replay test's own checks).
-inline bool run_tree(std::string_view text) {
+/// Writes the tree of `text` (see the top of this file) into the scratch root;
+/// returns the CUDA_VISIBLE_DEVICES piece, if any.
+inline std::optional<std::string> write_tree(std::string_view text) {
   Scratch& s = Scratch::get();
   const auto& files = tree_files();
   std::vector<std::string_view> pieces;
@@ -220,6 +250,13 @@ inline bool run_tree(std::string_view text) {
     require(gpuaff::detail::make_directories(path.substr(0, slash)) == 0);
     require(gpuaff::detail::write_whole_file(path, content) == 0);
   }
+  return cuda;
+}
+
+/// Returns whether the load succeeded (for the replay test's own checks).
+inline bool run_tree(std::string_view text) {
+  Scratch& s = Scratch::get();
+  std::optional<std::string> cuda = write_tree(text);
   gpuaff::SysfsSource src(gpuaff::SysfsOptions{
       .root = s.root(), .visible = {.use_environment = false, .cuda_visible_devices = cuda}});
   auto r = src.load();
@@ -278,10 +315,101 @@ inline void run_visible(std::string_view text) {
   }
 }
 
+/// Whether the host path `p`, every link followed, lies in the directory `dir` (real path).
+inline bool resolves_inside(const std::string& p, const std::string& dir) {
+  char* real = ::realpath(p.c_str(), nullptr);
+  if (real == nullptr) return true;  // dangling: leads nowhere
+  std::string_view rp(real);
+  bool inside = rp == dir || (rp.size() > dir.size() && rp.substr(0, dir.size()) == dir && rp[dir.size()] == '/');
+  std::free(real);  // NOLINT(cppcoreguidelines-no-malloc)
+  return inside;
+}
+
+/// Checks what record_topology left in `out` (relative path `rel` below it).
+inline void check_recorded(const std::string& out, const std::string& real_out, const std::string& rel,
+                           gpuaff::detail::RootDir& root) {
+  std::vector<std::string> names;
+  require(gpuaff::detail::list_directory(out + "/" + rel, names) == 0);
+  for (const auto& n : names) {
+    std::string r = rel.empty() ? n : rel + "/" + n;
+    std::string host = out + "/" + r;
+    struct stat st {};
+    require(::lstat(host.c_str(), &st) == 0);
+    if (S_ISLNK(st.st_mode)) {
+      require(resolves_inside(host, real_out));
+    } else if (S_ISDIR(st.st_mode)) {
+      check_recorded(out, real_out, r, root);
+    } else {
+      require(S_ISREG(st.st_mode));
+      require((st.st_mode & 07133) == 0);  // never wider than 0644
+      if (r == "proc/self/status" || r == "proc/mounts") continue;  // written fresh, not copied
+      std::string written;
+      std::string in_root;
+      require(gpuaff::detail::read_whole_file(host, written) == 0);
+      require(root.read(r, in_root) == 0);  // a file the root holds (read inside it) ...
+      require(written == in_root);          // ... byte for byte
+    }
+  }
+}
+
+/// Records the tree of `text` into a fresh --out; returns whether it succeeded.
+inline bool run_record(std::string_view text) {
+  Scratch& s = Scratch::get();
+  (void)write_tree(text);
+  remove_tree(s.out());
+  auto r = gpuaff::record_topology(gpuaff::RecordOptions{.out_dir = s.out(), .root = s.root()});
+  if (!r) require(!r.error().message().empty());
+  // Beside the root, --out and the outside directory, nothing was created.
+  std::vector<std::string> names;
+  require(gpuaff::detail::list_directory(s.base(), names) == 0);
+  for (const auto& n : names) require(n == "root" || n == "out" || n == "outside" || n == "topology.json");
+  std::vector<std::string> outside;
+  require(gpuaff::detail::list_directory(s.base() + "/outside", outside) == 0);
+  require(outside.size() == 1);
+  std::string secret;
+  require(gpuaff::detail::read_whole_file(s.base() + "/outside/secret", secret) == 0 && secret == outside_secret);
+  if (gpuaff::detail::is_directory(s.out())) {
+    char* real = ::realpath(s.out().c_str(), nullptr);
+    require(real != nullptr);
+    std::string real_out(real);
+    std::free(real);  // NOLINT(cppcoreguidelines-no-malloc)
+    gpuaff::detail::RootDir root(s.root(), false);
+    check_recorded(s.out(), real_out, "", root);
+  }
+  remove_tree(s.out());
+  return r.has_value();
+}
+
+/// Loads the text as a --topology file; returns whether it loaded.
+inline bool run_json(std::string_view text) {
+#ifdef GPUAFF_FUZZ_JSON
+  Scratch& s = Scratch::get();
+  require(gpuaff::detail::write_whole_file(s.json_file(), text) == 0);
+  gpuaff::JsonSource src(gpuaff::JsonSource::Options{.path = s.json_file(), .visible = {.use_environment = false}});
+  auto r = src.load();
+  if (!r) {
+    require(!r.error().message().empty());
+    return false;
+  }
+  for (std::size_t i = 0; i < r->gpus.size(); ++i) require(r->gpus[i].index == static_cast<int>(i));
+  return true;
+#else
+  (void)text;
+  return false;
+#endif
+}
+
 /// Runs one input; returns 0 (libFuzzer's convention) or aborts on a broken invariant.
 inline int fuzz_one(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
+  // 0xf0 and above pick the recorder and the JSON source; below, the first
+  // byte modulo 5 picks as it always did (the corpus relies on it).
+  if (data[0] >= 0xf0) {
+    if ((data[0] & 1) == 0) (void)run_record(text);
+    else (void)run_json(text);
+    return 0;
+  }
   switch (data[0] % 5) {
     case 0:
       if (auto r = gpuaff::CpuSet::parse_list(text)) check_set_round_trip(*r);

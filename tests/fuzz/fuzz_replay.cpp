@@ -36,3 +36,18 @@ TEST_CASE("the fuzz tree loads with its defaults and with the seeded variations 
   CHECK(gpuaff_fuzz::run_tree("\xfc../../../../../../outside/secret"));
   CHECK_FALSE(gpuaff_fuzz::run_tree(std::string(26, '\xff') + "7"));          // CUDA_VISIBLE_DEVICES=7
 }
+
+TEST_CASE("the recorder and JSON cases check a good input through to the end") {
+  // The default tree records, and every check of the recording runs on it.
+  CHECK(gpuaff_fuzz::run_record(""));
+  // A link from the tree to the file outside the root: the recording holds
+  // what the root holds at that path (re-rooted: nothing), never the outside file.
+  (void)gpuaff_fuzz::run_record(std::string(21, '\xff') + "\xfc/outside/secret");
+#ifdef GPUAFF_FUZZ_JSON
+  std::string fixture;
+  REQUIRE(gpuaff::detail::read_whole_file(std::string(GPUAFF_SOURCE_DIR) + "/fixtures/build-machine-2cpu.json",
+                                          fixture) == 0);
+  CHECK(gpuaff_fuzz::run_json(fixture));
+  CHECK_FALSE(gpuaff_fuzz::run_json(fixture.substr(0, fixture.size() / 2)));
+#endif
+}

@@ -3,6 +3,7 @@
 #include <gpuaff/source/hwloc.hpp>
 
 #include <sched.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -337,4 +338,44 @@ TEST_CASE("an XML export of the live machine loads back to the same topology") {
   b.origin = a.origin;
   for (auto& g : a.gpus) g.uuid = std::string_view{};  // the XML carries no driver files
   CHECK(a == b);
+}
+
+// hwloc's HWLOC_FSROOT prefixes the paths it opens, but the kernel follows
+// the links below: an absolute link (or one climbing above the root) read the
+// host's file. The root is checked first: such a link, or a FIFO hwloc would
+// block on, is refused, naming it.
+TEST_CASE("a root whose links lead out of it, or with a FIFO, is refused before hwloc reads it") {
+  TempDir outside;
+  outside.write("online", "0-3\n");  // what hwloc would report if it followed the link
+  const std::string online = "sys/devices/system/cpu/online";
+  // Climbs from sys/devices/system/cpu/ to the root's parent directory and into `outside`.
+  std::string climb = "../../../../../" + outside.path().substr(outside.path().rfind('/') + 1) + "/online";
+  for (const std::string& target : {outside / "online", climb}) {
+    CAPTURE(target);
+    TempDir r;
+    write_two_socket(r);
+    REQUIRE(::unlink((r / online).c_str()) == 0);
+    r.link(online, target);
+    auto t = load_root(r.path());
+    REQUIRE_FALSE(t);
+    CHECK(t.error().message().find("the symlink " + online + " leads out of it") != std::string_view::npos);
+    CHECK(t.error().message().find(r.path()) != std::string_view::npos);
+  }
+  // A link that stays inside the root is fine.
+  TempDir inside;
+  write_two_socket(inside);
+  inside.write("sys/devices/system/cpu/online-copy", "0-7\n");
+  REQUIRE(::unlink((inside / online).c_str()) == 0);
+  inside.link(online, "online-copy");
+  auto fine = load_root(inside.path());
+  REQUIRE_MESSAGE(fine, fine.error().message());
+  CHECK(fine->online == CpuSet::range(0, 7));
+
+  TempDir with_fifo;
+  write_two_socket(with_fifo);
+  REQUIRE(::unlink((with_fifo / online).c_str()) == 0);
+  REQUIRE(::mkfifo((with_fifo / online).c_str(), 0644) == 0);
+  auto blocked = load_root(with_fifo.path());
+  REQUIRE_FALSE(blocked);
+  CHECK(blocked.error().message().find(online + " is not a regular file") != std::string_view::npos);
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "commands.hpp"
+#include "gpuaff/detail/errno.hpp"
 #include "gpuaff/policy/threads.hpp"
 #include "output.hpp"
 #include "policies.hpp"
@@ -29,7 +30,7 @@ int exec_command(const std::vector<std::string>& command) {
   ::execvp(argv[0], argv.data());
   int e = errno;
   bool missing = e == ENOENT || e == ENOTDIR;
-  print_line(stderr, "gpuaff: cannot run '" + command.front() + "': " + std::strerror(e) +
+  print_line(stderr, "gpuaff: cannot run '" + command.front() + "': " + detail::errno_text(e) +
                          (missing ? "; check the command name and PATH" : "; check that it is an executable file"));
   return missing ? exit_command_not_found : exit_cannot_execute;
 }

@@ -80,11 +80,24 @@ inline std::string exit_codes_help() {
   return out + "Errors are one line on stderr, \"gpuaff: <what is wrong>; <what to do>\"; stdout stays empty.\n";
 }
 
-/// The text as one line: newlines and tabs become spaces, trailing dots and spaces go.
+/// The text as one line that is safe on a terminal: every control character
+/// (bytes below 0x20, newlines and tabs included, and 0x7f) is written as \xHH,
+/// so a terminal escape read from a file or an environment variable reaches
+/// stderr as text; trailing dots and spaces go.
 inline std::string one_line(std::string_view text) {
-  std::string s(text);
-  for (char& c : s)
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(text.size());
+  for (char ch : text) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      s += "\\x";
+      s += hex[c >> 4];
+      s += hex[c & 15];
+    } else {
+      s += ch;
+    }
+  }
   while (!s.empty() && (s.back() == ' ' || s.back() == '.')) s.pop_back();
   return s;
 }

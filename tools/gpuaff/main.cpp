@@ -7,7 +7,9 @@
 #include <array>
 #include <cstdio>
 #include <exception>
+#include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -24,11 +26,34 @@ namespace {
 using namespace gpuaff::cli;
 using gpuaff::Choice;
 
-/// Accepts a non-negative decimal integer (CLI11's NonNegativeNumber prints DBL_MAX in its message).
-const CLI::Validator non_negative(
+/// A decimal integer option: digits only, at least `least`, at most INT_MAX
+/// (the value is an int; a larger one is out of range, said with the limit).
+/// CLI11's NonNegativeNumber prints DBL_MAX in its message.
+CLI::Validator integer_at_least(int least) {
+  return CLI::Validator(
+      [least](std::string& s) -> std::string {
+        if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+          return std::string(least > 0 ? "expected a positive" : "expected a non-negative") + " integer, got '" + s + "'";
+        std::size_t digits = s.find_first_not_of('0');
+        std::string_view v = digits == std::string::npos ? std::string_view("0") : std::string_view(s).substr(digits);
+        std::string max = std::to_string(std::numeric_limits<int>::max());
+        if (v.size() > max.size() || (v.size() == max.size() && v > max))
+          return "'" + s + "' is out of range: at most " + max;
+        if (std::stoi(std::string(v)) < least)
+          return "'" + s + "' is not allowed: at least " + std::to_string(least) +
+                 " (leave the option out for its default)";
+        return {};
+      },
+      "");
+}
+const CLI::Validator non_negative = integer_at_least(0);
+const CLI::Validator positive = integer_at_least(1);
+
+/// A path option given as '' is a mistake (an unset shell variable), never a
+/// request for the default: `--root ''` must not read the live machine.
+const CLI::Validator non_empty(
     [](std::string& s) -> std::string {
-      bool ok = !s.empty() && s.size() <= 9 && s.find_first_not_of("0123456789") == std::string::npos;
-      return ok ? std::string() : "expected a non-negative integer, got '" + s + "'";
+      return s.empty() ? std::string("an empty value is not a path; leave the option out for its default") : std::string();
     },
     "");
 
@@ -52,10 +77,12 @@ void add_source_options(CLI::App& app, SourceOptions& o) {
   auto* root = app.add_option("--root", o.root,
                               "Read the machine from a recorded root (a directory laid out like /, see "
                               "'gpuaff record'); default: this machine")
-                   ->type_name("DIR");
+                   ->type_name("DIR")
+                   ->check(non_empty);
   auto* json = app.add_option("--topology", o.topology_file,
                               "Read the machine from a JSON file written by 'gpuaff topo --format json'")
-                   ->type_name("FILE.json");
+                   ->type_name("FILE.json")
+                   ->check(non_empty);
   root->excludes(json);
   json->excludes(root);
   app.add_option("--source", o.source,
@@ -63,7 +90,8 @@ void add_source_options(CLI::App& app, SourceOptions& o) {
       ->type_name("sysfs|hwloc")
       ->capture_default_str();
   auto* xml = app.add_option("--hwloc-xml", o.hwloc_xml, "Read the machine from an hwloc XML file (lstopo --of xml)")
-                  ->type_name("FILE.xml");
+                  ->type_name("FILE.xml")
+                  ->check(non_empty);
   xml->excludes(root)->excludes(json);
 }
 
@@ -83,10 +111,10 @@ void add_policy_options(CLI::App& app, PlanOptions& o, const std::string& policy
       ->check(non_negative);
   app.add_option("--max-cores", o.nvidia.max_cores, "NVIDIA modes: keep at most N physical cores per GPU")
       ->type_name("N")
-      ->check(non_negative);
+      ->check(positive);
   app.add_option("--nproc", o.nproc, "only GPUs 0..N-1 take part (the job's processes on this machine); default: all")
       ->type_name("N")
-      ->check(non_negative);
+      ->check(positive);
   app.add_option_function<std::string>(
          "--visible-devices", [&o](const std::string& v) { o.source.visible.list = v; },
          "GPUs the job sees, like CUDA_VISIBLE_DEVICES (indices or GPU-/MIG- UUID prefixes); overrides "
@@ -263,9 +291,11 @@ CLI::App* add_record_command(CLI::App& app, RecordArgs& args) {
       app.add_subcommand("record", "Copy the files gpuaff reads into DIR (or FILE.tar), to replay with --root DIR");
   record->add_option("--out", args.out, "the directory to write (created), or FILE.tar: one tar file")
       ->type_name("DIR|FILE.tar")
-      ->required();
+      ->required()
+      ->check(non_empty);
   record->add_option("--root", args.root, "the root to record (default: this machine)")
       ->type_name("DIR")
+      ->check(non_empty)
       ->capture_default_str();
   record->add_option("--pci", args.pci, "also record these non-GPU devices (e.g. the NIC used with --pci)")
       ->type_name("BDF");
@@ -313,8 +343,8 @@ int main(int argc, char** argv) try {
     return exit_usage;
   }
   if (argv[1][0] != '-' && !is_command(argv[1])) {
-    std::string line = std::string("gpuaff: unknown command '") + argv[1] + "'; use " + command_names(app) +
-                       " (see 'gpuaff --help')\n";
+    std::string line = "gpuaff: " + one_line(std::string("unknown command '") + argv[1] + "'; use " +
+                                             command_names(app) + " (see 'gpuaff --help')") + "\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     return exit_usage;
   }

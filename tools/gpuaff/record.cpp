@@ -22,7 +22,7 @@ int record_to_tar(const RecordArgs& args, const std::vector<PciAddress>& extra) 
   std::string scratch = (parent.empty() ? std::filesystem::path(".") : parent) / ".gpuaff-record-XXXXXX";
   if (::mkdtemp(scratch.data()) == nullptr) {
     return report_error(make_error(Errc::io_error, "cannot create a scratch directory beside '", args.out,
-                                   "': ", std::strerror(errno)));
+                                   "': ", detail::errno_text(errno)));
   }
   auto summary = record_topology(RecordOptions{.out_dir = scratch, .root = args.root, .extra_pci = extra});
   auto tar = summary ? write_tar(scratch, args.out, args.force) : Result<TarSummary>(unexpected(summary.error()));

@@ -15,31 +15,13 @@
 #include "gpuaff/apply/cpu_buffer.hpp"
 #include "gpuaff/apply/syscalls.hpp"
 #include "gpuaff/cpu_set.hpp"
+#include "gpuaff/detail/errno.hpp"
 #include "gpuaff/result.hpp"
 
 namespace gpuaff {
 inline namespace v0 {
 
 namespace detail {
-
-/// "EINVAL" for the errno values the apply layer meets; "errno N" otherwise.
-inline std::string errno_name(int e) {
-  switch (e) {
-    case EPERM: return "EPERM";
-    case ESRCH: return "ESRCH";
-    case EINVAL: return "EINVAL";
-    case ENOSYS: return "ENOSYS";
-    case EFAULT: return "EFAULT";
-    case ENOMEM: return "ENOMEM";
-    case EACCES: return "EACCES";
-    case ENOENT: return "ENOENT";
-    case EAGAIN: return "EAGAIN";
-    case ENOEXEC: return "ENOEXEC";
-    case ECHILD: return "ECHILD";
-    case EINTR: return "EINTR";
-    default: return "errno " + std::to_string(e);
-  }
-}
 
 /// Largest mask tried for sched_getaffinity (bits); far beyond any kernel's NR_CPUS.
 inline constexpr int max_affinity_bits = 1 << 20;
@@ -56,7 +38,7 @@ inline Result<AllocatedCpuSet> read_affinity(pid_t tid) {
     if (e == EINVAL) continue;  // the kernel's mask is larger than ours
     if (e == ESRCH) return Unexpected(make_sys_error(Errc::not_found, e, thread_name(tid), " no longer exists (ESRCH)"));
     return Unexpected(make_sys_error(Errc::system_error, e, "cannot read the CPU affinity of ", thread_name(tid),
-                                     " (sched_getaffinity: ", errno_name(e), ")"));
+                                     " (sched_getaffinity: ", errno_text(e), ")"));
   }
   return Unexpected(make_sys_error(Errc::out_of_range, EINVAL, "cannot read the CPU affinity of ", thread_name(tid),
                                    ": the kernel wants a mask of more than ", max_affinity_bits, " CPUs"));
@@ -82,7 +64,7 @@ inline Error affinity_error(pid_t tid, const CpuSet& cpus, int e, const CpuSet& 
     return make_sys_error(Errc::permission_denied, e, "not permitted to set the CPU affinity of ", thread_name(tid),
                           " to CPUs ", cpus.to_list(), " (sched_setaffinity: EPERM)");
   return make_sys_error(Errc::system_error, e, "cannot set the CPU affinity of ", thread_name(tid), " to CPUs ",
-                        cpus.to_list(), " (sched_setaffinity: ", errno_name(e), ")");
+                        cpus.to_list(), " (sched_setaffinity: ", errno_text(e), ")");
 }
 
 /// Sets thread `tid` to exactly `cpus`, or leaves it as it was. `previous` is

@@ -141,7 +141,7 @@ inline Error mempolicy_error(std::string_view what, int e) {
                           : e == EINVAL ? "; the nodes may be outside Mems_allowed_list in /proc/self/status or have no "
                                           "memory"
                                         : "";
-  return make_sys_error(code, e, what, " (", errno_name(e), ")", hint);
+  return make_sys_error(code, e, what, " (", errno_text(e), ")", hint);
 }
 
 /// Validates options before anything is changed. Errors: Errc::invalid_argument.

@@ -48,7 +48,7 @@ inline Result<std::vector<pid_t>> list_threads(const char* dir = "/proc/self/tas
   if (d == nullptr) {
     int e = errno;
     return Unexpected(make_sys_error(Errc::io_error, e, "cannot list the process's threads in ", std::string_view(dir),
-                                     " (", errno_name(e), "); is /proc mounted?"));
+                                     " (", errno_text(e), "); is /proc mounted?"));
   }
   std::vector<pid_t> tids;
   while (dirent* ent = ::readdir(d)) {
@@ -98,6 +98,54 @@ inline Result<ThreadOutcome> bind_one_thread(pid_t tid, const CpuSet& cpus, cons
   return ThreadOutcome::bound;
 }
 
+/// Puts back what a failed bind_all_threads changed: every thread in
+/// `changed` gets its previous mask, newest first. A thread born while the
+/// process was being bound inherited the binding from its (bound) creator
+/// without being in any scan, so /proc/self/task is scanned again, until a
+/// scan finds no thread not in `seen`: a newcomer that holds exactly `cpus`
+/// gets the mask the bound threads had before (when they all had the same
+/// one; otherwise which mask it should have is unknown). Returns the ids of
+/// the threads it could not put back.
+inline std::vector<pid_t> undo_binding(const CpuSet& cpus, const std::vector<ChangedThread>& changed,
+                                       std::vector<pid_t> seen) {
+  std::vector<pid_t> stuck;
+  for (auto it = changed.rbegin(); it != changed.rend(); ++it)
+    if (int e = write_affinity(it->tid, it->previous); e != 0 && e != ESRCH) stuck.push_back(it->tid);
+  if (changed.empty()) return stuck;
+  const AllocatedCpuSet& before = changed.front().previous;
+  bool one_before = std::all_of(changed.begin(), changed.end(), [&](const ChangedThread& c) {
+    return c.previous.to_cpu_set() == before.to_cpu_set();
+  });
+  for (int scan = 0; scan < max_process_scans; ++scan) {
+    auto tids = list_threads();
+    if (!tids) break;  // the scans of the binding could read it: not expected; nothing more can be found
+    bool found_new = false;
+    for (pid_t tid : *tids) {
+      auto at = std::lower_bound(seen.begin(), seen.end(), tid);
+      if (at != seen.end() && *at == tid) continue;
+      seen.insert(at, tid);
+      found_new = true;
+      auto now = read_affinity(tid);
+      if (!now || now->to_cpu_set() != cpus) continue;  // exited, or not born of a bound thread
+      int e = one_before ? write_affinity(tid, before) : EINVAL;
+      if (e != 0 && e != ESRCH) stuck.push_back(tid);
+    }
+    if (!found_new) return stuck;
+  }
+  return stuck;
+}
+
+/// The end of a failed binding's message: what the undo achieved.
+inline std::string undo_outcome(const CpuSet& cpus, std::vector<pid_t> stuck) {
+  if (stuck.empty()) return "; every thread was put back as it was";
+  std::sort(stuck.begin(), stuck.end());
+  std::string ids;
+  for (pid_t tid : stuck) ids += (ids.empty() ? "" : ", ") + std::to_string(tid);
+  return "; thread" + std::string(stuck.size() == 1 ? " " : "s ") + ids + " could not be put back and " +
+         (stuck.size() == 1 ? "stays" : "stay") + " bound to CPUs " + cpus.to_list() +
+         " (every other thread was put back)";
+}
+
 inline Result<ProcessBinding> bind_all_threads(const CpuSet& cpus, const MemoryOptions& memory) {
   GPUAFF_TRY_VOID(check_binding_set(cpus));
   GPUAFF_TRY_VOID(check_memory_options(memory));
@@ -109,9 +157,9 @@ inline Result<ProcessBinding> bind_all_threads(const CpuSet& cpus, const MemoryO
   std::vector<ChangedThread> changed;
   std::vector<pid_t> seen;  // sorted
   auto undo = [&](Error e) -> Result<ProcessBinding> {
-    for (auto it = changed.rbegin(); it != changed.rend(); ++it) (void)write_affinity(it->tid, it->previous);
+    std::vector<pid_t> stuck = undo_binding(cpus, changed, seen);
     if (mem.applied) (void)restore_memory_policy(mem.saved);
-    e.append("; every thread was put back as it was");
+    e.append(undo_outcome(cpus, std::move(stuck)));
     return Unexpected(e);
   };
   // Scan until a scan finds no thread not seen before: threads may be created
@@ -147,7 +195,9 @@ inline Result<ProcessBinding> bind_all_threads(const CpuSet& cpus, const MemoryO
 /// Binds every thread of this process to `cpus` (and the calling thread's
 /// memory to `memory`), scanning /proc/self/task until no new thread appears.
 /// Threads that exit meanwhile are skipped. On any failure every thread
-/// already changed is put back: the process is never half-bound.
+/// already changed is put back, and so is every thread born meanwhile with
+/// the binding inherited from a bound thread; the error names any thread that
+/// could not be put back.
 /// Errors: as ScopedAffinity::create, plus Errc::io_error when /proc/self/task
 /// cannot be read and Errc::system_error when threads keep appearing.
 inline Result<ProcessBinding> bind_process(const CpuSet& cpus, const MemoryOptions& memory = {}) {

@@ -107,7 +107,7 @@ class ScopedAffinity {
     Result<void> out;
     if (e != 0)
       out = Unexpected(make_sys_error(Errc::system_error, e, "cannot restore the previous CPU mask of ",
-                                      detail::thread_name(owner_), " (sched_setaffinity: ", detail::errno_name(e), ")"));
+                                      detail::thread_name(owner_), " (sched_setaffinity: ", detail::errno_text(e), ")"));
     if (memory_applied_ && here) {
       auto m = restore_memory_policy(saved_memory_);
       if (!m && out) out = m;

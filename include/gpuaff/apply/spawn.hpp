@@ -120,7 +120,7 @@ class Child {
     if (::kill(pid_, signal) != 0) {
       int e = errno;
       return Unexpected(make_sys_error(Errc::system_error, e, "kill(", pid_, ", ", signal, ") failed (",
-                                       detail::errno_name(e), ")"));
+                                       detail::errno_text(e), ")"));
     }
     return {};
   }
@@ -137,7 +137,7 @@ class Child {
     } while (r < 0 && errno == EINTR);
     if (r < 0) {
       int e = errno;
-      return Unexpected(make_sys_error(Errc::system_error, e, "waitpid(", pid_, ") failed (", detail::errno_name(e), ")"));
+      return Unexpected(make_sys_error(Errc::system_error, e, "waitpid(", pid_, ") failed (", detail::errno_text(e), ")"));
     }
     pid_ = -1;
     ExitStatus out;
@@ -233,7 +233,7 @@ inline Error spawn_error(const std::string& file, int e) {
   if (e == ENOENT)
     return make_sys_error(Errc::not_found, e, "command '", file, "' not found (ENOENT); check the name and PATH");
   if (e == EACCES) return make_sys_error(Errc::permission_denied, e, "command '", file, "' is not executable (EACCES)");
-  return make_sys_error(Errc::system_error, e, "cannot start '", file, "' (", errno_name(e), ")");
+  return make_sys_error(Errc::system_error, e, "cannot start '", file, "' (", errno_text(e), ")");
 }
 
 }  // namespace detail
@@ -275,7 +275,7 @@ Result<Child> spawn_forked(Body& body, const SpawnOptions& options) {
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) {
     int e = errno;
-    return Unexpected(make_sys_error(Errc::system_error, e, "cannot create a pipe for the child (", detail::errno_name(e), ")"));
+    return Unexpected(make_sys_error(Errc::system_error, e, "cannot create a pipe for the child (", detail::errno_text(e), ")"));
   }
   auto guard = detail::bind_for_spawn(options, child.cpus_, child.bound_, child.warnings_);
   if (!guard) {
@@ -312,7 +312,7 @@ Result<Child> spawn_forked(Body& body, const SpawnOptions& options) {
   ::close(report[1]);
   if (pid < 0) {
     ::close(report[0]);
-    return Unexpected(make_sys_error(Errc::system_error, e, "fork failed (", detail::errno_name(e), ")"));
+    return Unexpected(make_sys_error(Errc::system_error, e, "fork failed (", detail::errno_text(e), ")"));
   }
   ::fcntl(report[0], F_SETFL, O_NONBLOCK);
   child.pid_ = pid;

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpuaff/detail/errno.hpp"
 #include "gpuaff/detail/parse.hpp"
 
 namespace gpuaff {
@@ -46,10 +47,19 @@ inline constexpr std::size_t max_small_file = std::size_t{1} << 24;
 /// per file instead of two). /proc seq_files may come in pieces: read to EOF.
 enum class ShortRead { more, end };
 
-/// Reads everything from `fd` into `out` (fd not closed). Returns 0 or errno
-/// (EFBIG above max_small_file).
-inline int read_fd(int fd, std::string& out, ShortRead short_read = ShortRead::more) {
+/// Reads everything from the regular file open as `fd` into `out` (fd not
+/// closed); `mode` (optional) gets its permission bits. Only regular files are
+/// read (sysfs and procfs files are regular): a directory gives EISDIR, and a
+/// FIFO, socket or device not_regular_file (detail/errno.hpp), so that a FIFO
+/// planted in a root cannot block a read and /dev/zero cannot fill memory.
+/// Returns 0 or errno (EFBIG above max_small_file).
+inline int read_fd(int fd, std::string& out, ShortRead short_read = ShortRead::more, mode_t* mode = nullptr) {
   out.clear();
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return errno;
+  if (S_ISDIR(st.st_mode)) return EISDIR;
+  if (!S_ISREG(st.st_mode)) return not_regular_file;
+  if (mode != nullptr) *mode = st.st_mode & 07777;
   char buf[4096];
   while (true) {
     ssize_t n = ::read(fd, buf, sizeof buf);
@@ -64,12 +74,14 @@ inline int read_fd(int fd, std::string& out, ShortRead short_read = ShortRead::m
   }
 }
 
-/// Reads the whole file at `path` into `out`. Returns 0 or the errno of the
-/// failing call (ENOENT for a missing file, EFBIG above max_small_file).
+/// Reads the whole regular file at `path` into `out` (opened with O_NONBLOCK:
+/// opening a FIFO does not wait for a writer; read_fd then refuses it).
+/// Returns 0 or the errno of the failing call (ENOENT for a missing file,
+/// EFBIG above max_small_file, not_regular_file for a FIFO or device).
 inline int read_whole_file(const std::string& path, std::string& out, int extra_open_flags = 0,
                            ShortRead short_read = ShortRead::more) {
   out.clear();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | extra_open_flags);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | extra_open_flags);
   if (fd < 0) return errno;
   int err = read_fd(fd, out, short_read);
   ::close(fd);
@@ -130,18 +142,6 @@ inline int write_whole_file(const std::string& path, std::string_view data) {
     done += static_cast<std::size_t>(n);
   }
   return ::close(fd) == 0 ? 0 : errno;
-}
-
-/// Makes `at` a symlink to `target`. Returns 0, EEXIST when `at` already is
-/// exactly that link, or errno.
-inline int make_symlink(const std::string& target, const std::string& at) {
-  if (::symlink(target.c_str(), at.c_str()) == 0) return 0;
-  int e = errno;
-  if (e != EEXIST) return e;
-  std::string existing(4096, '\0');
-  ssize_t n = ::readlink(at.c_str(), existing.data(), existing.size());
-  if (n < 0 || std::string_view(existing.data(), static_cast<std::size_t>(n)) != target) return e;
-  return EEXIST;
 }
 
 /// mkdir -p. Returns 0 or errno.
@@ -215,6 +215,77 @@ inline std::string join_path(const std::vector<std::string>& comps) {
     s += c;
   }
   return s;
+}
+
+/// Opens the directory `rel` (a relative path) below the directory open as
+/// `base_fd`, creating missing components (mode 0755) and following no symlink
+/// on the way: a symlink at any component gives ELOOP with its path (below
+/// base) in `link_at`, so that a link planted in an output directory cannot
+/// lead a write out of it. Returns 0 with `fd` (the caller closes it) or errno.
+inline int open_directory_below(int base_fd, std::string_view rel, int& fd, std::string& link_at) {
+  fd = ::fcntl(base_fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  std::vector<std::string> comps;
+  split_path(rel, comps);
+  std::string walked;
+  for (const auto& c : comps) {
+    walked += walked.empty() ? c : "/" + c;
+    if (c == "..") {
+      ::close(fd);
+      return EINVAL;  // callers pass normalised paths: ".." could only be an attempt to climb out
+    }
+    if (::mkdirat(fd, c.c_str(), 0755) != 0 && errno != EEXIST) {
+      int e = errno;
+      ::close(fd);
+      return e;
+    }
+    int next = ::openat(fd, c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    if (next < 0) {
+      struct stat st {};
+      if (::fstatat(fd, c.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+        e = ELOOP;
+        link_at = walked;
+      }
+      ::close(fd);
+      return e;
+    }
+    ::close(fd);
+    fd = next;
+  }
+  return 0;
+}
+
+/// Writes `data` to the file `name` in the directory open as `dir_fd` with
+/// `mode` (less the umask): into a new file beside it, then renamed over `name`, so
+/// that what was at `name` (a symlink, or a hard link to a file elsewhere) is
+/// replaced, never written through. Returns 0 or errno.
+inline int write_file_at(int dir_fd, const std::string& name, std::string_view data, mode_t mode) {
+  std::string tmp = "." + name + ".partial-" + std::to_string(::getpid());
+  int fd = ::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd < 0) return errno;
+  int e = 0;
+  for (std::size_t done = 0; e == 0 && done < data.size();) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno != EINTR) e = errno;
+    if (n > 0) done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0 && e == 0) e = errno;
+  if (e == 0 && ::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) e = errno;
+  if (e != 0) ::unlinkat(dir_fd, tmp.c_str(), 0);
+  return e;
+}
+
+/// Makes `name` in the directory open as `dir_fd` a symlink to `target`.
+/// Returns 0, EEXIST when it already is exactly that link, or errno.
+inline int make_symlink_at(int dir_fd, const std::string& name, const std::string& target) {
+  if (::symlinkat(target.c_str(), dir_fd, name.c_str()) == 0) return 0;
+  int e = errno;
+  if (e != EEXIST) return e;
+  std::string existing(4096, '\0');
+  ssize_t n = ::readlinkat(dir_fd, name.c_str(), existing.data(), existing.size());
+  if (n < 0 || std::string_view(existing.data(), static_cast<std::size_t>(n)) != target) return e;
+  return EEXIST;
 }
 
 /// Resolves root-relative paths inside `root` as if `root` were `/`.
@@ -434,9 +505,11 @@ class RootDir {
   /// The resolver of this root, for walks that need the links on the way.
   RootResolver& resolver() { return resolver_; }
 
-  /// Opens a root-relative path. Returns 0 or errno.
+  /// Opens a root-relative path (with O_NONBLOCK: a FIFO in the root never
+  /// blocks the open). Returns 0 or errno.
   int open(std::string_view rel, int flags, int& fd) {
     fd = -1;
+    if ((flags & O_PATH) == 0) flags |= O_NONBLOCK;  // openat2 refuses O_PATH with other flags
     if (live_) {
       host_ = "/";
       host_ += rel;
@@ -456,14 +529,15 @@ class RootDir {
     return open_resolved(rel, flags, fd);
   }
 
-  /// Reads a whole root-relative file. Returns 0 or errno (ENOENT or ENOTDIR
-  /// when it is missing, EFBIG above max_small_file).
-  int read(std::string_view rel, std::string& out, ShortRead short_read = ShortRead::more) {
+  /// Reads a whole root-relative regular file; `mode` (optional) gets its
+  /// permission bits. Returns 0 or errno (ENOENT or ENOTDIR when it is missing,
+  /// EFBIG above max_small_file, EISDIR or not_regular_file: see read_fd).
+  int read(std::string_view rel, std::string& out, ShortRead short_read = ShortRead::more, mode_t* mode = nullptr) {
     out.clear();
     int fd = -1;
     int err = open(rel, O_RDONLY, fd);
     if (err != 0) return err;
-    err = read_fd(fd, out, short_read);
+    err = read_fd(fd, out, short_read, mode);
     ::close(fd);
     return err;
   }

@@ -184,7 +184,7 @@ inline Result<TarSummary> write_tar(const std::filesystem::path& dir, const std:
     if (e.type == '0') {
       std::string data;
       if (int err = detail::read_whole_file(e.source.string(), data, O_NOFOLLOW | O_NONBLOCK); err != 0)
-        return fail(Errc::io_error, "cannot read '", e.source.string(), "': ", std::strerror(err));
+        return fail(Errc::io_error, "cannot read '", e.source.string(), "': ", detail::errno_text(err));
       if (data.size() != e.size)
         return fail(Errc::io_error, "'", e.source.string(), "' changed size while it was archived");
       put(data.data(), data.size());
@@ -206,7 +206,7 @@ inline Result<TarSummary> write_tar(const std::filesystem::path& dir, const std:
   partial += ".partial";
   if (int err = detail::write_whole_file(partial.string(), out); err != 0) {
     std::filesystem::remove(partial, ec);
-    return fail(Errc::io_error, "cannot write '", partial.string(), "': ", std::strerror(err),
+    return fail(Errc::io_error, "cannot write '", partial.string(), "': ", detail::errno_text(err),
                 "; check that its directory is writable and has space");
   }
   std::filesystem::rename(partial, tar_path, ec);

@@ -186,8 +186,9 @@ inline std::vector<std::string> hwloc_record_paths(RootDir& from) {
 
 /// The error for a file that could not be written into the recording.
 inline Unexpected<Error> hwloc_write_failure(const RootCopy::Failure& f) {
+  if (f.planted_link()) return Unexpected<Error>(f.planted_link_error());
   return Unexpected<Error>(make_sys_error(Errc::io_error, f.error, "cannot write '", f.path,
-                                          "' while recording for hwloc: ", std::string_view(std::strerror(f.error)),
+                                          "' while recording for hwloc: ", detail::errno_text(f.error),
                                           "; check that the output directory is writable and has space"));
 }
 

@@ -67,7 +67,7 @@ inline Result<RecordSummary> record_topology(const RecordOptions& options) {
       return fail(Errc::invalid_argument, "output '", out, "' exists and is not a directory; choose a new directory");
     std::vector<std::string> entries;
     int e = detail::list_directory(out, entries);
-    if (e != 0) return unexpected(make_sys_error(Errc::io_error, e, "cannot list output directory '", out, "' (errno ", e, ")"));
+    if (e != 0) return unexpected(make_sys_error(Errc::io_error, e, "cannot list output directory '", out, "' (", detail::errno_text(e), ")"));
     if (!entries.empty() && !options.allow_non_empty)
       return fail(Errc::invalid_argument, "output directory '", out,
                   "' is not empty; choose a new directory so that old files cannot mix into the recording");
@@ -85,11 +85,11 @@ inline Result<RecordSummary> record_topology(const RecordOptions& options) {
   RecordSummary summary;
   summary.out_dir = out;
   auto io_fail = [&](int e, std::string_view what, std::string_view path) {
-    return unexpected(make_sys_error(Errc::io_error, e, "cannot ", what, " '", path, "' (errno ", e,
+    return unexpected(make_sys_error(Errc::io_error, e, "cannot ", what, " '", path, "' (", detail::errno_text(e),
                                      "); check that the output directory is writable"));
   };
   auto copy_fail = [&](const detail::RootCopy::Failure& f) {
-    return io_fail(f.error, f.what, f.path);
+    return f.planted_link() ? unexpected(f.planted_link_error()) : io_fail(f.error, f.what, f.path);
   };
   if (int e = detail::make_directories(out); e != 0) return io_fail(e, "create directory", out);
 

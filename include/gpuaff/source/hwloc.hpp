@@ -13,6 +13,8 @@
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
+#include <sys/stat.h>
+
 #include <hwloc.h>
 #include <hwloc/distances.h>
 
@@ -191,6 +193,50 @@ inline Result<std::optional<CpuSet>> hwloc_status_list(const std::string& root, 
 
 }  // namespace detail
 
+namespace detail {
+
+/// The most entries hwloc_escape_in walks under one root: far above a
+/// recording (a few thousand), low enough that a huge tree is refused quickly.
+inline constexpr int max_hwloc_root_entries = 1 << 20;
+
+/// hwloc's HWLOC_FSROOT only prefixes the paths it opens: a symlink in the
+/// root is followed by the kernel, so an absolute target (or one whose ".."
+/// climbs above the root) reads the host, and a FIFO blocks the read. Walks
+/// `rel` (sys/ or proc/, what the Linux backend reads) without following links
+/// and returns the first such entry as "what is wrong", or "". Each link's
+/// target is resolved as the kernel will (realpath) and must stay within the
+/// root; a dangling one reads nothing and passes.
+inline std::string hwloc_escape_in(const std::string& real_root, const std::string& rel, int& budget) {
+  std::string host = real_root + "/" + rel;
+  struct stat st {};
+  if (::lstat(host.c_str(), &st) != 0) return {};
+  if (--budget < 0) return "it has more than " + std::to_string(max_hwloc_root_entries) + " entries under sys/ and proc/";
+  if (S_ISLNK(st.st_mode)) {
+    char* real = ::realpath(host.c_str(), nullptr);
+    if (real == nullptr) return {};
+    std::string_view r(real);
+    bool inside = r == real_root || (r.size() > real_root.size() && r.substr(0, real_root.size()) == real_root &&
+                                     r[real_root.size()] == '/');
+    std::string target(r);
+    std::free(real);  // NOLINT(cppcoreguidelines-no-malloc): realpath allocates with malloc
+    if (!inside) return "the symlink " + rel + " leads out of it (to " + target + "), and hwloc would follow it";
+    return {};
+  }
+  if (S_ISDIR(st.st_mode)) {
+    std::vector<std::string> names;
+    if (list_directory(host, names) != 0) return {};
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names)
+      if (std::string why = hwloc_escape_in(real_root, rel + "/" + n, budget); !why.empty()) return why;
+    return {};
+  }
+  if (!S_ISREG(st.st_mode)) return rel + " is not a regular file (a FIFO, socket or device), and hwloc would block on it";
+  return {};
+}
+
+}  // namespace detail
+
+
 /// Why hwloc's Linux backend would not read the root `root`, or "" when it
 /// would: hwloc 2.x reads only the hex-mask files (cpuN/topology/thread_siblings
 /// or core_cpus), and when they are missing it silently falls back to a
@@ -202,8 +248,22 @@ inline std::string hwloc_root_problem(const std::string& root) {
   if (!dir.is_directory(cpu))
     return "'" + root + "' has no sys/devices/system/cpu directory (not a recorded root)";
   // hwloc probes cpu0 (on Linux cpu0 exists even when other ids are sparse)
+  bool masks = false;
   for (const char* f : {"package_cpus", "core_cpus", "core_siblings", "thread_siblings"})
-    if (dir.exists(cpu + "/cpu0/topology/" + f)) return {};
+    masks = masks || dir.exists(cpu + "/cpu0/topology/" + f);
+  if (masks) {
+    if (dir.live()) return {};  // this machine's own files: nothing to escape to
+    char* real = ::realpath(root.c_str(), nullptr);
+    if (real == nullptr) return "'" + root + "' cannot be resolved";
+    std::string real_root(real);
+    std::free(real);  // NOLINT(cppcoreguidelines-no-malloc): realpath allocates with malloc
+    int budget = detail::max_hwloc_root_entries;
+    for (const char* top : {"sys", "proc"})
+      if (std::string why = detail::hwloc_escape_in(real_root, top, budget); !why.empty())
+        return "'" + root + "' cannot be given to hwloc safely: " + why +
+               "; use --source sysfs (which keeps every path inside the root), or remove it";
+    return {};
+  }
   return "'" + root +
          "' has no sys/devices/system/cpu/cpu0/topology/{thread_siblings,core_cpus,core_siblings,package_cpus}: "
          "hwloc reads these hex masks, not the *_list files; record the root with 'gpuaff record', "
@@ -266,7 +326,7 @@ class HwlocSource {
       int e = load_errno;
       return Unexpected<Error>(make_sys_error(
           options_.input == HwlocInput::xml ? Errc::parse_error : Errc::system_error, e, "hwloc could not load ",
-          origin, ": ", std::string_view(std::strerror(e)),
+          origin, ": ", detail::errno_text(e),
           options_.input == HwlocInput::xml ? "; is it an XML file written by 'lstopo --of xml'?" : ""));
     }
     if (options_.input == HwlocInput::root) {
@@ -303,7 +363,7 @@ class HwlocSource {
         std::string probe;
         if (int e = detail::read_whole_file(options_.path, probe); e != 0) {
           return Unexpected<Error>(make_sys_error(Errc::io_error, e, "cannot read hwloc XML file '", options_.path,
-                                                  "': ", std::string_view(std::strerror(e)),
+                                                  "': ", detail::errno_text(e),
                                                   "; pass a file written by 'lstopo --of xml'"));
         }
         if (hwloc_topology_set_xml(t, options_.path.c_str()) != 0) {

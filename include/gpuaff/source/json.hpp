@@ -617,7 +617,7 @@ inline Result<Topology> JsonSource::load() {
   std::string text;
   if (int e = detail::read_whole_file(options_.path, text); e != 0) {
     return Unexpected<Error>(make_sys_error(Errc::io_error, e, "cannot read topology JSON '", options_.path, "': ",
-                                            std::strerror(e),
+                                            detail::errno_text(e),
                                             "; write one with 'gpuaff topo --format json > FILE.json'"));
   }
   GPUAFF_TRY(Topology t, topology_from_json(text, options_.path));

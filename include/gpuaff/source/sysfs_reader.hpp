@@ -75,7 +75,7 @@ class SysfsReader {
     int err = dir_.read(rel, out, proc ? ShortRead::more : ShortRead::end);
     if (err == ENOENT || err == ENOTDIR) return false;
     if (err != 0)
-      return unexpected(make_sys_error(Errc::io_error, err, shown(rel), ": cannot be read (errno ", err, "); ", hint()));
+      return unexpected(make_sys_error(Errc::io_error, err, shown(rel), ": cannot be read (", errno_text(err), "); ", hint()));
     strip_trailing(out);
     read.emplace_back(rel);
     return true;
@@ -168,7 +168,7 @@ class SysfsReader {
     int e = dir_.list(rel, names);
     if (e == ENOENT || e == ENOTDIR) names.clear();
     else if (e != 0)
-      return unexpected(make_sys_error(Errc::io_error, e, shown(rel), ": cannot be listed (errno ", e, "); ", hint()));
+      return unexpected(make_sys_error(Errc::io_error, e, shown(rel), ": cannot be listed (", errno_text(e), "); ", hint()));
     return names;
   }
 

@@ -1,0 +1,293 @@
+// Hostile roots and inputs, run as a user would run them: a FIFO where the
+// reader expects a file, a device or FIFO as --topology, control characters in
+// files and variables, empty and zero option values. Each case must end
+// quickly with one clear error line (the harness kills a run after
+// cli_test::run_timeout_s and reports rc timed_out, so a hang fails the test).
+
+#include <sys/stat.h>
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "run_tool.hpp"
+
+using cli_test::Run;
+using cli_test::tool;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// One node with CPUs 0-1 (two cores) and two GPUs on it, as cli_exec_test's.
+cli_test::FakeMachine two_cpu_machine() {
+  cli_test::FakeMachine m;
+  m.cores = {"0", "1"};
+  m.core_package = {0, 0};
+  m.node_cpus = {"0-1"};
+  m.node_distances = {"10"};
+  m.online = "0-1";
+  m.allowed = "0-1";
+  m.devices = {{.bdf = "0000:17:00.0", .local_cpus = "0-1"}, {.bdf = "0000:65:00.0", .local_cpus = "0-1"}};
+  return m;
+}
+
+/// A fresh copy of the two-CPU machine named `name`.
+fs::path fresh_root(const std::string& name) {
+  fs::path dir = cli_test::temp_dir(name);
+  cli_test::write_machine(dir, two_cpu_machine());
+  return dir;
+}
+
+/// Replaces the file `rel` of `root` with a FIFO nobody writes to.
+void plant_fifo(const fs::path& root, const std::string& rel) {
+  fs::path p = root / rel;
+  fs::remove(p);
+  REQUIRE(::mkfifo(p.c_str(), 0644) == 0);
+}
+
+bool has_control_byte(const std::string& s) {
+  for (char c : s)
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\n') || c == 0x7f) return true;
+  return false;
+}
+
+// The files a FIFO is planted at: each is one the reader reads for every
+// command (CPU list, node list, a GPU's PCI class, the allowed set).
+const std::vector<std::string> fifo_sites{
+    "sys/devices/system/cpu/online",
+    "sys/devices/system/node/node0/cpulist",
+    "sys/devices/pci0000:00/0000:17:00.0/class",
+    "proc/self/status",
+};
+
+}  // namespace
+
+TEST_CASE("a FIFO planted in a root stops bind, topo, record and exec with an error naming it, never a hang") {
+  for (const auto& site : fifo_sites) {
+    CAPTURE(site);
+    fs::path root = fresh_root("fifo");
+    plant_fifo(root, site);
+    fs::path out = cli_test::temp_dir("fifo-out") / "rec";
+    std::string name = fs::path(site).filename().string();
+    const std::vector<std::vector<std::string>> commands{
+        {"bind", "--root", root.string(), "--gpu", "0"},
+        {"topo", "--root", root.string()},
+        {"record", "--root", root.string(), "--out", out.string()},
+        {"exec", "--root", root.string(), "--gpu", "0", "--", "true"},
+    };
+    for (const auto& args : commands) {
+      CAPTURE(args[0]);
+      Run r = tool(args);
+      REQUIRE(r.rc != cli_test::timed_out);
+      CHECK(r.rc == 3);  // an unreadable input file (docs/cli.md exit codes)
+      CHECK(r.one_error_line());
+      CHECK(r.err.find("not a regular file") != std::string::npos);
+      CHECK(r.err.find(name) != std::string::npos);
+      CHECK(r.out.empty());
+    }
+    // --fallback unbound: the load error is a warning and the command runs.
+    Run r = tool({"exec", "--root", root.string(), "--gpu", "0", "--fallback", "unbound", "--", "true"});
+    REQUIRE(r.rc != cli_test::timed_out);
+    CHECK(r.rc == 0);
+    CHECK(r.err.find("warning") != std::string::npos);
+    CHECK(r.err.find("not a regular file") != std::string::npos);
+  }
+}
+
+TEST_CASE("--topology of a device, a FIFO or a directory is a clear error, at once") {
+  fs::path dir = cli_test::temp_dir("topology-inputs");
+  fs::path fifo = dir / "machine.json";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  struct Case {
+    std::string path;
+    std::string says;
+  };
+  // /dev/zero never ends: read whole it grew memory until bad_alloc.
+  const std::vector<Case> cases{{"/dev/zero", "not a regular file"},
+                                {fifo.string(), "not a regular file"},
+                                {dir.string(), "EISDIR (Is a directory)"},
+                                {(dir / "absent.json").string(), "ENOENT (No such file or directory)"}};
+  for (const auto& c : cases) {
+    CAPTURE(c.path);
+    for (const std::string cmd : {"bind", "topo"}) {
+      std::vector<std::string> args{cmd, "--topology", c.path};
+      if (cmd == "bind") args.insert(args.end(), {"--gpu", "0"});
+      Run r = tool(args);
+      REQUIRE(r.rc != cli_test::timed_out);
+      CHECK(r.rc == 3);
+      CHECK(r.one_error_line());
+      CHECK(r.err.find("'" + c.path + "'") != std::string::npos);
+      CHECK(r.err.find(c.says) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("a file above the size cap is refused with the errno's name and text") {
+  fs::path root = fresh_root("oversized");
+  // 17 MiB: above the 16 MiB cap of every file gpuaff reads.
+  cli_test::write_file(root / "sys/devices/system/cpu/online", std::string(17u << 20, '0'));
+  Run r = tool({"bind", "--root", root.string(), "--gpu", "0"});
+  CHECK(r.rc == 3);
+  CHECK(r.one_error_line());
+  CHECK(r.err.find("EFBIG (File too large)") != std::string::npos);
+  CHECK(r.err.find("errno") == std::string::npos);
+}
+
+TEST_CASE("control characters from files, variables and arguments reach stderr escaped") {
+  fs::path root = fresh_root("escapes");
+  // A terminal escape (ESC [ 2 J: clear the screen) and a DEL inside a node's cpulist.
+  cli_test::write_file(root / "sys/devices/system/node/node0/cpulist", "0-1\x1b[2J\x7f\n");
+  Run from_file = tool({"bind", "--root", root.string(), "--gpu", "0"});
+  CHECK(from_file.rc != 0);
+  CHECK(from_file.one_error_line());
+  CHECK_FALSE(has_control_byte(from_file.err));
+  CHECK(from_file.err.find("\\x1b[2J\\x7f") != std::string::npos);
+
+  fs::path clean = fresh_root("escapes-env");
+  Run from_env = tool({"bind", "--root", clean.string(), "--gpu", "0"}, {{"CUDA_VISIBLE_DEVICES", "0\x1b]0;owned\x07"}});
+  CHECK(from_env.rc != 0);
+  CHECK(from_env.one_error_line());
+  CHECK_FALSE(has_control_byte(from_env.err));
+  CHECK(from_env.err.find("\\x1b]0;owned\\x07") != std::string::npos);
+
+  Run from_arg = tool({"bind", "--root", clean.string(), "--gpu", "0", "--policy", "node\r\x1b[1A"});
+  CHECK(from_arg.rc == 2);
+  CHECK(from_arg.one_error_line());
+  CHECK_FALSE(has_control_byte(from_arg.err));
+  CHECK(from_arg.err.find("\\x0d\\x1b[1A") != std::string::npos);
+
+  Run command = tool({"\x1b[31mbind"});
+  CHECK(command.rc == 2);
+  CHECK_FALSE(has_control_byte(command.err));
+  CHECK(command.err.find("'\\x1b[31mbind'") != std::string::npos);
+}
+
+TEST_CASE("empty paths and zero counts are usage errors naming the option, never a default") {
+  fs::path root = fresh_root("empty-zero");
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  // Each of these once ran: --root '' read the live machine, --nproc 0 and
+  // --max-cores 0 meant "all" and "no limit".
+  const std::vector<Case> cases{
+      {{"topo", "--root", ""}, "--root"},
+      {{"bind", "--root", "", "--gpu", "0"}, "--root"},
+      {{"exec", "--root", "", "--gpu", "0", "--", "true"}, "--root"},
+      {{"record", "--root", "", "--out", (cli_test::temp_dir("empty-out") / "r").string()}, "--root"},
+      {{"record", "--out", ""}, "--out"},
+      {{"bind", "--topology", "", "--gpu", "0"}, "--topology"},
+      {{"bind", "--root", root.string(), "--gpu", "0", "--nproc", "0"}, "--nproc"},
+      {{"bind", "--root", root.string(), "--gpu", "0", "--policy", "single", "--max-cores", "0"}, "--max-cores"},
+      {{"topo", "--root", root.string(), "--nproc", "00"}, "--nproc"},
+      {{"exec", "--root", root.string(), "--gpu", "0", "--max-cores", "0", "--", "true"}, "--max-cores"},
+      {{"exec", "--root", root.string(), "--gpu", "0", "--nproc", "0", "--fallback", "unbound", "--", "true"},
+       "--nproc"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.args);
+    Run r = tool(c.args);
+    CHECK(r.rc == 2);
+    CHECK(r.one_error_line());
+    CHECK(r.err.find(c.says) != std::string::npos);
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("a GPU index too large for any machine says it is out of range and names the limit") {
+  fs::path root = fresh_root("big-index");
+  // Beyond an int: refused while parsing, with the largest index accepted.
+  Run huge = tool({"bind", "--root", root.string(), "--gpu", "99999999999"});
+  CHECK(huge.rc == 2);
+  CHECK(huge.one_error_line());
+  CHECK(huge.err.find("out of range") != std::string::npos);
+  CHECK(huge.err.find("2147483647") != std::string::npos);
+  // An int, but no such GPU: the machine's two GPUs are named.
+  Run big = tool({"bind", "--root", root.string(), "--gpu", "1000000000"});
+  CHECK(big.rc == 4);
+  CHECK(big.one_error_line());
+  CHECK(big.err.find("no GPU 1000000000") != std::string::npos);
+  CHECK(big.err.find("2 visible") != std::string::npos);
+  CHECK(big.err.find("non-negative integer") == std::string::npos);
+}
+
+namespace {
+
+/// Every regular file under `dir` with its content, for "nothing changed" checks.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files[e.path().string()] = cli_test::slurp(e.path().string());
+  return files;
+}
+
+}  // namespace
+
+TEST_CASE("record --force replaces links planted at files in --out and never writes through them") {
+  fs::path root = fresh_root("force-files");
+  fs::path base = cli_test::temp_dir("force-files-out");
+  fs::path out = base / "rec";
+  REQUIRE(tool({"record", "--root", root.string(), "--out", out.string()}).rc == 0);
+  // Outside --out: a file a symlink points at and one a hard link shares.
+  cli_test::write_file(base / "outside/victim", "precious\n");
+  cli_test::write_file(base / "outside/shared", "precious too\n");
+  fs::remove(out / "sys/devices/system/cpu/online");
+  fs::create_symlink(base / "outside/victim", out / "sys/devices/system/cpu/online");
+  fs::remove(out / "proc/self/status");
+  fs::create_hard_link(base / "outside/shared", out / "proc/self/status");
+  auto before = snapshot(base / "outside");
+
+  Run r = tool({"record", "--root", root.string(), "--out", out.string(), "--force"});
+  CHECK(r.rc == 0);
+  CHECK(snapshot(base / "outside") == before);
+  // The recording holds the root's files again, as regular files.
+  CHECK_FALSE(fs::is_symlink(out / "sys/devices/system/cpu/online"));
+  CHECK(cli_test::slurp((out / "sys/devices/system/cpu/online").string()) == "0-1\n");
+  CHECK(fs::hard_link_count(out / "proc/self/status") == 1);
+  CHECK(tool({"topo", "--root", out.string()}).rc == 0);
+}
+
+TEST_CASE("record --force refuses a link planted at a directory in --out, whatever its depth") {
+  // A link at each depth of the paths the recording writes, to a directory outside.
+  for (const std::string planted : {"sys", "sys/devices/system", "sys/devices/system/node/node0", "proc/self"}) {
+    CAPTURE(planted);
+    fs::path root = fresh_root("force-dirs");
+    fs::path base = cli_test::temp_dir("force-dirs-out");
+    fs::path out = base / "rec";
+    REQUIRE(tool({"record", "--root", root.string(), "--out", out.string()}).rc == 0);
+    // The outside directory has the files the link replaces, each holding
+    // other text, so that a write through the link would change them.
+    fs::copy(out / planted, base / "outside", fs::copy_options::recursive);
+    for (const auto& [path, text] : snapshot(base / "outside")) cli_test::write_file(path, "precious\n");
+    fs::remove_all(out / planted);
+    fs::create_directory_symlink(base / "outside", out / planted);
+    auto before = snapshot(base / "outside");
+    auto mtime = fs::last_write_time(base / "outside");
+
+    Run r = tool({"record", "--root", root.string(), "--out", out.string(), "--force"});
+    CHECK(r.rc == 3);
+    CHECK(r.one_error_line());
+    CHECK(r.err.find("refusing to write through the symlink '" + (out / planted).string() + "'") != std::string::npos);
+    CHECK(snapshot(base / "outside") == before);
+    CHECK(fs::last_write_time(base / "outside") == mtime);  // nothing created there either
+  }
+}
+
+TEST_CASE("record keeps a file's permission bits, never wider than 0644") {
+  fs::path root = fresh_root("modes");
+  fs::path out = cli_test::temp_dir("modes-out") / "rec";
+  // Owner-only in the root: the recording must not make it readable by others.
+  fs::permissions(root / "sys/devices/system/cpu/online", fs::perms::owner_read | fs::perms::owner_write);
+  // Executable and world-writable in the root: the recording drops both.
+  fs::permissions(root / "sys/devices/system/node/node0/cpulist", fs::perms::all);
+  REQUIRE(tool({"record", "--root", root.string(), "--out", out.string()}).rc == 0);
+  auto mode = [&](const std::string& rel) { return fs::status(out / rel).permissions() & fs::perms::mask; };
+  CHECK(mode("sys/devices/system/cpu/online") == (fs::perms::owner_read | fs::perms::owner_write));
+  CHECK((mode("sys/devices/system/node/node0/cpulist") & ~(fs::perms::owner_read | fs::perms::owner_write |
+                                                           fs::perms::group_read | fs::perms::others_read)) ==
+        fs::perms::none);
+}
