@@ -483,6 +483,10 @@ inline Result<void> parse_hidden_gpus(const Parser& p, const Json& doc, Topology
     if (d == nullptr || !d->is_gpu())
       return p.bad(Errc::parse_error, path, addr->to_string(), " is not a GPU among pci_devices; list only GPUs there");
     t.hidden_gpus.push_back(*addr);
+  }
+  return {};
+}
+
 /// notes: an array of one-line strings.
 inline Result<void> parse_notes(const Parser& p, const Json& doc, Topology& t) {
   GPUAFF_TRY(const Json* notes, p.array(doc, "", "notes", false));
