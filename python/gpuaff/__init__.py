@@ -52,7 +52,9 @@ def plan(**options):
     the CLI's options: ``policy``, ``scope``, ``smt``, ``balanced``,
     ``min_cores``, ``max_cores``, ``nproc``, ``unknown_node``,
     ``visible_devices``, ``root`` (a recorded root), ``topology`` (a JSON
-    file), ``membind``. An unknown keyword raises InvalidArgument.
+    file), ``membind``, ``share`` ("visible" or "machine"), ``baseline``
+    ("affinity" or "cgroup"), ``unreachable`` ("error" or "nearest"). An
+    unknown keyword raises InvalidArgument.
     """
     return _gpuaff.plan(**options)
 

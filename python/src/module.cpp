@@ -86,6 +86,14 @@ int count_of(std::string_view key, py::handle v) {
   return v.cast<int>();
 }
 
+/// A count where 0 would mean "all" or "no limit" on the command line: there,
+/// leaving the option out says that, so an explicit 0 is a mistake.
+int positive_of(std::string_view key, py::handle v) {
+  int n = count_of(key, v);
+  if (n == 0) usage(std::string(key) + "=0 is not a count; leave it out (None) for every GPU / no limit");
+  return n;
+}
+
 bool flag_of(std::string_view key, py::handle v) {
   if (!py::isinstance<py::bool_>(v)) usage(std::string(key) + "=" + std::string(py::repr(v)) + " must be True or False");
   return v.cast<bool>();
@@ -98,6 +106,8 @@ E choice_of(std::string_view key, py::handle v, const std::array<Choice<E>, N>& 
 
 using Setter = std::function<void(Request&, std::string_view, py::handle)>;
 
+void nvidia_given(Request& r, const char* flag) { r.plan.nvidia_flags.emplace_back(flag); }
+
 /// Every keyword a plan takes, one row each, named like the CLI's flags
 /// (`--min-cores` is min_cores=). A launch option added to PlanOptions is one
 /// more row here.
@@ -107,12 +117,17 @@ const std::map<std::string, Setter, std::less<>>& option_table() {
       {"pci", [](Request& r, auto k, auto v) { r.plan.pci = text_of(k, v), r.target_named = true; }},
       {"local_rank", [](Request& r, auto k, auto v) { r.target_named |= r.plan.local_rank = flag_of(k, v); }},
       {"policy", [](Request& r, auto k, auto v) { r.plan.policy = text_of(k, v); }},
-      {"scope", [](Request& r, auto k, auto v) { r.plan.nvidia.scope = choice_of(k, v, scope_choices); }},
-      {"smt", [](Request& r, auto k, auto v) { r.plan.nvidia.smt = choice_of(k, v, smt_choices); }},
-      {"balanced", [](Request& r, auto k, auto v) { r.plan.nvidia.balanced = flag_of(k, v); }},
-      {"min_cores", [](Request& r, auto k, auto v) { r.plan.nvidia.min_cores = count_of(k, v); }},
-      {"max_cores", [](Request& r, auto k, auto v) { r.plan.nvidia.max_cores = count_of(k, v); }},
-      {"nproc", [](Request& r, auto k, auto v) { r.plan.nproc = count_of(k, v); }},
+      // The NVIDIA-mode options also record that they were given, so that a
+      // policy they do not apply to refuses them (check_nvidia_options_apply).
+      {"scope", [](Request& r, auto k, auto v) { r.plan.nvidia.scope = choice_of(k, v, scope_choices), nvidia_given(r, "--scope"); }},
+      {"smt", [](Request& r, auto k, auto v) { r.plan.nvidia.smt = choice_of(k, v, smt_choices), nvidia_given(r, "--smt"); }},
+      {"balanced", [](Request& r, auto k, auto v) { r.plan.nvidia.balanced = flag_of(k, v), nvidia_given(r, "--balanced"); }},
+      {"min_cores", [](Request& r, auto k, auto v) { r.plan.nvidia.min_cores = count_of(k, v), nvidia_given(r, "--min-cores"); }},
+      {"max_cores", [](Request& r, auto k, auto v) { r.plan.nvidia.max_cores = positive_of(k, v), nvidia_given(r, "--max-cores"); }},
+      {"nproc", [](Request& r, auto k, auto v) { r.plan.nproc = positive_of(k, v); }},
+      {"share", [](Request& r, auto k, auto v) { r.plan.share = choice_of(k, v, share_choices); }},
+      {"baseline", [](Request& r, auto k, auto v) { r.plan.baseline = choice_of(k, v, baseline_choices); }},
+      {"unreachable", [](Request& r, auto k, auto v) { r.plan.unreachable = choice_of(k, v, unreachable_choices); }},
       {"unknown_node", [](Request& r, auto k, auto v) { r.plan.unknown_node = text_of(k, v); }},
       {"visible_devices", [](Request& r, auto k, auto v) { r.plan.source.visible.list = text_of(k, v); }},
       {"root", [](Request& r, auto k, auto v) { r.plan.source.root = text_of(k, v); }},

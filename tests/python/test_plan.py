@@ -182,3 +182,20 @@ def test_ray_actor_recipe(clean_env):
     # ... among the machine's 8 it gets the second 14-core quarter of node 1: cores 70-83, siblings +112.
     p = gpuaff.plan(pci=mine, root=DGX_H100, visible_devices="0,1,2,3,4,5,6,7", policy="exclusive")
     assert p.cpulist == "70-83,182-195"
+    # share="machine" gives the same slice without naming the machine's GPUs.
+    assert gpuaff.plan(gpu=0, root=DGX_H100, policy="exclusive", share="machine").cpulist == "70-83,182-195"
+
+
+def test_deployment_options(clean_env):
+    # The contract's deployment options are keywords too, with the CLI's words
+    # and usage rules. The DGX H100's GPU 0 is on node 0 (CPUs 0-55,112-167).
+    assert gpuaff.plan(gpu=0, root=DGX_H100, baseline="affinity", unreachable="error").cpulist == "0-55,112-167"
+    with pytest.raises(gpuaff.InvalidArgument, match="share machine"):
+        gpuaff.plan(gpu=0, root=DGX_H100, policy="node", share="machine")
+    with pytest.raises(gpuaff.InvalidArgument, match="--smt"):
+        gpuaff.plan(gpu=0, root=DGX_H100, policy="exclusive", smt="one")
+    for key in ("nproc", "max_cores"):
+        with pytest.raises(gpuaff.InvalidArgument, match=key + "=0"):
+            gpuaff.plan(gpu=0, root=DGX_H100, policy="single", **{key: 0})
+    with pytest.raises(gpuaff.InvalidArgument, match="baseline"):
+        gpuaff.plan(gpu=0, root=DGX_H100, baseline="cgroups")
