@@ -83,6 +83,7 @@
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/source.hpp"
+#include "gpuaff/source/nics.hpp"
 #include "gpuaff/source/sysfs_reader.hpp"
 #include "gpuaff/source/visible.hpp"
 #include "gpuaff/topology.hpp"
@@ -529,6 +530,10 @@ inline Result<Topology> SysfsSource::load() {
   GPUAFF_TRY_VOID(detail::read_allowed(r, t));
   GPUAFF_TRY_VOID(detail::read_pci(r, t, options_));
   GPUAFF_TRY_VOID(detail::read_gpus(r, t, options_));
+  if (options_.detail == SysfsDetail::full) {  // source/nics.hpp: what is near each GPU
+    GPUAFF_TRY_VOID(detail::read_nics(r, t));
+    GPUAFF_TRY_VOID(detail::read_gpu_memory_nodes(r, t));
+  }
   return t;
 }
 
