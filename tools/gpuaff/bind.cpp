@@ -28,12 +28,19 @@ std::string json_of(const LaunchPlan& p) {
   j["memory_nodes"] = p.memory_nodes.to_list();
   j["recommended_threads"] = recommended_threads(p.topo, p.cpus);
   j["origin"] = std::string(p.topo.origin.view());
+  nlohmann::ordered_json env = nlohmann::ordered_json::object();
+  for (const auto& [name, value] : p.env) env[name] = value;
+  j["env"] = std::move(env);
   return j.dump(2);
 }
 
 }  // namespace
 
 int run_bind(const BindArgs& args) {
+  if (args.plan.nic_env && args.format != BindFormat::json) {
+    return report_error(make_error(Errc::invalid_argument, "--nic-env is shown by --format json only (under \"env\"); "
+                                                           "add --format json, or use it with gpuaff exec"));
+  }
   auto plan = plan_binding(args.plan, MemPolicy::none);
   if (!plan) return report_error(plan.error());
   const LaunchPlan& p = *plan;

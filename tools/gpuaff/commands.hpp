@@ -26,6 +26,7 @@ struct PlanOptions {
   NvidiaOptions nvidia{};        ///< --scope, --smt, --balanced/--no-balanced, --min-cores, --max-cores
   int nproc = 0;                 ///< --nproc (0: every visible GPU)
   std::string unknown_node = "error";  ///< --unknown-node error|node0|N
+  bool nic_env = false;          ///< --nic-env (bind, exec): the GPU's RDMA NIC for NCCL, UCX, NVSHMEM
 };
 
 struct BindArgs {

@@ -46,6 +46,7 @@ std::string bound_text(const LaunchPlan& plan, const ProcessBinding& done, const
   if (plan.membind != MemPolicy::none && !done.memory_applied) what += " (not applied)";
   what += ", " + std::to_string(done.threads_bound) + " thread(s) bound";
   if (args.omp_threads) what += ", OMP_NUM_THREADS=" + std::to_string(threads);
+  for (const auto& [name, value] : plan.env) what += ", " + name + "=" + value;
   return what;
 }
 
@@ -58,6 +59,7 @@ Result<std::string> bind_for_exec(const ExecArgs& args) {
   for (const auto& w : done.warnings) print_line(stderr, "gpuaff: warning: " + w);
   int threads = recommended_threads(plan.topo, plan.cpus);
   if (args.omp_threads) ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
+  for (const auto& [name, value] : plan.env) ::setenv(name.c_str(), value.c_str(), 1);
   return bound_text(plan, done, args, threads);
 }
 

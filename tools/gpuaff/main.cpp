@@ -136,13 +136,17 @@ CLI::App* add_bind_command(CLI::App& app, BindArgs& args) {
   add_choice(*bind, "--format", args.format, gpuaff::bind_format_choices,
              "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... "
              "--membind=...; json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, "
-             "recommended_threads");
+             "recommended_threads, env");
+  bind->add_flag("--nic-env", args.plan.nic_env,
+                 "choose the GPU's RDMA NIC (nearest PCIe path, shared fairly) and show NCCL_IB_HCA, "
+                 "UCX_NET_DEVICES, NVSHMEM_HCA_LIST under \"env\" (with --format json)");
   bind->footer(std::string("Examples:\n"
                            "  gpuaff bind --gpu 0                              CPUs of GPU 0's NUMA node\n"
                            "  gpuaff bind --gpu 3 --policy exclusive            GPU 3's share of its node's cores\n"
                            "  gpuaff bind --pci 0000:17:00.0 --format numactl   for: numactl $(gpuaff bind ...) cmd\n"
                            "  gpuaff bind --gpu 1 --policy unique-contiguous --smt one --nproc 4\n"
-                           "  gpuaff bind --root fixtures/dgx-h100 --gpu 7 --format json\n") +
+                           "  gpuaff bind --root fixtures/dgx-h100 --gpu 7 --format json\n"
+                           "  gpuaff bind --gpu 2 --nic-env --format json        the NIC beside GPU 2, under \"env\"\n") +
                policies_table() + exit_codes_help);
   return bind;
 }
@@ -191,6 +195,9 @@ CLI::App* add_exec_command(CLI::App& app, ExecArgs& args) {
              "COMMAND anyway; a refused memory policy keeps the CPU binding)");
   exec->add_flag("--omp-threads", args.omp_threads,
                  "set OMP_NUM_THREADS to the recommended thread count of the binding");
+  exec->add_flag("--nic-env", args.plan.nic_env,
+                 "export the GPU's RDMA NIC (nearest PCIe path, shared fairly) as NCCL_IB_HCA, UCX_NET_DEVICES, "
+                 "NVSHMEM_HCA_LIST");
   exec->add_flag("--verbose", args.verbose, "say on stderr what was bound");
   exec->add_option("command", args.command, "the command and its arguments, after --")->type_name("COMMAND...");
   exec->footer(std::string("Examples:\n"

@@ -10,12 +10,14 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "gpuaff/apply/affinity.hpp"
 #include "gpuaff/apply/mempolicy.hpp"
 #include "gpuaff/apply/process.hpp"
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/detail/fs.hpp"
+#include "gpuaff/launch/nics.hpp"
 #include "gpuaff/policy/dispatch.hpp"
 #include "gpuaff/policy/locality.hpp"
 #include "gpuaff/result.hpp"
@@ -34,6 +36,7 @@ struct LaunchRequest {
   PolicySpec policy{};
   JobOptions job{};
   MemPolicy membind = MemPolicy::none;  ///< the memory policy to apply over memory_nodes
+  bool nic_env = false;  ///< choose the GPU's RDMA NIC and export it (launch/nics.hpp); needs Topology::nics
 };
 
 /// Everything one binding needs, computed before anything is applied.
@@ -48,6 +51,8 @@ struct LaunchPlan {
   int node = -1;          ///< the target's NUMA node (after JobOptions::unknown_node)
   MemPolicy membind = MemPolicy::none;
   std::string rank_source{};  ///< as in the request
+  /// Variables to set for the command, in order (the --nic-env choice).
+  std::vector<std::pair<std::string, std::string>> env{};
 
   const Gpu& target() const { return topo.gpus[static_cast<std::size_t>(gpu)]; }
   /// The memory policy to apply: `membind` over `memory_nodes`.
@@ -90,7 +95,8 @@ inline std::string visible_gpu_list(const Topology& topo) {
 /// Plans the binding of the request's device on `topo`.
 /// Errors: Errc::not_found (no such visible GPU, naming those there are; a
 /// PCI device the topology does not hold), and the errors of bind(),
-/// memory_nodes() and resolve_gpu_node() for the target.
+/// memory_nodes() and resolve_gpu_node() for the target, and with
+/// `nic_env` those of nic_environment().
 inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request) {
   LaunchPlan plan;
   plan.policy = request.policy;
@@ -110,6 +116,9 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
   GPUAFF_TRY(plan.cpus, bind(plan.topo, plan.gpu, plan.policy, plan.job));
   GPUAFF_TRY(plan.memory_nodes, memory_nodes(plan.topo, plan.gpu, plan.job));
   GPUAFF_TRY(plan.node, resolve_gpu_node(plan.topo, plan.gpu, plan.job));
+  if (request.nic_env) {
+    GPUAFF_TRY(plan.env, nic_environment(plan.topo, plan.gpu));
+  }
   return plan;
 }
 
