@@ -10,9 +10,11 @@
 // | pci (directory listing), pci/DEV/class          | every device              | no NICs; device skipped          |
 // | pci/DEV/numa_node                               | network class (0x02xxxx)  | numa_node -1                     |
 // | pci/DEV (the link's target, resolved in root)   | NICs and GPUs             | path class by NUMA node only     |
-// | sys/class/infiniband/NAME/device (link)         | every entry               | no RDMA names                    |
-// | sys/class/infiniband/NAME/ports (listing)       | every entry               | port 1                           |
-// | sys/class/net/NAME/device (link)                | every entry               | no interface names               |
+// | sys/class/infiniband (listing), NAME/device/class | every entry (the link's   | entry skipped (not a PCI device) |
+// |                                                 | target names the device)  |                                  |
+// | sys/class/infiniband/NAME/ports (listing), then | first name of each NIC    | port 1                           |
+// | ports/P/link_layer of the lowest port P         |                           |                                  |
+// | sys/class/net (listing), NAME/device/class      | every entry               | entry skipped                    |
 // | proc/driver/nvidia/gpus/BDF/numa_status         | NVIDIA GPUs               | no memory nodes                  |
 //
 // The path class of two devices comes from where their resolved device paths
@@ -104,25 +106,30 @@ inline std::optional<PciChain> device_chain(SysfsReader& r, const PciAddress& a)
   return pci_chain(r.resolve(rel));
 }
 
-/// The PCI address a class entry (sys/class/net/eth0) belongs to: the last
-/// component of its `device` link, resolved inside the root.
-inline std::optional<PciAddress> class_entry_device(SysfsReader& r, const std::string& entry) {
+/// The PCI address a class entry (sys/class/net/eth0) belongs to: the device
+/// its `device` link leads to, resolved inside the root, whose `class` file
+/// is read (so that a recording keeps both links); nullopt for an entry
+/// without a PCI device (lo, bridges, soft RoCE).
+inline Result<std::optional<PciAddress>> class_entry_device(SysfsReader& r, const std::string& entry) {
+  std::string s;
+  GPUAFF_TRY(bool have, r.get(entry + "/device/class", s));
+  if (!have) return std::optional<PciAddress>();
   std::string dev = r.resolve(entry + "/device");
   std::size_t slash = dev.rfind('/');
   auto a = PciAddress::parse(std::string_view(dev).substr(slash == std::string::npos ? 0 : slash + 1));
-  if (!a || !r.is_directory(entry + "/device")) return std::nullopt;
-  return *a;
+  return a ? std::optional<PciAddress>(*a) : std::optional<PciAddress>();
 }
 
 /// Adds the names of sys/class/CLASS entries to the NICs they belong to.
 inline Result<void> read_class_names(SysfsReader& r, Topology& t, std::string_view cls, bool rdma) {
+  std::string s;
   std::string dir = "sys/class/" + std::string(cls);
   GPUAFF_TRY(auto names, r.list(dir));
   std::sort(names.begin(), names.end());
   for (const auto& name : names) {
     if (name.size() > FixedString<64>::capacity) continue;
-    auto a = class_entry_device(r, dir + "/" + name);
-    if (!a) continue;  // virtual devices (lo, bridges, soft RoCE) have no PCI device
+    GPUAFF_TRY(auto a, class_entry_device(r, dir + "/" + name));
+    if (!a) continue;
     auto nic = std::find_if(t.nics.begin(), t.nics.end(), [&](const Nic& n) { return n.address == *a; });
     if (nic == t.nics.end()) continue;
     if (!rdma) {
@@ -137,7 +144,12 @@ inline Result<void> read_class_names(SysfsReader& r, Topology& t, std::string_vi
         if (!p.empty() && leading_number(p, 10, 255, v) == p.size() && v > 0 && (first == 0 || v < first))
           first = static_cast<int>(v);
       }
-      if (first > 0) nic->rdma_port = first;
+      if (first > 0) {
+        nic->rdma_port = first;
+        // read, so that a recording keeps the port directory the listing found
+        GPUAFF_TRY(bool have_layer, r.get(dir + "/" + name + "/ports/" + std::to_string(first) + "/link_layer", s));
+        (void)have_layer;
+      }
     }
     nic->rdma_names.emplace_back(std::string_view(name));
   }
