@@ -103,3 +103,16 @@ TEST_CASE("topo shows each GPU's compute NIC with class PIX on the DGX H100") {
         nlohmann::json::parse(R"({"bdf": "0000:18:00.0", "names": ["mlx5_0", "ibp24s0"], "path": "PIX"})"));
   CHECK(doc["nics"][0]["numa_node"] == 0);
 }
+
+TEST_CASE("--mem-nodes gpu on bind, and exec refuses it without a memory policy") {
+  Run r = tool({"bind", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/gb200-tray-numa", "--gpu", "3", "--mem-nodes",
+                "gpu", "--format", "numactl"});
+  INFO(r.err);
+  CHECK(r.rc == 0);
+  // GPU 3 sits on Grace 1 (CPUs 72-143); its memory is node 26
+  CHECK(r.out == "--physcpubind=72-143 --membind=26\n");
+  Run e = tool({"exec", "--root", two_nic_root(), "--gpu", "0", "--mem-nodes", "socket", "--", "true"});
+  CHECK(e.rc == 2);
+  CHECK(e.one_error_line());
+  CHECK(e.err.find("--membind") != std::string::npos);
+}

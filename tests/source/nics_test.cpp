@@ -325,3 +325,26 @@ TEST_CASE("binding detail reads no NIC; a class entry without a PCI device is sk
   REQUIRE(t->gpus[0].nics.size() == 1);
   CHECK(t->gpus[0].nics[0].path == PciPath::phb);
 }
+
+TEST_CASE("--mem-nodes: the GPU's own memory nodes, or every CPU node of its socket") {
+  using gpuaff::LaunchRequest;
+  using gpuaff::MemNodes;
+  // gb200-tray-numa: GPU 1's memory is node 10 (numa_status); its CPU node is Grace 0 (node 0),
+  // alone in its package.
+  Topology gb = load("gb200-tray-numa");
+  auto own = gpuaff::make_plan(gb, LaunchRequest{.gpu = 1, .mem_nodes = MemNodes::gpu});
+  REQUIRE_MESSAGE(own.has_value(), own.error().message());
+  CHECK(own->memory_nodes.to_list() == "10");
+  auto cpu = gpuaff::make_plan(gb, LaunchRequest{.gpu = 1});
+  REQUIRE(cpu.has_value());
+  CHECK(cpu->memory_nodes.to_list() == "0");
+  // dgx-a100 runs NPS4: four nodes per socket; GPU 0 is on node 3, in socket 0 with nodes 0-3.
+  auto socket = gpuaff::make_plan(load("dgx-a100"), LaunchRequest{.gpu = 0, .mem_nodes = MemNodes::socket});
+  REQUIRE(socket.has_value());
+  CHECK(socket->memory_nodes.to_list() == "0-3");
+  // A GPU without memory of its own: an error that says where such nodes come from.
+  auto none = gpuaff::make_plan(load("dgx-h100"), LaunchRequest{.gpu = 0, .mem_nodes = MemNodes::gpu});
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().code() == Errc::not_found);
+  CHECK(none.error().message().find("numa_status") != std::string_view::npos);
+}

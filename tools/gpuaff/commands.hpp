@@ -27,6 +27,7 @@ struct PlanOptions {
   int nproc = 0;                 ///< --nproc (0: every visible GPU)
   std::string unknown_node = "error";  ///< --unknown-node error|node0|N
   bool nic_env = false;          ///< --nic-env (bind, exec): the GPU's RDMA NIC for NCCL, UCX, NVSHMEM
+  MemNodes mem_nodes = MemNodes::cpu;  ///< --mem-nodes cpu|gpu|socket (bind, exec)
 };
 
 struct BindArgs {

@@ -70,6 +70,12 @@ int run_exec(const ExecArgs& args) {
     return report_error(make_error(Errc::invalid_argument, "exec needs a command after '--'; e.g. gpuaff exec "
                                                            "--local-rank -- python train.py"));
   }
+  if (args.plan.mem_nodes != MemNodes::cpu && args.membind == MemPolicy::none) {
+    return report_error(make_error(Errc::invalid_argument, "--mem-nodes ",
+                                   name_of(mem_nodes_choices, args.plan.mem_nodes),
+                                   " has no effect without a memory policy; add --membind local (or preferred, "
+                                   "interleave)"));
+  }
   auto bound = bind_for_exec(args);
   if (!bound) {
     if (args.fallback != Fallback::unbound) return report_error(bound.error());

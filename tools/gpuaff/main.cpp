@@ -125,6 +125,12 @@ std::string command_names(const CLI::App& app) {
   return out;
 }
 
+void add_mem_nodes_option(CLI::App& app, PlanOptions& o) {
+  add_choice(app, "--mem-nodes", o.mem_nodes, gpuaff::mem_nodes_choices,
+             "the nodes memory is bound to: cpu (the GPU's CPU node), gpu (the GPU's own memory nodes: GH200/GB200 "
+             "coherent mode), socket (every CPU node of the GPU's socket)");
+}
+
 /// Registers `gpuaff bind` and its options into `args`.
 CLI::App* add_bind_command(CLI::App& app, BindArgs& args) {
   const std::string exit_codes_help = gpuaff::cli::exit_codes_help();
@@ -137,6 +143,7 @@ CLI::App* add_bind_command(CLI::App& app, BindArgs& args) {
              "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... "
              "--membind=...; json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, "
              "recommended_threads, env");
+  add_mem_nodes_option(*bind, args.plan);
   bind->add_flag("--nic-env", args.plan.nic_env,
                  "choose the GPU's RDMA NIC (nearest PCIe path, shared fairly) and show NCCL_IB_HCA, "
                  "UCX_NET_DEVICES, NVSHMEM_HCA_LIST under \"env\" (with --format json)");
@@ -195,6 +202,7 @@ CLI::App* add_exec_command(CLI::App& app, ExecArgs& args) {
              "COMMAND anyway; a refused memory policy keeps the CPU binding)");
   exec->add_flag("--omp-threads", args.omp_threads,
                  "set OMP_NUM_THREADS to the recommended thread count of the binding");
+  add_mem_nodes_option(*exec, args.plan);
   exec->add_flag("--nic-env", args.plan.nic_env,
                  "export the GPU's RDMA NIC (nearest PCIe path, shared fairly) as NCCL_IB_HCA, UCX_NET_DEVICES, "
                  "NVSHMEM_HCA_LIST");

@@ -14,12 +14,12 @@ Result<PolicySpec> policy_spec(const PlanOptions& o) {
 Result<JobOptions> job_options(const PlanOptions& o) { return parse_unknown_node(o.unknown_node, JobOptions{.nproc = o.nproc}); }
 
 Result<LaunchPlan> plan_binding(const PlanOptions& o, MemPolicy membind) {
-  LaunchRequest request{.gpu = o.gpu.value_or(0), .membind = membind, .nic_env = o.nic_env};
+  LaunchRequest request{.gpu = o.gpu.value_or(0), .membind = membind, .nic_env = o.nic_env, .mem_nodes = o.mem_nodes};
   GPUAFF_TRY(request.policy, policy_spec(o));
   GPUAFF_TRY(request.job, job_options(o));
   SourceOptions source = o.source;
   // bind and exec: read only what the binding needs; the NICs come with a full read
-  source.detail = o.nic_env ? SysfsDetail::full : SysfsDetail::binding;
+  source.detail = o.nic_env || o.mem_nodes == MemNodes::gpu ? SysfsDetail::full : SysfsDetail::binding;
   if (!o.pci.empty()) {
     auto a = PciAddress::parse(o.pci);
     if (!a) return fail(Errc::invalid_argument, "--pci: ", a.error().message());

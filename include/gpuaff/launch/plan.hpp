@@ -17,6 +17,7 @@
 #include "gpuaff/apply/process.hpp"
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/detail/fs.hpp"
+#include "gpuaff/launch/choices.hpp"
 #include "gpuaff/launch/nics.hpp"
 #include "gpuaff/policy/dispatch.hpp"
 #include "gpuaff/policy/locality.hpp"
@@ -37,6 +38,7 @@ struct LaunchRequest {
   JobOptions job{};
   MemPolicy membind = MemPolicy::none;  ///< the memory policy to apply over memory_nodes
   bool nic_env = false;  ///< choose the GPU's RDMA NIC and export it (launch/nics.hpp); needs Topology::nics
+  MemNodes mem_nodes = MemNodes::cpu;  ///< which nodes memory_nodes names
 };
 
 /// Everything one binding needs, computed before anything is applied.
@@ -90,13 +92,43 @@ inline std::string visible_gpu_list(const Topology& topo) {
               visible_gpu_list(topo), "); ", hint);
 }
 
+/// The GPU's own memory nodes (Gpu::memory_nodes, from the driver's numa_status).
+/// Errors: Errc::not_found when it has none.
+inline Result<NodeSet> gpu_memory_nodes(const Topology& topo, int gpu) {
+  const Gpu& g = topo.gpus[static_cast<std::size_t>(gpu)];
+  NodeSet nodes;
+  for (int n : g.memory_nodes)
+    if (NodeSet::valid_id(n)) nodes.set(n);
+  if (nodes.empty())
+    return fail(Errc::not_found, "--mem-nodes gpu: GPU ", g.index, " (", g.address().to_string().view(),
+                ") has no memory node of its own in ", topo.origin.view(),
+                " (only GH200/GB200 in coherent mode have one: proc/driver/nvidia/gpus/BDF/numa_status); use "
+                "--mem-nodes cpu");
+  return nodes;
+}
+
+/// Every node with CPUs in the package that holds node `node`'s CPUs.
+/// Errors: Errc::not_found when the node has no CPU or no package.
+inline Result<NodeSet> socket_memory_nodes(const Topology& topo, int node) {
+  const NumaNode* n = topo.find_node(node);
+  const Package* p = n == nullptr || n->cpus.empty() ? nullptr : topo.package_of_cpu(n->cpus.first());
+  if (p == nullptr)
+    return fail(Errc::not_found, "--mem-nodes socket: node ", node, " has no CPU in a known package in ",
+                topo.origin.view(), "; use --mem-nodes cpu");
+  NodeSet nodes;
+  for (const auto& other : topo.nodes)
+    if (other.cpus.intersects(p->cpus) && NodeSet::valid_id(other.id)) nodes.set(other.id);
+  return nodes;
+}
+
 }  // namespace detail
 
 /// Plans the binding of the request's device on `topo`.
 /// Errors: Errc::not_found (no such visible GPU, naming those there are; a
 /// PCI device the topology does not hold), and the errors of bind(),
 /// memory_nodes() and resolve_gpu_node() for the target, and with
-/// `nic_env` those of nic_environment().
+/// `nic_env` those of nic_environment(), with `mem_nodes` gpu or socket
+/// Errc::not_found when the GPU has no such nodes.
 inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request) {
   LaunchPlan plan;
   plan.policy = request.policy;
@@ -116,6 +148,11 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
   GPUAFF_TRY(plan.cpus, bind(plan.topo, plan.gpu, plan.policy, plan.job));
   GPUAFF_TRY(plan.memory_nodes, memory_nodes(plan.topo, plan.gpu, plan.job));
   GPUAFF_TRY(plan.node, resolve_gpu_node(plan.topo, plan.gpu, plan.job));
+  if (request.mem_nodes == MemNodes::gpu) {
+    GPUAFF_TRY(plan.memory_nodes, detail::gpu_memory_nodes(plan.topo, plan.gpu));
+  } else if (request.mem_nodes == MemNodes::socket) {
+    GPUAFF_TRY(plan.memory_nodes, detail::socket_memory_nodes(plan.topo, plan.node));
+  }
   if (request.nic_env) {
     GPUAFF_TRY(plan.env, nic_environment(plan.topo, plan.gpu));
   }
