@@ -4,6 +4,15 @@
 // applies on any machine with two CPUs.
 
 #include <doctest/doctest.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -115,4 +124,209 @@ TEST_CASE("--mem-nodes gpu on bind, and exec refuses it without a memory policy"
   CHECK(e.rc == 2);
   CHECK(e.one_error_line());
   CHECK(e.err.find("--membind") != std::string::npos);
+}
+
+// ---- gpuaff doctor against live processes. On the two-NIC tree, policy
+// exclusive gives GPU 0 CPU 0 and GPU 1 CPU 1 (one core each on the one node),
+// and the plan's memory node is 0: on a one-node test machine every page is local.
+
+namespace {
+
+/// A child of this test: `setup` runs in it (pin it, start threads), then it
+/// says it is ready and sleeps until killed.
+struct Child {
+  pid_t pid = -1;
+  template <class Setup>
+  explicit Child(Setup setup) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid = ::fork();
+    if (pid == 0) {
+      ::close(fds[0]);
+      setup();
+      char c = 'r';
+      if (::write(fds[1], &c, 1) != 1) ::_exit(3);
+      for (;;) ::pause();
+    }
+    ::close(fds[1]);
+    char c = 0;
+    REQUIRE(::read(fds[0], &c, 1) == 1);
+    ::close(fds[0]);
+  }
+  ~Child() {
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+};
+
+void pin_process(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (::sched_setaffinity(0, sizeof set, &set) != 0) ::_exit(4);
+}
+
+/// A second thread named `name`, which pins itself to `cpu` after it starts.
+void start_repinned_thread(const char* name, int cpu) {
+  pthread_t t;
+  static const char* thread_name = nullptr;
+  static int thread_cpu = 0;
+  thread_name = name;
+  thread_cpu = cpu;
+  auto body = [](void*) -> void* {
+    ::pthread_setname_np(::pthread_self(), thread_name);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(thread_cpu, &set);
+    ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set);
+    for (;;) ::pause();
+    return nullptr;
+  };
+  if (::pthread_create(&t, nullptr, body, nullptr) != 0) ::_exit(5);
+  // wait until the thread has pinned itself
+  for (int i = 0; i < 1000; ++i) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/self/task");
+    auto tasks = std::filesystem::directory_iterator(path);
+    int n = 0;
+    bool pinned = false;
+    for (const auto& e : tasks) {
+      ++n;
+      std::ifstream in(e.path() / "comm");
+      std::string comm;
+      std::getline(in, comm);
+      if (comm == name) {
+        cpu_set_t got;
+        pid_t tid = std::stoi(e.path().filename().string());
+        if (::sched_getaffinity(tid, sizeof got, &got) == 0 && CPU_COUNT(&got) == 1 && CPU_ISSET(cpu, &got)) pinned = true;
+      }
+    }
+    if (n == 2 && pinned) return;
+    ::usleep(1000);
+  }
+  ::_exit(6);
+}
+
+Run doctor(pid_t pid, std::vector<std::string> extra) {
+  std::vector<std::string> args{"doctor", "--root", two_nic_root(), "--policy", "exclusive", "--pid", std::to_string(pid)};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return tool(args);
+}
+
+}  // namespace
+
+TEST_CASE("doctor: a process bound as planned is healthy") {
+  if (!cli_test::cpus_allowed_here({0, 1})) return;
+  Child c([] { pin_process(0); });
+  Run r = doctor(c.pid, {"--gpu", "0", "--format", "json"});
+  INFO(r.out, r.err);
+  CHECK(r.rc == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["pid"] == c.pid);
+  CHECK(j["gpu"] == 0);
+  CHECK(j["expected_cpus"] == "0");
+  CHECK(j["healthy"] == true);
+  REQUIRE(j["threads"].size() == 1);
+  CHECK(j["threads"][0]["tid"] == c.pid);
+  CHECK(j["threads"][0]["cpus"] == "0");
+  CHECK(j["threads"][0]["inside"] == true);
+  CHECK(j["memory"]["pages_by_node"].is_object());
+  CHECK(j["environment"].is_array());
+  // the text form says so too
+  Run t = doctor(c.pid, {"--gpu", "0"});
+  CHECK(t.rc == 0);
+  CHECK(t.out.find("healthy\n") != std::string::npos);
+}
+
+TEST_CASE("doctor: a process bound to another GPU's CPUs is not healthy (exit 7)") {
+  if (!cli_test::cpus_allowed_here({0, 1})) return;
+  Child c([] { pin_process(1); });  // GPU 1's CPU
+  Run r = doctor(c.pid, {"--gpu", "0", "--format", "json"});
+  INFO(r.out, r.err);
+  CHECK(r.rc == 7);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["healthy"] == false);
+  CHECK(j["threads"][0]["inside"] == false);
+  CHECK(j["threads"][0]["cpus"] == "1");
+  // planned for GPU 1 instead, the same process is where it should be
+  CHECK(doctor(c.pid, {"--gpu", "1"}).rc == 0);
+}
+
+TEST_CASE("doctor: a thread re-pinned after start is named, with who it is") {
+  if (!cli_test::cpus_allowed_here({0, 1})) return;
+  Child c([] {
+    pin_process(0);
+    start_repinned_thread("pt_autograd_0", 1);
+  });
+  Run r = doctor(c.pid, {"--gpu", "0", "--format", "json"});
+  INFO(r.out, r.err);
+  CHECK(r.rc == 7);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["threads"].size() == 2);
+  // the main thread stayed on CPU 0; the other moved to CPU 1
+  CHECK(j["threads"][0]["tid"] == c.pid);
+  CHECK(j["threads"][0]["inside"] == true);
+  CHECK(j["threads"][1]["name"] == "pt_autograd_0");
+  CHECK(j["threads"][1]["owner"] == "PyTorch");
+  CHECK(j["threads"][1]["cpus"] == "1");
+  CHECK(j["threads"][1]["inside"] == false);
+  Run t = doctor(c.pid, {"--gpu", "0"});
+  CHECK(t.out.find("'pt_autograd_0' (PyTorch): CPUs 1") != std::string::npos);
+}
+
+TEST_CASE("doctor: the GPU from the process's own rank variable, and its fighting settings") {
+  if (!cli_test::cpus_allowed_here({0, 1})) return;
+  // `gpuaff exec --local-rank` started with LOCAL_RANK=1 binds to GPU 1's CPU, then
+  // becomes `sleep`: its environ still holds LOCAL_RANK=1 and OMP_PROC_BIND.
+  auto dir = cli_test::temp_dir("doctor-rank");
+  std::string exe = cli_test::exe();
+  std::string root = two_nic_root();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<std::string> args{exe, "exec", "--root", root, "--policy", "exclusive", "--local-rank", "--", "sleep", "60"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::string e1 = "LOCAL_RANK=1";
+    std::string e2 = "OMP_PROC_BIND=close";
+    std::string e3 = "PATH=/usr/bin:/bin";
+    char* envp[] = {e1.data(), e2.data(), e3.data(), nullptr};
+    ::execve(exe.c_str(), argv.data(), envp);
+    ::_exit(201);
+  }
+  // wait until it is `sleep`
+  for (int i = 0; i < 2000; ++i) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+    std::string comm;
+    std::getline(in, comm);
+    if (comm == "sleep") break;
+    ::usleep(1000);
+  }
+  Run r = tool({"doctor", "--root", root, "--policy", "exclusive", "--pid", std::to_string(pid), "--format", "json"});
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  INFO(r.out, r.err);
+  REQUIRE(r.rc == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["gpu"] == 1);
+  CHECK(j["gpu_source"] == "LOCAL_RANK=1");
+  CHECK(j["expected_cpus"] == "1");
+  REQUIRE(j["environment"].size() == 1);
+  CHECK(j["environment"][0]["name"] == "OMP_PROC_BIND");
+  CHECK(j["environment"][0]["value"] == "close");
+}
+
+TEST_CASE("doctor: a missing process and a process without rank variable are errors") {
+  Run gone = doctor(999999999, {"--gpu", "0"});
+  CHECK(gone.rc == 4);
+  CHECK(gone.one_error_line());
+  CHECK(gone.out.empty());
+  Child c([] {});
+  Run norank = doctor(c.pid, {});
+  CHECK(norank.rc == 2);
+  CHECK(norank.err.find("--gpu N") != std::string::npos);
 }

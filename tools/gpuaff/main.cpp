@@ -243,6 +243,29 @@ CLI::App* add_record_command(CLI::App& app, RecordArgs& args) {
   return record;
 }
 
+/// Registers `gpuaff doctor` and its options into `args`.
+CLI::App* add_doctor_command(CLI::App& app, DoctorArgs& args) {
+  const std::string exit_codes_help = gpuaff::cli::exit_codes_help();
+  const std::string policies_help = gpuaff::cli::policies_help();
+  auto* doctor = app.add_subcommand("doctor", "Check a running process against its plan: threads, memory, environment");
+  doctor->add_option("--pid", args.pid, "the process to check")->type_name("PID")->required();
+  add_source_options(*doctor, args.plan.source);
+  doctor->add_option("--gpu", args.plan.gpu, "its GPU (default: its own local rank variable)")->type_name("N");
+  add_policy_options(*doctor, args.plan, "the policy it was bound with: " + policies_help);
+  add_mem_nodes_option(*doctor, args.plan);
+  doctor->add_option("--min-local", args.min_local,
+                     "the least fraction of resident pages on the GPU's memory node(s) that counts as healthy")
+      ->type_name("FRACTION")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  add_choice(*doctor, "--format", args.format, gpuaff::topo_format_choices, "text: for people; json: one object");
+  doctor->footer(std::string("Examples:\n"
+                             "  gpuaff doctor --pid 4242                      its GPU from its LOCAL_RANK and CUDA_VISIBLE_DEVICES\n"
+                             "  gpuaff doctor --pid 4242 --gpu 3 --policy exclusive --format json\n") +
+                 exit_codes_help);
+  return doctor;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -261,10 +284,12 @@ int main(int argc, char** argv) try {
   TopoArgs topo_args;
   ExecArgs exec_args;
   RecordArgs record_args;
+  DoctorArgs doctor_args;
   CLI::App* bind = add_bind_command(app, bind_args);
   CLI::App* topo = add_topo_command(app, topo_args);
   CLI::App* exec = add_exec_command(app, exec_args);
   CLI::App* record = add_record_command(app, record_args);
+  CLI::App* doctor = add_doctor_command(app, doctor_args);
 
   auto is_command = [&](const std::string& name) {
     for (const CLI::App* sub : app.get_subcommands({}))
@@ -308,6 +333,7 @@ int main(int argc, char** argv) try {
     return run_exec(exec_args);
   }
   if (record->parsed()) return run_record(record_args);
+  if (doctor->parsed()) return run_doctor(doctor_args);
   return exit_usage;
 } catch (const std::exception& e) {
   std::string line = "gpuaff: internal error: " + one_line(e.what()) + "; please report this with 'gpuaff topo' output\n";
