@@ -447,15 +447,20 @@ inline Result<std::vector<FixedString<64>>> parse_names(const Parser& p, const J
   return out;
 }
 
+/// obj["bdf"]: a required PCI address string.
+inline Result<PciAddress> parse_bdf(const Parser& p, const Json& o, const std::string& path) {
+  GPUAFF_TRY(const Json* bdf, p.require(o, path, "bdf"));
+  GPUAFF_TRY_VOID(p.expect(*bdf, Parser::join(path, "bdf"), Json::value_t::string, "a PCI address string"));
+  auto addr = PciAddress::parse(bdf->get_ref<const std::string&>());
+  if (!addr) return p.bad(Errc::parse_error, Parser::join(path, "bdf"), addr.error().message());
+  return *addr;
+}
+
 /// The top-level "nics" list: network devices and their names.
 inline Result<void> parse_nics(const Parser& p, const Json& doc, Topology& t) {
   auto nic = [&](const Json& o, const std::string& path, std::size_t /*position*/) -> Result<void> {
     Nic n;
-    GPUAFF_TRY(const Json* bdf, p.require(o, path, "bdf"));
-    GPUAFF_TRY_VOID(p.expect(*bdf, Parser::join(path, "bdf"), Json::value_t::string, "a PCI address string"));
-    auto addr = PciAddress::parse(bdf->get_ref<const std::string&>());
-    if (!addr) return p.bad(Errc::parse_error, Parser::join(path, "bdf"), addr.error().message());
-    n.address = *addr;
+    GPUAFF_TRY(n.address, parse_bdf(p, o, path));
     if (t.find_nic(n.address) != nullptr)
       return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "NIC ", n.address.to_string(), " is listed twice");
     if (const Json* node = Parser::find(o, "numa_node")) {
@@ -489,12 +494,9 @@ inline Result<void> parse_gpu_near(const Parser& p, const Json& o, const std::st
     std::string at = Parser::at(Parser::join(path, "nics"), i);
     const Json& e = (*nics)[i];
     GPUAFF_TRY_VOID(p.expect(e, at, Json::value_t::object, "an object"));
-    GPUAFF_TRY(const Json* bdf, p.require(e, at, "bdf"));
-    GPUAFF_TRY_VOID(p.expect(*bdf, Parser::join(at, "bdf"), Json::value_t::string, "a PCI address string"));
-    auto addr = PciAddress::parse(bdf->get_ref<const std::string&>());
-    if (!addr) return p.bad(Errc::parse_error, Parser::join(at, "bdf"), addr.error().message());
-    if (t.find_nic(*addr) == nullptr)
-      return p.bad(Errc::parse_error, Parser::join(at, "bdf"), "NIC ", addr->to_string(),
+    GPUAFF_TRY(PciAddress addr, parse_bdf(p, e, at));
+    if (t.find_nic(addr) == nullptr)
+      return p.bad(Errc::parse_error, Parser::join(at, "bdf"), "NIC ", addr.to_string(),
                    " is not among the top-level nics; add it there");
     GPUAFF_TRY(const Json* path_v, p.require(e, at, "path"));
     GPUAFF_TRY_VOID(p.expect(*path_v, Parser::join(at, "path"), Json::value_t::string, "a path class string"));
@@ -503,7 +505,7 @@ inline Result<void> parse_gpu_near(const Parser& p, const Json& o, const std::st
     if (k == std::end(pci_path_names))
       return p.bad(Errc::parse_error, Parser::join(at, "path"), "unknown path class '", std::string_view(word).substr(0, 16),
                    "' (expected PIX, PXB, PHB, NODE or SYS)");
-    g.nics.push_back(NicPath{*addr, static_cast<PciPath>(k - std::begin(pci_path_names))});
+    g.nics.push_back(NicPath{addr, static_cast<PciPath>(k - std::begin(pci_path_names))});
   }
   std::stable_sort(g.nics.begin(), g.nics.end(), [](const NicPath& a, const NicPath& b) { return a.path < b.path; });
   GPUAFF_TRY(const Json* mem, p.array(o, path, "memory_nodes", false));

@@ -40,6 +40,7 @@
 // | pci/DEV/{device,numa_node}                    | GPUs and extra_pci devices        | device 0; numa_node -1                      |
 // | pci/DEV/local_cpulist                         | GPUs and extra_pci devices        | local_cpus; none: has_local_cpus = false    |
 // | proc/driver/nvidia/gpus/BDF/information       | NVIDIA GPUs                       | no UUID                                     |
+// | NICs, their names, GPU numa_status            | SysfsDetail::full only            | source/nics.hpp has its own table           |
 //
 // SysfsDetail::binding (what one rank's binding needs) leaves out: node/nodeN/distance;
 // pci/DEV/device of GPUs (extra_pci devices keep it); pci/DEV/local_cpulist (and
