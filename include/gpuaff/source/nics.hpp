@@ -7,8 +7,8 @@
 //
 // | file                                            | when read                 | if missing                       |
 // |-------------------------------------------------|---------------------------|----------------------------------|
-// | pci (directory listing), pci/DEV/class          | every device              | no NICs; device skipped          |
-// | pci/DEV/numa_node                               | network class (0x02xxxx)  | numa_node -1                     |
+// | pci/DEV/numa_node                               | network class (0x02xxxx;  | numa_node -1                     |
+// |                                                 | `class` read by sysfs.hpp)|                                  |
 // | pci/DEV (the link's target, resolved in root)   | NICs and GPUs             | path class by NUMA node only     |
 // | sys/class/infiniband (listing), NAME/device/class | every entry (the link's   | entry skipped (not a PCI device) |
 // |                                                 | target names the device)  |                                  |
@@ -34,6 +34,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -156,20 +157,15 @@ inline Result<void> read_class_names(SysfsReader& r, Topology& t, std::string_vi
   return {};
 }
 
-/// Topology::nics, and every GPU's nics list, nearest first.
-inline Result<void> read_nics(SysfsReader& r, Topology& t) {
+/// Topology::nics from the network-class devices the PCI section found
+/// (address, entry name in sys/bus/pci/devices), and every GPU's nics list,
+/// nearest first.
+inline Result<void> read_nics(SysfsReader& r, Topology& t, const std::vector<std::pair<PciAddress, std::string>>& network) {
   std::string s;
-  GPUAFF_TRY(auto entries, r.list("sys/bus/pci/devices"));
-  for (const auto& name : entries) {
-    auto a = PciAddress::parse(name);
-    if (!a) continue;
+  for (const auto& [address, name] : network) {
     std::string dir = "sys/bus/pci/devices/" + name + "/";
-    GPUAFF_TRY(bool have_class, r.get(dir + "class", s));
-    if (!have_class) continue;
-    GPUAFF_TRY(long long cls, r.hex(dir + "class", s, 0xffffff));
-    if (!is_network_class(static_cast<std::uint32_t>(cls))) continue;
     Nic n;
-    n.address = *a;
+    n.address = address;
     GPUAFF_TRY(bool have_node, r.get(dir + "numa_node", s));
     if (have_node) {
       GPUAFF_TRY(long long v, r.integer(dir + "numa_node", s, -1, CpuSet::capacity - 1));

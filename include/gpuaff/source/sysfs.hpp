@@ -412,7 +412,8 @@ inline Result<std::vector<std::pair<PciAddress, std::string>>> list_pci_devices(
 /// node and local CPUs (what a detail level leaves out is in the table at the
 /// top). nullopt: a device no Topology keeps.
 inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, const Topology& t, const PciAddress& addr,
-                                                        const std::string& name, bool extra, SysfsDetail detail) {
+                                                        const std::string& name, bool extra, SysfsDetail detail,
+                                                        std::uint32_t* class_seen = nullptr) {
   std::string dir = std::string(sysfs_pci) + "/" + name + "/";
   std::string s;
   PciDevice d;
@@ -421,6 +422,7 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, const To
   if (have_class) {
     GPUAFF_TRY(long long cls, r.hex(dir + "class", s, 0xffffff));
     d.class_code = static_cast<std::uint32_t>(cls);
+    if (class_seen != nullptr) *class_seen = d.class_code;
   } else if (!extra) {
     return std::optional<PciDevice>();
   }
@@ -457,12 +459,16 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, const To
   return std::optional<PciDevice>(d);
 }
 
-inline Result<void> read_pci(SysfsReader& r, Topology& t, const SysfsOptions& options) {
+/// The PCI devices; `network` (optional) gets the network-class ones for read_nics.
+inline Result<void> read_pci(SysfsReader& r, Topology& t, const SysfsOptions& options,
+                             std::vector<std::pair<PciAddress, std::string>>* network = nullptr) {
   GPUAFF_TRY(auto devices, list_pci_devices(r, options.extra_pci));
   for (const auto& [addr, name] : devices) {
     bool extra = std::find(options.extra_pci.begin(), options.extra_pci.end(), addr) != options.extra_pci.end();
-    GPUAFF_TRY(auto d, read_pci_device(r, t, addr, name, extra, options.detail));
+    std::uint32_t cls = 0;
+    GPUAFF_TRY(auto d, read_pci_device(r, t, addr, name, extra, options.detail, &cls));
     if (d) t.pci_devices.push_back(*d);
+    if (network != nullptr && is_network_class(cls)) network->emplace_back(addr, name);
   }
   return {};
 }
@@ -529,10 +535,12 @@ inline Result<Topology> SysfsSource::load() {
   GPUAFF_TRY_VOID(detail::read_cache_groups(r, t));
   GPUAFF_TRY_VOID(detail::read_nodes(r, t, options_.detail));
   GPUAFF_TRY_VOID(detail::read_allowed(r, t));
-  GPUAFF_TRY_VOID(detail::read_pci(r, t, options_));
+  bool full = options_.detail == SysfsDetail::full;
+  std::vector<std::pair<PciAddress, std::string>> network;
+  GPUAFF_TRY_VOID(detail::read_pci(r, t, options_, full ? &network : nullptr));
   GPUAFF_TRY_VOID(detail::read_gpus(r, t, options_));
-  if (options_.detail == SysfsDetail::full) {  // source/nics.hpp: what is near each GPU
-    GPUAFF_TRY_VOID(detail::read_nics(r, t));
+  if (full) {  // source/nics.hpp: what is near each GPU
+    GPUAFF_TRY_VOID(detail::read_nics(r, t, network));
     GPUAFF_TRY_VOID(detail::read_gpu_memory_nodes(r, t));
   }
   return t;
