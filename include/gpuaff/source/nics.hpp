@@ -7,15 +7,16 @@
 //
 // | file                                            | when read                 | if missing                       |
 // |-------------------------------------------------|---------------------------|----------------------------------|
-// | pci/DEV/numa_node                               | network class (0x02xxxx;  | numa_node -1                     |
-// |                                                 | `class` read by sysfs.hpp)|                                  |
+// | pci/DEV/numa_node                               | network class (0x02xxxx;  | numa_node -1 (not read again for |
+// |                                                 | `class` read by sysfs.hpp)| an extra_pci device)             |
 // | pci/DEV (the link's target, resolved in root)   | NICs and GPUs             | path class by NUMA node only     |
 // | sys/class/infiniband (listing), NAME/device/class | every entry (the link's   | entry skipped (not a PCI device) |
 // |                                                 | target names the device)  |                                  |
 // | sys/class/infiniband/NAME/ports (listing), then | first name of each NIC    | port 1                           |
 // | ports/P/link_layer of the lowest port P         |                           |                                  |
 // | sys/class/net (listing), NAME/device/class      | every entry               | entry skipped                    |
-// | proc/driver/nvidia/gpus/BDF/numa_status         | NVIDIA GPUs               | no memory nodes                  |
+// | proc/driver/nvidia/gpus/BDF/numa_status         | NVIDIA GPUs, on machines  | no memory nodes                  |
+// |                                                 | with a memory-only node   |                                  |
 //
 // The path class of two devices comes from where their resolved device paths
 // (sys/devices/.../pciDDDD:BB/<bridge>/.../<device>) part, as `nvidia-smi topo -m`
@@ -166,6 +167,11 @@ inline Result<void> read_nics(SysfsReader& r, Topology& t, const std::vector<std
     std::string dir = "sys/bus/pci/devices/" + name + "/";
     Nic n;
     n.address = address;
+    if (const PciDevice* known = t.find_pci(address)) {  // read already (an extra_pci target)
+      n.numa_node = known->numa_node;
+      t.nics.push_back(std::move(n));
+      continue;
+    }
     GPUAFF_TRY(bool have_node, r.get(dir + "numa_node", s));
     if (have_node) {
       GPUAFF_TRY(long long v, r.integer(dir + "numa_node", s, -1, CpuSet::capacity - 1));
@@ -191,9 +197,11 @@ inline Result<void> read_nics(SysfsReader& r, Topology& t, const std::vector<std
 
 /// Each NVIDIA GPU's own memory node, from the driver's numa_status ("Node: 2",
 /// "Status: online" on GH200/GB200 in coherent mode): kept when the node is
-/// one of the topology's nodes and the driver does not call it offline.
+/// one of the topology's memory-only nodes (GPU memory has no CPUs) and the
+/// driver does not call it offline. Without a memory-only node nothing is read.
 inline Result<void> read_gpu_memory_nodes(SysfsReader& r, Topology& t) {
   std::string s;
+  if (std::none_of(t.nodes.begin(), t.nodes.end(), [](const NumaNode& n) { return n.memory_only(); })) return {};
   for (auto& g : t.gpus) {
     if (g.pci.vendor != pci_vendor::nvidia) continue;
     std::string rel = "proc/driver/nvidia/gpus/" + std::string(g.address().to_string().view()) + "/numa_status";
@@ -204,7 +212,8 @@ inline Result<void> read_gpu_memory_nodes(SysfsReader& r, Topology& t) {
     GPUAFF_TRY(long long id, r.integer(rel, *node, -1, CpuSet::capacity - 1));
     auto status = status_field(s, "Status");
     bool online = !status || trim(*status) == "online";
-    if (id >= 0 && online && t.find_node(static_cast<int>(id)) != nullptr) g.memory_nodes.push_back(static_cast<int>(id));
+    const NumaNode* own = id >= 0 ? t.find_node(static_cast<int>(id)) : nullptr;
+    if (online && own != nullptr && own->memory_only()) g.memory_nodes.push_back(static_cast<int>(id));
   }
   return {};
 }
