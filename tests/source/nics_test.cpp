@@ -316,11 +316,17 @@ TEST_CASE("binding detail reads no NIC; a class entry without a PCI device is sk
   tree.link("sys/class/net/lo", "../../devices/virtual/net/lo");
   tree.write("sys/devices/virtual/infiniband/rxe0/ports/1/link_layer", "Ethernet\n");
   tree.link("sys/class/infiniband/rxe0", "../../devices/virtual/infiniband/rxe0");
+  // virtio-net: the interface's device link leads to virtio0, below the PCI device (no class file there).
+  tree.write("sys/devices/pci0000:00/0000:00:04.0/virtio0/uevent", "DRIVER=virtio_net\n");
+  tree.write("sys/devices/pci0000:00/0000:00:04.0/virtio0/net/eth0/type", "1\n");
+  tree.link("sys/devices/pci0000:00/0000:00:04.0/virtio0/net/eth0/device", "../../../virtio0");
+  tree.link("sys/class/net/eth0", "../../devices/pci0000:00/0000:00:04.0/virtio0/net/eth0");
   auto t = SysfsSource(SysfsOptions{.root = tree.root(), .visible = {.use_environment = false}}).load();
   REQUIRE_MESSAGE(t.has_value(), t.error().message());
   REQUIRE(t->nics.size() == 1);
   CHECK(t->nics[0].rdma_names.size() == 1);
-  CHECK(t->nics[0].net_names.empty());
+  REQUIRE(t->nics[0].net_names.size() == 1);
+  CHECK(t->nics[0].net_names[0].view() == "eth0");
   REQUIRE(t->gpus.size() == 1);
   REQUIRE(t->gpus[0].nics.size() == 1);
   CHECK(t->gpus[0].nics[0].path == PciPath::phb);

@@ -10,11 +10,13 @@
 // | pci/DEV/numa_node                               | network class (0x02xxxx;  | numa_node -1 (not read again for |
 // |                                                 | `class` read by sysfs.hpp)| an extra_pci device)             |
 // | pci/DEV (the link's target, resolved in root)   | NICs and GPUs             | path class by NUMA node only     |
-// | sys/class/infiniband (listing), NAME/device/class | every entry (the link's   | entry skipped (not a PCI device) |
-// |                                                 | target names the device)  |                                  |
+// | sys/class/infiniband (listing), NAME/device/class | every entry (the link's   | NAME/device/uevent; neither:     |
+// |                                                 | target, or the nearest    | entry skipped (not a PCI device) |
+// |                                                 | PCI device above it)      |                                  |
 // | sys/class/infiniband/NAME/ports (listing), then | first name of each NIC    | port 1                           |
 // | ports/P/link_layer of the lowest port P         |                           |                                  |
-// | sys/class/net (listing), NAME/device/class      | every entry               | entry skipped                    |
+// | sys/class/net (listing), NAME/device/class      | every entry (virtio-net:  | NAME/device/uevent; neither:     |
+// |                                                 | virtio0 below the device) | entry skipped                    |
 // | proc/driver/nvidia/gpus/BDF/numa_status         | NVIDIA GPUs, on machines  | no memory nodes                  |
 // |                                                 | with a memory-only node   |                                  |
 //
@@ -109,17 +111,22 @@ inline std::optional<PciChain> device_chain(SysfsReader& r, const PciAddress& a)
 }
 
 /// The PCI address a class entry (sys/class/net/eth0) belongs to: the device
-/// its `device` link leads to, resolved inside the root, whose `class` file
-/// is read (so that a recording keeps both links); nullopt for an entry
-/// without a PCI device (lo, bridges, soft RoCE).
+/// its `device` link leads to, resolved inside the root, or the nearest PCI
+/// device above it (virtio-net's link leads to virtio0 below the PCI device).
+/// Its `class` file (or, for a device that has none, its `uevent`) is read, so
+/// that a recording keeps the links. nullopt for an entry without a PCI device
+/// (lo, bridges, soft RoCE).
 inline Result<std::optional<PciAddress>> class_entry_device(SysfsReader& r, const std::string& entry) {
   std::string s;
-  GPUAFF_TRY(bool have, r.get(entry + "/device/class", s));
-  if (!have) return std::optional<PciAddress>();
-  std::string dev = r.resolve(entry + "/device");
-  std::size_t slash = dev.rfind('/');
-  auto a = PciAddress::parse(std::string_view(dev).substr(slash == std::string::npos ? 0 : slash + 1));
-  return a ? std::optional<PciAddress>(*a) : std::optional<PciAddress>();
+  GPUAFF_TRY(int which, r.first_of({entry + "/device/class", entry + "/device/uevent"}, s));
+  if (which < 0) return std::optional<PciAddress>();
+  std::vector<std::string> comps;
+  split_path(r.resolve(entry + "/device"), comps);
+  for (std::size_t i = comps.size(); i > 0; --i) {
+    if (is_host_bridge_name(comps[i - 1])) break;
+    if (auto a = PciAddress::parse(comps[i - 1])) return std::optional<PciAddress>(*a);
+  }
+  return std::optional<PciAddress>();
 }
 
 /// Adds the names of sys/class/CLASS entries to the NICs they belong to.
