@@ -102,8 +102,8 @@ constexpr std::string_view to_string(PciPath p) { return pci_path_names[static_c
 struct Nic {
   PciAddress address;
   int numa_node = -1;
-  std::vector<FixedString<64>> rdma_names;  ///< sys/class/infiniband entries (mlx5_0, efa_0): RDMA-capable
-  std::vector<FixedString<64>> net_names;   ///< sys/class/net entries (ibp28s0, eth0)
+  std::vector<FixedString<64>> rdma_names{};  ///< sys/class/infiniband entries (mlx5_0, efa_0): RDMA-capable
+  std::vector<FixedString<64>> net_names{};   ///< sys/class/net entries (ibp28s0, eth0)
   int rdma_port = 1;                        ///< the first port of the first RDMA name (sys/class/infiniband/X/ports)
 
   constexpr bool rdma() const { return !rdma_names.empty(); }
@@ -123,8 +123,8 @@ struct Gpu {
   int index = 0;
   PciDevice pci;
   FixedString<96> uuid;  ///< "GPU-..." when known (NVIDIA), else empty
-  std::vector<NicPath> nics;      ///< every NIC of Topology::nics, nearest first (path, then address)
-  std::vector<int> memory_nodes;  ///< the GPU's own memory NUMA nodes (coherent GH200/GB200); usually none
+  std::vector<NicPath> nics{};      ///< every NIC of Topology::nics, nearest first (path, then address)
+  std::vector<int> memory_nodes{};  ///< the GPU's own memory NUMA nodes (coherent GH200/GB200); usually none
 
   constexpr int numa_node() const { return pci.numa_node; }
   constexpr const PciAddress& address() const { return pci.address; }
@@ -172,7 +172,7 @@ struct Topology {
   std::vector<CacheGroup> core_complexes;  ///< last-level cache groups, sorted by lowest CPU
   std::vector<PciDevice> pci_devices;      ///< sorted by address
   std::vector<Gpu> gpus;                   ///< visible GPUs, by index
-  std::vector<Nic> nics;                   ///< network devices, sorted by address (full reads only)
+  std::vector<Nic> nics{};                 ///< network devices, sorted by address (full reads only)
 
   /// CPUs a binding may use: allowed and online.
   constexpr CpuSet usable() const { return allowed & online; }
