@@ -898,6 +898,50 @@ int main(int argc, char** argv) {
         true, false);
   }
 
+  // ---- row 9: gpuaff doctor on a live process ----------------------------------------------
+  // What a monitor pays per check of one rank: the whole `gpuaff doctor` process
+  // planning on the 224-CPU dgx-h100 root (full read: NICs included) and reading
+  // this benchmark's own /proc entries (environ, every thread's status, numa_maps).
+  // Its verdict does not matter here (exit 0 healthy or 7 not), only its cost.
+  if (!cfg.tool.empty()) {
+    std::string pid = std::to_string(::getpid());
+    std::vector<std::string> words{cfg.tool, "doctor", "--root", cfg.fixtures + "/dgx-h100", "--pid", pid, "--gpu", "0",
+                                   "--format", "json"};
+    auto doctor = [words]() mutable {
+      std::vector<char*> args;
+      for (auto& w : words) args.push_back(w.data());
+      args.push_back(nullptr);
+      char* no_env[] = {nullptr};
+      posix_spawn_file_actions_t fa;
+      posix_spawn_file_actions_init(&fa);
+      posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+      pid_t child;
+      if (posix_spawn(&child, args[0], &fa, nullptr, args.data(), no_env) != 0) die("posix_spawn gpuaff doctor failed");
+      posix_spawn_file_actions_destroy(&fa);
+      int st = 0;
+      waitpid(child, &st, 0);
+      if (!WIFEXITED(st) || (WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 7))
+        die("gpuaff doctor failed (wait status " + std::to_string(st) + ")");
+    };
+    auto floor = [] {
+      char* args[] = {const_cast<char*>("/bin/true"), nullptr};
+      char* no_env[] = {nullptr};
+      pid_t child;
+      if (posix_spawn(&child, "/bin/true", nullptr, nullptr, args, no_env) != 0) die("posix_spawn /bin/true failed");
+      int st = 0;
+      waitpid(child, &st, 0);
+    };
+    Config c2 = cfg;
+    c2.sample_ms = std::max(cfg.sample_ms, cfg.quick ? 1.0 : 20.0);
+    timer = Timer::wall;
+    std::vector<double> m = compare_all(c2, {doctor, floor});
+    timer = Timer::thread_cpu;
+    add(cfg,
+        {"9", "process: gpuaff doctor --root dgx-h100 --pid <this benchmark> --gpu 0 vs /bin/true (wall time)",
+         fmt_time(m[0]), fmt_time(m[1]), fmt("%.1fx", m[0] / m[1]), "< 100 ms", ""},
+        m[0] < 100e6);
+  }
+
   // ---- callgrind instruction counts (measured by run.sh --callgrind) ------------------------
   if (!cfg.instructions.empty()) notes.push_back("callgrind instructions: " + cfg.instructions);
 

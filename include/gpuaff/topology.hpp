@@ -83,12 +83,49 @@ struct PciDevice {
   friend constexpr bool operator==(const PciDevice&, const PciDevice&) = default;
 };
 
+/// Network devices: PCI base class 0x02 (Ethernet 0x0200, InfiniBand 0x0207,
+/// fabric 0x0208, ...). RDMA NICs of either link layer are among them.
+constexpr bool is_network_class(std::uint32_t class_code) { return (class_code >> 16) == 0x02; }
+
+/// The PCIe path between two devices, in the classes `nvidia-smi topo -m`
+/// prints, nearest first (docs/nics.md defines each on the bridge hierarchy).
+enum class PciPath : std::uint8_t {
+  pix,   ///< through at most one PCIe switch (both below the same switch)
+  pxb,   ///< through several switches, not through the host bridge
+  phb,   ///< through the host bridge (same root complex)
+  node,  ///< between host bridges of one NUMA node
+  sys,   ///< across NUMA nodes (the SMP interconnect between sockets)
+};
+inline constexpr std::string_view pci_path_names[] = {"PIX", "PXB", "PHB", "NODE", "SYS"};
+constexpr std::string_view to_string(PciPath p) { return pci_path_names[static_cast<std::size_t>(p)]; }
+
+/// A network PCI device and the names the kernel gives it.
+struct Nic {
+  PciAddress address;
+  int numa_node = -1;
+  std::vector<FixedString<64>> rdma_names{};  ///< sys/class/infiniband entries (mlx5_0, efa_0): RDMA-capable
+  std::vector<FixedString<64>> net_names{};   ///< sys/class/net entries (ibp28s0, eth0)
+  int rdma_port = 1;                        ///< the first port of the first RDMA name (sys/class/infiniband/X/ports)
+
+  constexpr bool rdma() const { return !rdma_names.empty(); }
+  friend constexpr bool operator==(const Nic&, const Nic&) = default;
+};
+
+/// One NIC as seen from one GPU.
+struct NicPath {
+  PciAddress nic;
+  PciPath path = PciPath::sys;
+  friend constexpr bool operator==(const NicPath&, const NicPath&) = default;
+};
+
 /// A GPU as the job sees it: `index` is its position after CUDA_VISIBLE_DEVICES /
 /// HIP_VISIBLE_DEVICES / --visible-devices were applied.
 struct Gpu {
   int index = 0;
   PciDevice pci;
   FixedString<96> uuid;  ///< "GPU-..." when known (NVIDIA), else empty
+  std::vector<NicPath> nics{};      ///< every NIC of Topology::nics, nearest first (path, then address)
+  std::vector<int> memory_nodes{};  ///< the GPU's own memory NUMA nodes (coherent GH200/GB200); usually none
 
   constexpr int numa_node() const { return pci.numa_node; }
   constexpr const PciAddress& address() const { return pci.address; }
@@ -149,6 +186,7 @@ struct Topology {
   /// this kernel, a value it could not give): one line each, naming the file and
   /// the assumption. Empty when nothing was assumed.
   std::vector<std::string> notes;
+  std::vector<Nic> nics{};                 ///< network devices, sorted by address (full reads only)
 
   /// CPUs a binding may use: allowed and online.
   constexpr CpuSet usable() const { return allowed & online; }
@@ -188,6 +226,11 @@ struct Topology {
   constexpr const PciDevice* find_pci(const PciAddress& a) const {
     for (const auto& d : pci_devices)
       if (d.address == a) return &d;
+    return nullptr;
+  }
+  constexpr const Nic* find_nic(const PciAddress& a) const {
+    for (const auto& n : nics)
+      if (n.address == a) return &n;
     return nullptr;
   }
   /// SLIT distance between two node ids, or -1 when unknown.

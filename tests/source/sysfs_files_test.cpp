@@ -181,9 +181,11 @@ TEST_CASE("binding detail keeps local_cpulist where numa_node is -1 or missing")
 }
 
 TEST_CASE("an extra_pci device keeps device; its local_cpulist only where numa_node is -1 (binding)") {
-  // Two NICs (class 0x020000, not display: without extra_pci only `class` is read).
+  // Two NICs (class 0x020000, not display: without extra_pci only `class` is read,
+  // and in full detail their numa_node for the NIC list, source/nics.hpp).
   // Named in extra_pci, each also gets vendor, device, numa_node and local_cpulist
-  // in full detail (5 files); binding detail drops local_cpulist of the one on node 0.
+  // in full detail (5 files; the NIC list reuses that numa_node); binding detail
+  // drops local_cpulist of the one on node 0.
   TempTree t;
   machine(t, 2, 0);
   add_pci(t, "0000:20:00.0", "0x020000", "0x15b3", "0", "0-3");
@@ -199,7 +201,7 @@ TEST_CASE("an extra_pci device keeps device; its local_cpulist only where numa_n
     CAPTURE(full);
     SysfsSource plain(SysfsOptions{.root = t.root(), .visible = {.use_environment = false}, .detail = detail});
     REQUIRE(plain.load());
-    CHECK(plain.files_opened() == (full ? base_full : base_binding) + 2);  // one class each
+    CHECK(plain.files_opened() == (full ? base_full + 2 : base_binding) + 2);  // one class each (+ numa_node: full)
     SysfsSource s(SysfsOptions{
         .root = t.root(), .visible = {.use_environment = false}, .extra_pci = {*a, *b}, .detail = detail});
     auto r = s.load();
@@ -218,7 +220,7 @@ TEST_CASE("an extra_pci device keeps device; its local_cpulist only where numa_n
   }
 }
 
-TEST_CASE("fixtures/dgx-h100: 221 files in full detail, 195 in binding detail") {
+TEST_CASE("fixtures/dgx-h100: 230 files in full detail, 195 in binding detail") {
   // The machine (fixtures/README.md): 2 sockets x 56 cores x SMT2 = 224 CPUs, one
   // node and one L3 per socket, 8 H100 (class 0x0302, NVIDIA, 4 per node, each with
   // an information file), an ASPEED BMC VGA (class 0x0300, vendor 0x1a03) and 37
@@ -236,7 +238,9 @@ TEST_CASE("fixtures/dgx-h100: 221 files in full detail, 195 in binding detail") 
   //   device, numa_node, local_cpulist per GPU          24  (binding: numa_node only, 8;
   //                                                          every GPU has a node)
   //   information per GPU                                8  (full only)
-  // full: 1+112+4+9+2+3+2+1+46+9+24+8 = 221; binding: 221 - 2 - 16 - 8 = 195.
+  //   numa_node of the 9 network devices (8 ConnectX-7   9  (full only: the NIC list, source/nics.hpp;
+  //   InfiniBand, 1 Ethernet)                                no sys/class entries, no memory-only node)
+  // full: 1+112+4+9+2+3+2+1+46+9+24+8+9 = 230; binding: 230 - 2 - 16 - 8 - 9 = 195.
   auto count = [](gpuaff::SysfsDetail d) {
     SysfsSource s(SysfsOptions{.root = gpuaff_test::fixture("dgx-h100"), .visible = {.use_environment = false},
                                .detail = d});
@@ -245,15 +249,15 @@ TEST_CASE("fixtures/dgx-h100: 221 files in full detail, 195 in binding detail") 
   };
   auto [full_opened, full_read] = count(gpuaff::SysfsDetail::full);
   auto [bind_opened, bind_read] = count(gpuaff::SysfsDetail::binding);
-  CHECK(full_opened == 221);
-  CHECK(full_read.size() == 220);
+  CHECK(full_opened == 230);
+  CHECK(full_read.size() == 229);
   CHECK(bind_opened == 195);
   CHECK(bind_read.size() == 194);
   // What binding leaves out, by name.
   std::set<std::string> left;
   for (const auto& f : full_read)
     if (std::find(bind_read.begin(), bind_read.end(), f) == bind_read.end()) left.insert(f.substr(f.rfind('/') + 1));
-  CHECK(left == std::set<std::string>{"device", "distance", "information", "local_cpulist"});
+  CHECK(left == std::set<std::string>{"device", "distance", "information", "local_cpulist", "numa_node"});
   for (const auto& f : bind_read) CHECK(std::find(full_read.begin(), full_read.end(), f) != full_read.end());
 }
 
@@ -262,13 +266,14 @@ TEST_CASE("fixtures/h100-vm-1gpu (recorded): the GPU's numa_node is -1, so bindi
   // of which one display-class (the H100, numa_node -1, with a driver information file).
   //   1 + 16 + 2 + cache probe 9 + 1 L3 + node/online, node0/cpulist 2 + status 1 = 32
   //   + 7 class + vendor, numa_node, local_cpulist of the H100 3 = 42 in binding detail;
-  //   full detail adds node0/distance, the H100's device and information: 45.
+  //   full detail adds node0/distance, the H100's device and information, and the
+  //   numa_node of the one network device (virtio-net at 00:03.0) for the NIC list: 46.
   for (auto d : {gpuaff::SysfsDetail::full, gpuaff::SysfsDetail::binding}) {
     SysfsSource s(SysfsOptions{.root = gpuaff_test::fixture("h100-vm-1gpu"), .visible = {.use_environment = false},
                                .detail = d});
     auto r = s.load();
     REQUIRE(r);
-    CHECK(s.files_opened() == (d == gpuaff::SysfsDetail::full ? 45 : 42));
+    CHECK(s.files_opened() == (d == gpuaff::SysfsDetail::full ? 46 : 42));
     REQUIRE(r->gpus.size() == 1);
     CHECK(r->gpus[0].pci.numa_node == -1);
     CHECK(r->gpus[0].pci.local_cpus.to_list() == "0-15");

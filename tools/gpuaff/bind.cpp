@@ -64,10 +64,17 @@ nlohmann::ordered_json plan_json(const LaunchPlan& p) {
   if (!p.nproc_source.empty()) j["nproc_from"] = p.nproc_source;
   j["recommended_threads"] = recommended_threads(p.topo, p.cpus);
   j["origin"] = std::string(p.topo.origin.view());
+  nlohmann::ordered_json env = nlohmann::ordered_json::object();
+  for (const auto& [name, value] : p.env) env[name] = value;
+  j["env"] = std::move(env);
   return j;
 }
 
 int run_bind(const BindArgs& args) {
+  if (args.plan.nic_env && args.format != BindFormat::json) {
+    return report_error(make_error(Errc::invalid_argument, "--nic-env is shown by --format json only (under \"env\"); "
+                                                           "add --format json, or use it with gpuaff exec"));
+  }
   if (args.plan.all_gpus) {
     auto plans = plan_every_gpu(args.plan, args.membind);
     if (!plans) return report_error(plans.error());

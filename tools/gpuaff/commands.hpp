@@ -33,6 +33,8 @@ struct PlanOptions {
   Unreachable unreachable = Unreachable::error;  ///< --unreachable
   std::vector<std::string> nvidia_flags{};       ///< the NVIDIA-mode flags given (--smt, ...), to check they apply
   Share share = Share::visible;        ///< --share visible|machine (bind, exec)
+  bool nic_env = false;          ///< --nic-env (bind, exec): the GPU's RDMA NIC for NCCL, UCX, NVSHMEM
+  MemNodes mem_nodes = MemNodes::cpu;  ///< --mem-nodes cpu|gpu|socket (bind, exec)
 };
 
 struct BindArgs {
@@ -65,7 +67,15 @@ struct RecordArgs {
   bool force = false;              ///< write into a directory that is not empty
 };
 
+struct DoctorArgs {
+  PlanOptions plan{};
+  int pid = 0;                 ///< --pid
+  double min_local = 0.5;      ///< --min-local: the least fraction of pages on the GPU's node(s) that is healthy
+  TopoFormat format = TopoFormat::text;
+};
+
 int run_bind(const BindArgs& args);
+int run_doctor(const DoctorArgs& args);
 int run_topo(const TopoArgs& args);
 int run_exec(const ExecArgs& args);
 int run_record(const RecordArgs& args);

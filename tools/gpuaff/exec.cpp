@@ -49,6 +49,7 @@ std::string bound_text(const LaunchPlan& plan, const ProcessBinding& done, const
   if (plan.membind != MemPolicy::none && !done.memory_applied) what += " (not applied)";
   if (!plan.nearest_nodes.empty()) what += " (no allowed CPU on node " + std::to_string(plan.node) + ": nearest)";
   if (args.omp_threads) what += ", OMP_NUM_THREADS=" + std::to_string(threads);
+  for (const auto& [name, value] : plan.env) what += ", " + name + "=" + value;
   return what;
 }
 
@@ -60,6 +61,7 @@ Result<std::string> bind_for_exec(const ExecArgs& args, const LaunchPlan& plan) 
   for (const auto& w : done.warnings) print_line(stderr, "gpuaff: warning: " + w);
   int threads = recommended_threads(plan.topo, plan.cpus);
   if (args.omp_threads) ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
+  for (const auto& [name, value] : plan.env) ::setenv(name.c_str(), value.c_str(), 1);
   return bound_text(plan, done, args, threads);
 }
 
@@ -78,6 +80,12 @@ int run_exec(const ExecArgs& args) {
   if (args.command.empty()) {
     return report_error(make_error(Errc::invalid_argument, "exec needs a command after '--'; e.g. gpuaff exec "
                                                            "--local-rank -- python train.py"));
+  }
+  if (args.plan.mem_nodes != MemNodes::cpu && args.membind == MemPolicy::none) {
+    return report_error(make_error(Errc::invalid_argument, "--mem-nodes ",
+                                   name_of(mem_nodes_choices, args.plan.mem_nodes),
+                                   " has no effect without a memory policy; add --membind local (or preferred, "
+                                   "interleave)"));
   }
   auto plan = plan_binding(args.plan, args.membind);
   if (plan) print_warnings(*plan);

@@ -21,6 +21,7 @@ enum ExitCode : int {
   exit_not_found = 4,          ///< no such GPU, PCI device or NUMA node; its node is unknown
   exit_cannot_bind = 5,        ///< the binding would be empty, too few cores, CPUs not allowed here
   exit_system = 6,             ///< the kernel refused (permission) or a system call failed
+  exit_unhealthy = 7,          ///< doctor: the process is not where its plan says
   exit_cannot_execute = 126,   ///< exec: COMMAND exists but cannot be run (as shells do)
   exit_command_not_found = 127 ///< exec: COMMAND not found (as shells do)
 };
@@ -30,7 +31,7 @@ struct ExitCodeMeaning {
   ExitCode code;
   std::string_view meaning;
 };
-inline constexpr std::array<ExitCodeMeaning, 9> exit_code_meanings{{
+inline constexpr std::array<ExitCodeMeaning, 10> exit_code_meanings{{
     {exit_ok, "success"},
     {exit_internal, "internal error (a bug in gpuaff; please report it)"},
     {exit_usage, "usage: bad flag or value, bad or missing launcher variable (--local-rank)"},
@@ -38,6 +39,7 @@ inline constexpr std::array<ExitCodeMeaning, 9> exit_code_meanings{{
     {exit_not_found, "no such GPU or PCI device, or its NUMA node is unknown (see --unknown-node)"},
     {exit_cannot_bind, "cannot bind: empty result, too few cores, CPUs not allowed here"},
     {exit_system, "the system refused: permission denied, failed system call, unsupported"},
+    {exit_unhealthy, "doctor: the process is not where its plan says (threads outside it, memory on other nodes)"},
     {exit_cannot_execute, "exec: the command cannot be executed"},
     {exit_command_not_found, "exec: the command was not found"},
 }};

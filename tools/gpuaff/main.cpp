@@ -191,6 +191,12 @@ std::string command_names(const CLI::App& app) {
   return out;
 }
 
+void add_mem_nodes_option(CLI::App& app, PlanOptions& o) {
+  add_choice(app, "--mem-nodes", o.mem_nodes, gpuaff::mem_nodes_choices,
+             "the nodes memory is bound to: cpu (the GPU's CPU node), gpu (the GPU's own memory nodes: GH200/GB200 "
+             "coherent mode), socket (every CPU node of the GPU's socket)");
+}
+
 /// Registers `gpuaff bind` and its options into `args`.
 CLI::App* add_bind_command(CLI::App& app, BindArgs& args) {
   const std::string exit_codes_help = gpuaff::cli::exit_codes_help();
@@ -207,15 +213,20 @@ CLI::App* add_bind_command(CLI::App& app, BindArgs& args) {
   add_choice(*bind, "--format", args.format, gpuaff::bind_format_choices,
              "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... (and a "
              "memory option with --membind); json: an object with gpu, bdf, node, policy, cpus, mask, "
-             "memory_nodes, recommended_threads. With --gpu all: json prints an array, the others one line per "
+             "memory_nodes, recommended_threads, env. With --gpu all: json prints an array, the others one line per "
              "GPU, 'N <binding>'");
+  add_mem_nodes_option(*bind, args.plan);
+  bind->add_flag("--nic-env", args.plan.nic_env,
+                 "choose the GPU's RDMA NIC (nearest PCIe path, shared fairly) and show NCCL_IB_HCA, "
+                 "UCX_NET_DEVICES, NVSHMEM_HCA_LIST under \"env\" (with --format json)");
   bind->footer(std::string("Examples:\n"
                            "  gpuaff bind --gpu 0                              CPUs of GPU 0's NUMA node\n"
                            "  gpuaff bind --gpu 3 --policy exclusive            GPU 3's share of its node's cores\n"
                            "  gpuaff bind --pci 0000:17:00.0 --format numactl   numactl's --physcpubind=...\n"
                            "  gpuaff bind --gpu all                             every GPU, one line each\n"
                            "  gpuaff bind --gpu 1 --policy unique-contiguous --smt one --nproc 4\n"
-                           "  gpuaff bind --root fixtures/dgx-h100 --gpu 7 --format json\n") +
+                           "  gpuaff bind --root fixtures/dgx-h100 --gpu 7 --format json\n"
+                           "  gpuaff bind --gpu 2 --nic-env --format json        the NIC beside GPU 2, under \"env\"\n") +
                policies_table() + exit_codes_help);
   return bind;
 }
@@ -269,6 +280,10 @@ CLI::App* add_exec_command(CLI::App& app, ExecArgs& args) {
                  "print what would be done (bind --format json plus \"command\") and exit; bind and run nothing");
   exec->add_flag("--omp-threads", args.omp_threads,
                  "set OMP_NUM_THREADS to the recommended thread count of the binding");
+  add_mem_nodes_option(*exec, args.plan);
+  exec->add_flag("--nic-env", args.plan.nic_env,
+                 "export the GPU's RDMA NIC (nearest PCIe path, shared fairly) as NCCL_IB_HCA, UCX_NET_DEVICES, "
+                 "NVSHMEM_HCA_LIST");
   exec->add_flag("--verbose", args.verbose, "say on stderr what was bound");
   exec->add_option("command", args.command, "the command and its arguments, after --")->type_name("COMMAND...");
   exec->footer(std::string("Examples:\n"
@@ -309,6 +324,29 @@ CLI::App* add_record_command(CLI::App& app, RecordArgs& args) {
   return record;
 }
 
+/// Registers `gpuaff doctor` and its options into `args`.
+CLI::App* add_doctor_command(CLI::App& app, DoctorArgs& args) {
+  const std::string exit_codes_help = gpuaff::cli::exit_codes_help();
+  const std::string policies_help = gpuaff::cli::policies_help();
+  auto* doctor = app.add_subcommand("doctor", "Check a running process against its plan: threads, memory, environment");
+  doctor->add_option("--pid", args.pid, "the process to check")->type_name("PID")->required();
+  add_source_options(*doctor, args.plan.source);
+  doctor->add_option("--gpu", args.plan.gpu, "its GPU (default: its own local rank variable)")->type_name("N");
+  add_policy_options(*doctor, args.plan, "the policy it was bound with: " + policies_help);
+  add_mem_nodes_option(*doctor, args.plan);
+  doctor->add_option("--min-local", args.min_local,
+                     "the least fraction of resident pages on the GPU's memory node(s) that counts as healthy")
+      ->type_name("FRACTION")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  add_choice(*doctor, "--format", args.format, gpuaff::topo_format_choices, "text: for people; json: one object");
+  doctor->footer(std::string("Examples:\n"
+                             "  gpuaff doctor --pid 4242                      its GPU from its LOCAL_RANK and CUDA_VISIBLE_DEVICES\n"
+                             "  gpuaff doctor --pid 4242 --gpu 3 --policy exclusive --format json\n") +
+                 exit_codes_help);
+  return doctor;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -327,10 +365,12 @@ int main(int argc, char** argv) try {
   TopoArgs topo_args;
   ExecArgs exec_args;
   RecordArgs record_args;
+  DoctorArgs doctor_args;
   CLI::App* bind = add_bind_command(app, bind_args);
   CLI::App* topo = add_topo_command(app, topo_args);
   CLI::App* exec = add_exec_command(app, exec_args);
   CLI::App* record = add_record_command(app, record_args);
+  CLI::App* doctor = add_doctor_command(app, doctor_args);
 
   auto is_command = [&](const std::string& name) {
     for (const CLI::App* sub : app.get_subcommands({}))
@@ -377,6 +417,7 @@ int main(int argc, char** argv) try {
     return run_exec(exec_args);
   }
   if (record->parsed()) return run_record(record_args);
+  if (doctor->parsed()) return run_doctor(doctor_args);
   return exit_usage;
 } catch (const std::exception& e) {
   std::string line = "gpuaff: internal error: " + one_line(e.what()) + "; please report this with 'gpuaff topo' output\n";

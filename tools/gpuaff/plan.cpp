@@ -37,13 +37,17 @@ Result<Prepared> prepare(const PlanOptions& o, MemPolicy membind) {
   LaunchRequest request{.gpu = o.gpu.value_or(0), .membind = membind};
   request.share = o.share;
   request.cuda_device_order = o.source.visible.with_environment().cuda_device_order;
+  request.nic_env = o.nic_env;
+  request.mem_nodes = o.mem_nodes;
   GPUAFF_TRY(request.policy, policy_spec(o));
   GPUAFF_TRY(request.job, job_options(o));
   request.baseline = o.baseline;
   request.unreachable = o.unreachable;
   SourceOptions source = o.source;
-  // bind and exec read only what the binding needs; the nearest node needs the distances.
-  source.detail = o.unreachable == Unreachable::nearest ? SysfsDetail::full : SysfsDetail::binding;
+  // bind and exec read only what the binding needs; the nearest node needs the
+  // distances, and the NICs and the GPU's memory nodes come with a full read.
+  bool full = o.unreachable == Unreachable::nearest || o.nic_env || o.mem_nodes == MemNodes::gpu;
+  source.detail = full ? SysfsDetail::full : SysfsDetail::binding;
   if (!o.pci.empty()) {
     auto a = PciAddress::parse(o.pci);
     if (!a) return fail(Errc::invalid_argument, "--pci: ", a.error().message());

@@ -98,7 +98,7 @@ std::string picture(const Topology& topo, const ReportOptions& o) {
   for (const auto& [key, cores] : groups) {
     auto [package, node] = key;
     out += "  package " + (package < 0 ? std::string("?") : std::to_string(package)) + ", node " +
-           (node < 0 ? std::string("?") : std::to_string(node)) + ":\n";
+           (node < 0 ? std::string("?") : std::to_string(node)) + nics_of_node(topo, node) + ":\n";
     for (std::size_t start = 0; start < cores.size(); start += static_cast<std::size_t>(std::max(1, o.wrap_cells))) {
       std::size_t end = std::min(cores.size(), start + static_cast<std::size_t>(std::max(1, o.wrap_cells)));
       std::string line = "    cpu " + pad_left(std::to_string(cores[start]->first()), 4) + " ";
@@ -246,6 +246,8 @@ std::string render_report(const Topology& topo, const ReportOptions& o) {
     out += "other PCI devices:\n";
     out += render_table(others, "  ");
   }
+  out += memory_nodes_line(topo);
+  out += nics_section(topo, [](const std::vector<std::vector<std::string>>& rows) { return render_table(rows, "  "); });
 
   out += "\nNUMA nodes (" + std::to_string(topo.nodes.size()) + "):\n";
   if (topo.nodes.empty()) {
@@ -260,6 +262,8 @@ std::string render_report(const Topology& topo, const ReportOptions& o) {
       for (const auto& g : topo.gpus) {
         int node = g.numa_node() >= 0 ? g.numa_node() : node_at(o.resolved_nodes, g.index);
         if (node == n.id) gpus += (gpus.empty() ? "" : ",") + std::to_string(g.index);
+        if (std::find(g.memory_nodes.begin(), g.memory_nodes.end(), n.id) != g.memory_nodes.end())
+          gpus += (gpus.empty() ? "" : ",") + std::to_string(g.index) + " (its memory)";
       }
       rows.push_back({std::to_string(n.id), n.memory_only() ? std::string("(memory only)") : n.cpus.to_list(),
                       n.memory_only() ? std::string("-") : list_or(n.cpus & usable, "(none)"),

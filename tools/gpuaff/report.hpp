@@ -4,6 +4,7 @@
 // Rendering is pure: the bindings are computed by the caller and passed in,
 // so the renderer only formats a Topology and those results.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,14 @@ struct ReportOptions {
 
 /// The whole report, ending in a newline.
 std::string render_report(const Topology& topo, const ReportOptions& options);
+
+// report_nics.cpp
+/// The NICs and each GPU's NICs by path class, drawn with `table`; "" without NICs.
+std::string nics_section(const Topology& topo,
+                         const std::function<std::string(const std::vector<std::vector<std::string>>&)>& table);
+/// "GPU memory nodes: GPU 0: 2; ..." and a newline; "" when no GPU has any.
+std::string memory_nodes_line(const Topology& topo);
+/// "; RDMA NICs: mlx5_0 mlx5_3" for the picture's header of `node`; "" when none.
+std::string nics_of_node(const Topology& topo, int node);
 
 }  // namespace gpuaff::cli

@@ -70,6 +70,15 @@ inline constexpr std::array unreachable_choices{Choice<Unreachable>{"error", Unr
                                                 Choice<Unreachable>{"nearest", Unreachable::nearest}};
 inline constexpr std::array share_choices{Choice<Share>{"visible", Share::visible},
                                           Choice<Share>{"machine", Share::machine}};
+/// `--mem-nodes`: which nodes the memory policy (and bind's memory_nodes) names.
+enum class MemNodes {
+  cpu,     ///< the GPU's CPU node (its PCI numa_node, or the one resolved for it)
+  gpu,     ///< the GPU's own memory nodes (GH200/GB200 coherent mode: numa_status)
+  socket,  ///< every node with CPUs in the package of the GPU's node
+};
+inline constexpr std::array mem_nodes_choices{Choice<MemNodes>{"cpu", MemNodes::cpu},
+                                              Choice<MemNodes>{"gpu", MemNodes::gpu},
+                                              Choice<MemNodes>{"socket", MemNodes::socket}};
 inline constexpr std::array fallback_choices{Choice<Fallback>{"error", Fallback::error},
                                              Choice<Fallback>{"unbound", Fallback::unbound}};
 

@@ -20,6 +20,7 @@
 #include "gpuaff/detail/fs.hpp"
 #include "gpuaff/launch/choices.hpp"
 #include "gpuaff/launch/launcher.hpp"
+#include "gpuaff/launch/nics.hpp"
 #include "gpuaff/policy/dispatch.hpp"
 #include "gpuaff/policy/locality.hpp"
 #include "gpuaff/result.hpp"
@@ -56,6 +57,8 @@ struct LaunchRequest {
   /// CUDA_DEVICE_ORDER as the job has it (VisibleDevices::cuda_device_order):
   /// a plan warns when it can make CUDA's numbering differ from gpuaff's.
   std::optional<std::string> cuda_device_order{};
+  bool nic_env = false;  ///< choose the GPU's RDMA NIC and export it (launch/nics.hpp); needs Topology::nics
+  MemNodes mem_nodes = MemNodes::cpu;  ///< which nodes memory_nodes names
 };
 
 /// Everything one binding needs, computed before anything is applied.
@@ -79,6 +82,8 @@ struct LaunchPlan {
   /// One line each, for stderr: settings that are likely not what the user
   /// meant; they change nothing in the plan.
   std::vector<std::string> warnings{};
+  /// Variables to set for the command, in order (the --nic-env choice).
+  std::vector<std::pair<std::string, std::string>> env{};
 
   const Gpu& target() const { return topo.gpus[static_cast<std::size_t>(gpu)]; }
   /// The memory policy to apply: `membind` over `memory_nodes`.
@@ -189,6 +194,35 @@ inline Result<void> use_local_size(LaunchPlan& plan, const LaunchRequest& r) {
   plan.job.nproc = r.local_size->value;
   plan.nproc_source = r.local_size->source();
   return {};
+}
+
+/// The GPU's own memory nodes (Gpu::memory_nodes, from the driver's numa_status).
+/// Errors: Errc::not_found when it has none.
+inline Result<NodeSet> gpu_memory_nodes(const Topology& topo, int gpu) {
+  const Gpu& g = topo.gpus[static_cast<std::size_t>(gpu)];
+  NodeSet nodes;
+  for (int n : g.memory_nodes)
+    if (NodeSet::valid_id(n)) nodes.set(n);
+  if (nodes.empty())
+    return fail(Errc::not_found, "--mem-nodes gpu: GPU ", g.index, " (", g.address().to_string().view(),
+                ") has no memory node of its own in ", topo.origin.view(),
+                " (only GH200/GB200 in coherent mode have one: proc/driver/nvidia/gpus/BDF/numa_status); use "
+                "--mem-nodes cpu");
+  return nodes;
+}
+
+/// Every node with CPUs in the package that holds node `node`'s CPUs.
+/// Errors: Errc::not_found when the node has no CPU or no package.
+inline Result<NodeSet> socket_memory_nodes(const Topology& topo, int node) {
+  const NumaNode* n = topo.find_node(node);
+  const Package* p = n == nullptr || n->cpus.empty() ? nullptr : topo.package_of_cpu(n->cpus.first());
+  if (p == nullptr)
+    return fail(Errc::not_found, "--mem-nodes socket: node ", node, " has no CPU in a known package in ",
+                topo.origin.view(), "; use --mem-nodes cpu");
+  NodeSet nodes;
+  for (const auto& other : topo.nodes)
+    if (other.cpus.intersects(p->cpus) && NodeSet::valid_id(other.id)) nodes.set(other.id);
+  return nodes;
 }
 
 }  // namespace detail
@@ -311,7 +345,9 @@ inline Result<void> check_nvidia_options_apply(PolicyKind kind, const std::vecto
 /// PCI device the topology does not hold), Errc::invalid_argument (cgroup
 /// baseline without a cgroup; a local size above the visible GPUs; --share
 /// machine where it does not apply), and the errors of bind(), memory_nodes(),
-/// resolve_gpu_node() and nearest_allowed_nodes() for the target.
+/// resolve_gpu_node() and nearest_allowed_nodes() for the target; with
+/// `nic_env` those of nic_environment(), with `mem_nodes` gpu or socket
+/// Errc::not_found when the GPU has no such nodes.
 inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request) {
   LaunchPlan plan;
   plan.policy = request.policy;
@@ -362,11 +398,19 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
       plan.cpus |= plan.topo.find_node(id)->cpus & plan.topo.usable();
       plan.memory_nodes.set(id);
     }
-    return plan;
+  } else {
+    plan.cpus = *cpus;
+    GPUAFF_TRY(plan.memory_nodes, memory_nodes(plan.topo, plan.gpu, plan.job));
+    GPUAFF_TRY(plan.node, resolve_gpu_node(plan.topo, plan.gpu, plan.job));
   }
-  plan.cpus = *cpus;
-  GPUAFF_TRY(plan.memory_nodes, memory_nodes(plan.topo, plan.gpu, plan.job));
-  GPUAFF_TRY(plan.node, resolve_gpu_node(plan.topo, plan.gpu, plan.job));
+  if (request.mem_nodes == MemNodes::gpu) {
+    GPUAFF_TRY(plan.memory_nodes, detail::gpu_memory_nodes(plan.topo, plan.gpu));
+  } else if (request.mem_nodes == MemNodes::socket) {
+    GPUAFF_TRY(plan.memory_nodes, detail::socket_memory_nodes(plan.topo, plan.node));
+  }
+  if (request.nic_env) {
+    GPUAFF_TRY(plan.env, nic_environment(plan.topo, plan.gpu));
+  }
   if (auto w = detail::one_gpu_warning(plan)) plan.warnings.push_back(*w);
   return plan;
 }

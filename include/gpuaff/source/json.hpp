@@ -23,7 +23,13 @@
 //                      "device": "0x20b0", "numa_node": 3, "local_cpus": "48-63,176-191",
 //                      "has_local_cpus": true}]
 //   gpus             [{"index": 0, "bdf": "0000:07:00.0", "uuid": "GPU-...", "numa_node": 3}]
-//                    each names a pci_devices entry, which supplies the rest of the GPU
+//                    each names a pci_devices entry, which supplies the rest of the GPU;
+//                    also "nics": [{"bdf": "0000:1c:00.0", "names": ["mlx5_0", "ibp28s0"],
+//                    "path": "PIX"}] nearest first (path PIX, PXB, PHB, NODE or SYS: each
+//                    names a "nics" entry) and "memory_nodes": [2] (the GPU's own memory nodes)
+//   nics             [{"bdf": "0000:1c:00.0", "names": ["mlx5_0", "ibp28s0"], "numa_node": 0,
+//                      "rdma": ["mlx5_0"], "rdma_port": 1}]: network devices (class 0x02);
+//                    "rdma" are the names that are RDMA devices (sys/class/infiniband)
 //   hidden_gpus      ["0000:07:00.0"]: GPU-class pci_devices that are not the process's
 //                    (Topology::hidden_gpus: a container's driver list left them out);
 //                    written only when there are some
@@ -456,9 +462,99 @@ inline Result<Gpu> parse_gpu(const Parser& p, const Json& o, const std::string& 
   return g;
 }
 
+/// A list of names (strings of at most 64 characters) at obj[key]; absent: none.
+inline Result<std::vector<FixedString<64>>> parse_names(const Parser& p, const Json& o, const std::string& path,
+                                                        const char* key) {
+  std::vector<FixedString<64>> out;
+  GPUAFF_TRY(const Json* arr, p.array(o, path, key, false));
+  if (arr == nullptr) return out;
+  for (std::size_t i = 0; i < arr->size(); ++i) {
+    std::string at = Parser::at(Parser::join(path, key), i);
+    GPUAFF_TRY_VOID(p.expect((*arr)[i], at, Json::value_t::string, "a name string"));
+    const auto& n = (*arr)[i].get_ref<const std::string&>();
+    if (n.empty() || n.size() > FixedString<64>::capacity)
+      return p.bad(Errc::out_of_range, at, "a name must have 1 to ", FixedString<64>::capacity, " characters");
+    out.emplace_back(std::string_view(n));
+  }
+  return out;
+}
+
+/// obj["bdf"]: a required PCI address string.
+inline Result<PciAddress> parse_bdf(const Parser& p, const Json& o, const std::string& path) {
+  GPUAFF_TRY(const Json* bdf, p.require(o, path, "bdf"));
+  GPUAFF_TRY_VOID(p.expect(*bdf, Parser::join(path, "bdf"), Json::value_t::string, "a PCI address string"));
+  auto addr = PciAddress::parse(bdf->get_ref<const std::string&>());
+  if (!addr) return p.bad(Errc::parse_error, Parser::join(path, "bdf"), addr.error().message());
+  return *addr;
+}
+
+/// The top-level "nics" list: network devices and their names.
+inline Result<void> parse_nics(const Parser& p, const Json& doc, Topology& t) {
+  auto nic = [&](const Json& o, const std::string& path, std::size_t /*position*/) -> Result<void> {
+    Nic n;
+    GPUAFF_TRY(n.address, parse_bdf(p, o, path));
+    if (t.find_nic(n.address) != nullptr)
+      return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "NIC ", n.address.to_string(), " is listed twice");
+    if (const Json* node = Parser::find(o, "numa_node")) {
+      GPUAFF_TRY(long long nv, p.integer(*node, Parser::join(path, "numa_node"), -1, CpuSet::capacity - 1));
+      n.numa_node = static_cast<int>(nv);
+    }
+    GPUAFF_TRY(auto names, parse_names(p, o, path, "names"));
+    GPUAFF_TRY(n.rdma_names, parse_names(p, o, path, "rdma"));
+    for (const auto& r : n.rdma_names)
+      if (std::find(names.begin(), names.end(), r) == names.end())
+        return p.bad(Errc::parse_error, Parser::join(path, "rdma"), "'", r.view(), "' is not among \"names\"");
+    for (const auto& name : names)
+      if (std::find(n.rdma_names.begin(), n.rdma_names.end(), name) == n.rdma_names.end()) n.net_names.push_back(name);
+    if (const Json* port = Parser::find(o, "rdma_port")) {
+      GPUAFF_TRY(long long pv, p.integer(*port, Parser::join(path, "rdma_port"), 1, 255));
+      n.rdma_port = static_cast<int>(pv);
+    }
+    t.nics.push_back(std::move(n));
+    return {};
+  };
+  GPUAFF_TRY_VOID(p.each_object(doc, "nics", false, nic));
+  std::stable_sort(t.nics.begin(), t.nics.end(), [](const Nic& a, const Nic& b) { return a.address < b.address; });
+  return {};
+}
+
+/// A gpus entry's "nics" (each naming a top-level NIC) and "memory_nodes".
+inline Result<void> parse_gpu_near(const Parser& p, const Json& o, const std::string& path, const Topology& t,
+                                   Gpu& g) {
+  GPUAFF_TRY(const Json* nics, p.array(o, path, "nics", false));
+  for (std::size_t i = 0; nics != nullptr && i < nics->size(); ++i) {
+    std::string at = Parser::at(Parser::join(path, "nics"), i);
+    const Json& e = (*nics)[i];
+    GPUAFF_TRY_VOID(p.expect(e, at, Json::value_t::object, "an object"));
+    GPUAFF_TRY(PciAddress addr, parse_bdf(p, e, at));
+    if (t.find_nic(addr) == nullptr)
+      return p.bad(Errc::parse_error, Parser::join(at, "bdf"), "NIC ", addr.to_string(),
+                   " is not among the top-level nics; add it there");
+    GPUAFF_TRY(const Json* path_v, p.require(e, at, "path"));
+    GPUAFF_TRY_VOID(p.expect(*path_v, Parser::join(at, "path"), Json::value_t::string, "a path class string"));
+    const auto& word = path_v->get_ref<const std::string&>();
+    auto k = std::find(std::begin(pci_path_names), std::end(pci_path_names), std::string_view(word));
+    if (k == std::end(pci_path_names))
+      return p.bad(Errc::parse_error, Parser::join(at, "path"), "unknown path class '", std::string_view(word).substr(0, 16),
+                   "' (expected PIX, PXB, PHB, NODE or SYS)");
+    g.nics.push_back(NicPath{addr, static_cast<PciPath>(k - std::begin(pci_path_names))});
+  }
+  std::stable_sort(g.nics.begin(), g.nics.end(), [](const NicPath& a, const NicPath& b) { return a.path < b.path; });
+  GPUAFF_TRY(const Json* mem, p.array(o, path, "memory_nodes", false));
+  for (std::size_t i = 0; mem != nullptr && i < mem->size(); ++i) {
+    std::string at = Parser::at(Parser::join(path, "memory_nodes"), i);
+    GPUAFF_TRY(long long id, p.integer((*mem)[i], at, 0, CpuSet::capacity - 1));
+    if (t.find_node(static_cast<int>(id)) == nullptr)
+      return p.bad(Errc::parse_error, at, "node ", id, " is not among numa_nodes");
+    g.memory_nodes.push_back(static_cast<int>(id));
+  }
+  return {};
+}
+
 inline Result<void> parse_gpus(const Parser& p, const Json& doc, Topology& t) {
   auto gpu = [&](const Json& o, const std::string& path, std::size_t i) -> Result<void> {
     GPUAFF_TRY(Gpu g, parse_gpu(p, o, path, i, t));
+    GPUAFF_TRY_VOID(parse_gpu_near(p, o, path, t, g));
     for (const auto& other : t.gpus)
       if (other.pci.address == g.pci.address)
         return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "GPU ", g.pci.address.to_string(),
@@ -511,7 +607,11 @@ inline std::vector<Gpu> host_gpus_of(const Topology& t) {
     Gpu g;
     g.index = static_cast<int>(all.size());
     g.pci = d;
-    if (listed != nullptr) g.uuid = listed->uuid;
+    if (listed != nullptr) {
+      g.uuid = listed->uuid;
+      g.nics = listed->nics;
+      g.memory_nodes = listed->memory_nodes;
+    }
     all.push_back(g);
   }
   return all;
@@ -528,6 +628,7 @@ inline Result<Topology> parse(const Json& doc, std::string_view origin) {
   GPUAFF_TRY_VOID(parse_cores(p, doc, t));
   GPUAFF_TRY_VOID(parse_core_complexes(p, doc, t));
   GPUAFF_TRY_VOID(parse_pci_devices(p, doc, t));
+  GPUAFF_TRY_VOID(parse_nics(p, doc, t));
   GPUAFF_TRY_VOID(parse_gpus(p, doc, t));
   GPUAFF_TRY_VOID(parse_hidden_gpus(p, doc, t));
   t.host_gpus = host_gpus_of(t);
@@ -540,6 +641,12 @@ inline Result<Topology> parse(const Json& doc, std::string_view origin) {
 inline std::string to_json(const Topology& t, int indent) {
   using detail::json::hex_text;
   using J = detail::json::OrderedJson;
+  auto names_of = [](const Nic& n) {  // RDMA names first, then interfaces
+    J a = J::array();
+    for (const auto& x : n.rdma_names) a.push_back(std::string(x.view()));
+    for (const auto& x : n.net_names) a.push_back(std::string(x.view()));
+    return a;
+  };
   J j;
   j["format_version"] = json_format_version;
   j["root"] = std::string(t.origin.view());
@@ -588,9 +695,29 @@ inline std::string to_json(const Topology& t, int indent) {
     o["bdf"] = std::string(g.pci.address.to_string().view());
     o["uuid"] = std::string(g.uuid.view());
     o["numa_node"] = g.pci.numa_node;
+    J near = J::array();
+    for (const auto& np : g.nics) {
+      const Nic* n = t.find_nic(np.nic);
+      near.push_back(J{{"bdf", std::string(np.nic.to_string().view())},
+                       {"names", n != nullptr ? names_of(*n) : J::array()},
+                       {"path", std::string(to_string(np.path))}});
+    }
+    o["nics"] = std::move(near);
+    o["memory_nodes"] = g.memory_nodes;
     gpus.push_back(std::move(o));
   }
   j["gpus"] = std::move(gpus);
+  J nics = J::array();
+  for (const auto& n : t.nics) {
+    J rdma = J::array();
+    for (const auto& r : n.rdma_names) rdma.push_back(std::string(r.view()));
+    nics.push_back(J{{"bdf", std::string(n.address.to_string().view())},
+                     {"names", names_of(n)},
+                     {"numa_node", n.numa_node},
+                     {"rdma", std::move(rdma)},
+                     {"rdma_port", n.rdma_port}});
+  }
+  j["nics"] = std::move(nics);
   if (!t.hidden_gpus.empty()) {
     J hidden = J::array();
     for (const auto& a : t.hidden_gpus) hidden.push_back(std::string(a.to_string().view()));

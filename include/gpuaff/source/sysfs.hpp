@@ -47,6 +47,7 @@
 // |                                               |                                   | tree lacks: the device is placed by it)     |
 // | proc/driver/nvidia/gpus (directory listing)   | always                            | every NVIDIA GPU is the process's           |
 // | proc/driver/nvidia/gpus/BDF/information       | NVIDIA GPUs                       | no UUID                                     |
+// | NICs, their names, GPU numa_status            | SysfsDetail::full only            | source/nics.hpp has its own table           |
 //
 // When proc/driver/nvidia/gpus exists, an NVIDIA GPU it does not list is not the
 // process's (a container given some of the host's GPUs): it stays in host_gpus,
@@ -99,6 +100,7 @@
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/source.hpp"
+#include "gpuaff/source/nics.hpp"
 #include "gpuaff/source/sysfs_reader.hpp"
 #include "gpuaff/source/validate.hpp"
 #include "gpuaff/source/visible.hpp"
@@ -603,7 +605,8 @@ inline Result<std::vector<std::pair<PciAddress, std::string>>> list_pci_devices(
 /// same answer; without local CPUs it is an error rather than a binding to
 /// every CPU.
 inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology& t, const PciAddress& addr,
-                                                        const std::string& name, bool extra, SysfsDetail detail) {
+                                                        const std::string& name, bool extra, SysfsDetail detail,
+                                                        std::uint32_t* class_seen = nullptr) {
   std::string dir = std::string(sysfs_pci) + "/" + name + "/";
   std::string s;
   PciDevice d;
@@ -612,6 +615,7 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology
   if (have_class) {
     GPUAFF_TRY(long long cls, r.hex(dir + "class", s, 0xffffff));
     d.class_code = static_cast<std::uint32_t>(cls);
+    if (class_seen != nullptr) *class_seen = d.class_code;
   } else if (!extra) {
     // Worth a note only if the vendor says this could be a GPU. The device is
     // left out whatever its vendor file holds, so no content of it is an error.
@@ -679,12 +683,16 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology
   return std::optional<PciDevice>(d);
 }
 
-inline Result<void> read_pci(SysfsReader& r, Topology& t, const SysfsOptions& options) {
+/// The PCI devices; `network` (optional) gets the network-class ones for read_nics.
+inline Result<void> read_pci(SysfsReader& r, Topology& t, const SysfsOptions& options,
+                             std::vector<std::pair<PciAddress, std::string>>* network = nullptr) {
   GPUAFF_TRY(auto devices, list_pci_devices(r, t, options.extra_pci));
   for (const auto& [addr, name] : devices) {
     bool extra = std::find(options.extra_pci.begin(), options.extra_pci.end(), addr) != options.extra_pci.end();
-    GPUAFF_TRY(auto d, read_pci_device(r, t, addr, name, extra, options.detail));
+    std::uint32_t cls = 0;
+    GPUAFF_TRY(auto d, read_pci_device(r, t, addr, name, extra, options.detail, &cls));
     if (d) t.pci_devices.push_back(*d);
+    if (network != nullptr && is_network_class(cls)) network->emplace_back(addr, name);
   }
   return {};
 }
@@ -793,8 +801,14 @@ inline Result<Topology> SysfsSource::load() {
   GPUAFF_TRY_VOID(detail::read_cache_groups(r, t));
   GPUAFF_TRY_VOID(detail::read_nodes(r, t, options_.detail));
   GPUAFF_TRY_VOID(detail::read_allowed(r, t));
-  GPUAFF_TRY_VOID(detail::read_pci(r, t, options_));
+  bool full = options_.detail == SysfsDetail::full;
+  std::vector<std::pair<PciAddress, std::string>> network;
+  GPUAFF_TRY_VOID(detail::read_pci(r, t, options_, full ? &network : nullptr));
   GPUAFF_TRY_VOID(detail::read_gpus(r, t, options_));
+  if (full) {  // source/nics.hpp: what is near each GPU
+    GPUAFF_TRY_VOID(detail::read_nics(r, t, network));
+    GPUAFF_TRY_VOID(detail::read_gpu_memory_nodes(r, t));
+  }
   return t;
 }
 

@@ -162,6 +162,13 @@ class SysfsReader {
   /// The root-relative path resolved inside the root exists and is a directory.
   bool is_directory(std::string_view rel) { return dir_.is_directory(rel); }
 
+  /// The root-relative path `rel` leads to, every link followed inside the
+  /// root; "" when a link loops.
+  std::string resolve(std::string_view rel) {
+    std::string out;
+    return dir_.resolver().resolve(rel, out) == 0 ? out : std::string();
+  }
+
   /// Lists a directory inside the root; a missing one is empty.
   Result<std::vector<std::string>> list(std::string_view rel) {
     std::vector<std::string> names;

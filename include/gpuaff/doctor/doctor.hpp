@@ -1,0 +1,186 @@
+#pragma once
+// Checking a running process against its plan (`gpuaff doctor`, docs/doctor.md):
+// what /proc/PID says about it — its environment, every thread's allowed CPUs,
+// its resident pages per NUMA node — compared with the binding planned for its
+// GPU. Reads only below /proc/PID; never changes the process.
+
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gpuaff/cpu_set.hpp"
+#include "gpuaff/detail/fs.hpp"
+#include "gpuaff/detail/parse.hpp"
+#include "gpuaff/launch/launcher.hpp"
+#include "gpuaff/result.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+/// One thread of the process, as /proc/PID/task/TID/status has it.
+struct ThreadState {
+  int tid = 0;
+  std::string name;  ///< comm (at most 15 characters)
+  CpuSet cpus;       ///< Cpus_allowed_list
+};
+
+/// A setting in the process's environment known to fight an outside binding.
+struct FightingSetting {
+  std::string name;
+  std::string value;
+  std::string_view why;
+};
+
+/// Variables that move threads on their own or make a library ignore the mask it was given.
+inline constexpr std::pair<std::string_view, std::string_view> fighting_variables[] = {
+    {"KMP_AFFINITY", "the Intel/LLVM OpenMP runtime pins its threads itself"},
+    {"GOMP_CPU_AFFINITY", "GNU OpenMP pins its threads to the CPUs it lists"},
+    {"OMP_PROC_BIND", "OpenMP binds its threads to places itself"},
+    {"OMP_PLACES", "OpenMP places can name CPUs outside the binding"},
+    {"NCCL_IGNORE_CPU_AFFINITY", "NCCL ignores the process's mask for its threads"},
+    {"TLLM_NUMA_AWARE_WORKER_AFFINITY", "TensorRT-LLM sets its workers' affinity itself, replacing the one given"},
+    {"MV2_ENABLE_AFFINITY", "MVAPICH2 pins ranks itself"},
+    {"I_MPI_PIN", "Intel MPI pins ranks itself"},
+};
+
+/// Who a thread is, from its name where the name says it ("" when unknown).
+inline std::string_view thread_owner(std::string_view name) {
+  constexpr std::pair<std::string_view, std::string_view> prefixes[] = {
+      {"pt_", "PyTorch"},      {"cuda", "CUDA runtime"}, {"NCCL", "NCCL"},  {"nccl", "NCCL"},
+      {"python", "Python"},    {"omp_", "OpenMP"},       {"gomp", "OpenMP"}, {"ucx", "UCX"},
+      {"tokio", "Rust tokio"}, {"ray::", "Ray"},
+  };
+  for (const auto& [p, who] : prefixes)
+    if (name.substr(0, p.size()) == p) return who;
+  return {};
+}
+
+namespace detail {
+
+/// The NAME=VALUE entries of an environ file (NUL-separated).
+inline std::map<std::string, std::string> parse_environ(std::string_view text) {
+  std::map<std::string, std::string> out;
+  while (!text.empty()) {
+    std::size_t end = text.find('\0');
+    std::string_view entry = text.substr(0, end);
+    std::size_t eq = entry.find('=');
+    if (eq != std::string_view::npos && eq > 0) out.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return out;
+}
+
+/// Resident pages per node: the sum of the "N<node>=<pages>" fields of every
+/// line of a numa_maps file.
+inline std::map<int, long long> parse_numa_maps(std::string_view text) {
+  std::map<int, long long> pages;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::size_t e = text.find_first_of(" \n", i);
+    if (e == std::string_view::npos) e = text.size();
+    std::string_view field = text.substr(i, e - i);
+    std::size_t eq = field.find('=');
+    if (field.size() > 2 && field[0] == 'N' && eq != std::string_view::npos) {
+      long long node = 0;
+      long long n = 0;
+      std::string_view id = field.substr(1, eq - 1);
+      std::string_view count = field.substr(eq + 1);
+      if (!id.empty() && leading_number(id, 10, 1 << 20, node) == id.size() && !count.empty() &&
+          leading_number(count, 10, 1LL << 50, n) == count.size())
+        pages[static_cast<int>(node)] += n;
+    }
+    i = e + 1;
+  }
+  return pages;
+}
+
+[[gnu::cold]] inline Unexpected<Error> proc_error(int pid, std::string_view what, int err) {
+  if (err == ENOENT || err == ESRCH)
+    return unexpected(make_sys_error(Errc::not_found, err, "no process ", pid, " (/proc/", pid, "/", what,
+                                     " is missing); check the PID with ps"));
+  if (err == EACCES || err == EPERM)
+    return unexpected(make_sys_error(Errc::permission_denied, err, "cannot read /proc/", pid, "/", what,
+                                     ": permission denied; run doctor as the process's user or as root"));
+  return unexpected(make_sys_error(Errc::io_error, err, "cannot read /proc/", pid, "/", what, " (errno ", err, ")"));
+}
+
+}  // namespace detail
+
+/// The environment of process `pid` (/proc/PID/environ).
+/// Errors: Errc::not_found (no such process), Errc::permission_denied, Errc::io_error.
+inline Result<std::map<std::string, std::string>> process_environ(int pid) {
+  std::string text;
+  if (int e = detail::read_whole_file("/proc/" + std::to_string(pid) + "/environ", text); e != 0)
+    return detail::proc_error(pid, "environ", e);
+  return detail::parse_environ(text);
+}
+
+/// An Environment (launch/launcher.hpp) over a parsed environ.
+inline Environment environment_of(const std::map<std::string, std::string>& vars) {
+  return [&vars](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+/// Every thread of process `pid`, by thread id. A thread that ends while it is
+/// read is left out.
+/// Errors: those of process_environ; Errc::parse_error for a status without a
+/// readable Cpus_allowed_list.
+inline Result<std::vector<ThreadState>> process_threads(int pid) {
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  std::vector<std::string> tids;
+  if (int e = detail::list_directory(dir, tids); e != 0) return detail::proc_error(pid, "task", e);
+  std::vector<ThreadState> out;
+  std::string text;
+  for (const auto& t : tids) {
+    if (!detail::is_decimal(t)) continue;
+    int e = detail::read_whole_file(dir + "/" + t + "/status", text);
+    if (e == ENOENT || e == ESRCH) continue;  // ended meanwhile
+    if (e != 0) return detail::proc_error(pid, "task/" + t + "/status", e);
+    ThreadState s;
+    s.tid = std::stoi(t);
+    if (auto name = detail::status_field(text, "Name")) s.name = std::string(*name);
+    auto list = detail::status_field(text, "Cpus_allowed_list");
+    if (!list) return fail(Errc::parse_error, dir, "/", t, "/status has no Cpus_allowed_list line");
+    GPUAFF_TRY(s.cpus, CpuSet::parse_list(*list));
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(), [](const ThreadState& a, const ThreadState& b) { return a.tid < b.tid; });
+  return out;
+}
+
+/// Resident pages of process `pid` per node (/proc/PID/numa_maps; empty when
+/// the kernel has no NUMA support).
+inline Result<std::map<int, long long>> process_pages_by_node(int pid) {
+  std::string text;
+  int e = detail::read_whole_file("/proc/" + std::to_string(pid) + "/numa_maps", text);
+  if (e == ENOENT) {
+    std::string ignored;
+    if (detail::read_whole_file("/proc/" + std::to_string(pid) + "/stat", ignored) == 0) return std::map<int, long long>{};
+  }
+  if (e != 0) return detail::proc_error(pid, "numa_maps", e);
+  return detail::parse_numa_maps(text);
+}
+
+/// The settings of `vars` known to fight an outside binding.
+inline std::vector<FightingSetting> fighting_settings(const std::map<std::string, std::string>& vars) {
+  std::vector<FightingSetting> out;
+  for (const auto& [name, why] : fighting_variables) {
+    auto it = vars.find(std::string(name));
+    if (it != vars.end()) out.push_back({it->first, it->second, why});
+  }
+  return out;
+}
+
+}  // namespace v0
+}  // namespace gpuaff

@@ -1,0 +1,332 @@
+// --nic-env on bind and exec, and topo's NIC report, run as a user would.
+// The exec tests plan on a tree written here: CPUs 0 and 1, two GPUs and two
+// RDMA NICs, all on one root bus (PHB to each other), so that the plan
+// applies on any machine with two CPUs.
+
+#include <doctest/doctest.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "run_tool.hpp"
+
+using cli_test::Run;
+using cli_test::tool;
+
+namespace {
+
+std::string two_nic_root() {
+  static const std::string root = [] {
+    auto dir = cli_test::temp_dir("two-nic");
+    cli_test::FakeMachine m;
+    m.cores = {"0", "1"};
+    m.core_package = {0, 0};
+    m.node_cpus = {"0-1"};
+    m.node_distances = {"10"};
+    m.online = "0-1";
+    m.allowed = "0-1";
+    m.devices = {{.bdf = "0000:17:00.0", .local_cpus = "0-1"},
+                 {.bdf = "0000:18:00.0", .vendor = "0x15b3", .cls = "0x020700", .local_cpus = "0-1"},
+                 {.bdf = "0000:19:00.0", .vendor = "0x15b3", .cls = "0x020700", .local_cpus = "0-1"},
+                 {.bdf = "0000:65:00.0", .local_cpus = "0-1"}};
+    cli_test::write_machine(dir, m);
+    for (auto [bdf, name] : {std::pair{"0000:18:00.0", "mlx5_0"}, std::pair{"0000:19:00.0", "mlx5_1"}}) {
+      std::string dev = "devices/pci0000:00/" + std::string(bdf) + "/infiniband/" + name;
+      cli_test::write_file(dir / "sys" / dev / "ports/1/link_layer", "InfiniBand\n");
+      std::filesystem::create_directory_symlink("../../../" + std::string(bdf), dir / "sys" / dev / "device");
+      std::filesystem::create_directories(dir / "sys/class/infiniband");
+      std::filesystem::create_directory_symlink("../../" + dev, dir / "sys/class/infiniband" / name);
+    }
+    return dir.string();
+  }();
+  return root;
+}
+
+const char* print_env = "echo \"${NCCL_IB_HCA-unset}|${UCX_NET_DEVICES-unset}|${NVSHMEM_HCA_LIST-unset}\"";
+
+}  // namespace
+
+TEST_CASE("bind --nic-env --format json shows each GPU its own NIC under env") {
+  // Both GPUs reach both NICs through the host bridge (PHB): GPU 0 takes the
+  // lower address (mlx5_0), GPU 1 the one GPU 0 did not take.
+  for (auto [gpu, nic] : {std::pair{"0", "mlx5_0:1"}, std::pair{"1", "mlx5_1:1"}}) {
+    Run r = tool({"bind", "--root", two_nic_root(), "--gpu", gpu, "--nic-env", "--format", "json"});
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["env"]["NCCL_IB_HCA"] == std::string("=") + nic);
+    CHECK(j["env"]["UCX_NET_DEVICES"] == nic);
+    CHECK(j["env"]["NVSHMEM_HCA_LIST"] == nic);
+  }
+  Run plain = tool({"bind", "--root", two_nic_root(), "--gpu", "0", "--format", "json"});
+  REQUIRE(plain.rc == 0);
+  CHECK(nlohmann::json::parse(plain.out)["env"].empty());
+}
+
+TEST_CASE("bind --nic-env needs --format json; a root without RDMA NIC is an error") {
+  Run text = tool({"bind", "--root", two_nic_root(), "--gpu", "0", "--nic-env"});
+  CHECK(text.rc == 2);
+  CHECK(text.out.empty());
+  CHECK(text.one_error_line());
+  CHECK(text.err.find("--format json") != std::string::npos);
+  // dgx-h100's NICs have no sys/class/infiniband names: nothing to export.
+  Run none = tool({"bind", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/dgx-h100", "--gpu", "0", "--nic-env",
+                   "--format", "json"});
+  CHECK(none.rc == 4);
+  CHECK(none.out.empty());
+  CHECK(none.err.find("no RDMA NIC") != std::string::npos);
+}
+
+TEST_CASE("exec --nic-env exports the GPU's NIC to the command, and nothing without it") {
+  if (!cli_test::cpus_allowed_here({0, 1})) {
+    MESSAGE("skipped: CPUs 0 and 1 are not both allowed for this test process");
+    return;
+  }
+  Run with = tool({"exec", "--root", two_nic_root(), "--gpu", "1", "--nic-env", "--", "sh", "-c", print_env});
+  INFO(with.err);
+  CHECK(with.rc == 0);
+  CHECK(with.out == "=mlx5_1:1|mlx5_1:1|mlx5_1:1\n");
+  Run without = tool({"exec", "--root", two_nic_root(), "--gpu", "1", "--", "sh", "-c", print_env});
+  CHECK(without.out == "unset|unset|unset\n");
+}
+
+TEST_CASE("topo shows each GPU's compute NIC with class PIX on the DGX H100") {
+  Run r = tool({"topo", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/dgx-h100-nics"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  // the row of GPU 5: --nic-env mlx5_9, nearest PIX: mlx5_9 alone
+  CHECK(r.out.find("  5    mlx5_9     PIX: mlx5_9; NODE:") != std::string::npos);
+  CHECK(r.out.find("package 1, node 1; RDMA NICs: mlx5_6 mlx5_7 mlx5_8 mlx5_9 mlx5_10 mlx5_11:") != std::string::npos);
+  Run j = tool({"topo", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/dgx-h100-nics", "--format", "json"});
+  REQUIRE(j.rc == 0);
+  auto doc = nlohmann::json::parse(j.out);
+  CHECK(doc["gpus"][0]["nics"][0] ==
+        nlohmann::json::parse(R"({"bdf": "0000:18:00.0", "names": ["mlx5_0", "ibp24s0"], "path": "PIX"})"));
+  CHECK(doc["nics"][0]["numa_node"] == 0);
+}
+
+TEST_CASE("--mem-nodes gpu on bind, and exec refuses it without a memory policy") {
+  Run r = tool({"bind", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/gb200-tray-numa", "--gpu", "3", "--mem-nodes",
+                "gpu", "--format", "numactl"});
+  INFO(r.err);
+  CHECK(r.rc == 0);
+  // GPU 3 sits on Grace 1 (CPUs 72-143); its memory is node 26
+  CHECK(r.out == "--physcpubind=72-143 --membind=26\n");
+  Run e = tool({"exec", "--root", two_nic_root(), "--gpu", "0", "--mem-nodes", "socket", "--", "true"});
+  CHECK(e.rc == 2);
+  CHECK(e.one_error_line());
+  CHECK(e.err.find("--membind") != std::string::npos);
+}
+
+// ---- gpuaff doctor against live processes. On the two-NIC tree, policy
+// exclusive gives GPU 0 CPU 0 and GPU 1 CPU 1 (one core each on the one node),
+// and the plan's memory node is 0: on a one-node test machine every page is local.
+
+namespace {
+
+/// A child of this test: `setup` runs in it (pin it, start threads), then it
+/// says it is ready and sleeps until killed.
+struct Child {
+  pid_t pid = -1;
+  template <class Setup>
+  explicit Child(Setup setup) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    pid = ::fork();
+    if (pid == 0) {
+      ::close(fds[0]);
+      setup();
+      char c = 'r';
+      if (::write(fds[1], &c, 1) != 1) ::_exit(3);
+      for (;;) ::pause();
+    }
+    ::close(fds[1]);
+    char c = 0;
+    REQUIRE(::read(fds[0], &c, 1) == 1);
+    ::close(fds[0]);
+  }
+  ~Child() {
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+};
+
+void pin_process(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (::sched_setaffinity(0, sizeof set, &set) != 0) ::_exit(4);
+}
+
+/// A second thread named `name`, which pins itself to `cpu` after it starts.
+void start_repinned_thread(const char* name, int cpu) {
+  pthread_t t;
+  static const char* thread_name = nullptr;
+  static int thread_cpu = 0;
+  thread_name = name;
+  thread_cpu = cpu;
+  auto body = [](void*) -> void* {
+    ::pthread_setname_np(::pthread_self(), thread_name);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(thread_cpu, &set);
+    ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set);
+    for (;;) ::pause();
+    return nullptr;
+  };
+  if (::pthread_create(&t, nullptr, body, nullptr) != 0) ::_exit(5);
+  // wait until the thread has pinned itself
+  for (int i = 0; i < 1000; ++i) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/self/task");
+    auto tasks = std::filesystem::directory_iterator(path);
+    int n = 0;
+    bool pinned = false;
+    for (const auto& e : tasks) {
+      ++n;
+      std::ifstream in(e.path() / "comm");
+      std::string comm;
+      std::getline(in, comm);
+      if (comm == name) {
+        cpu_set_t got;
+        pid_t tid = std::stoi(e.path().filename().string());
+        if (::sched_getaffinity(tid, sizeof got, &got) == 0 && CPU_COUNT(&got) == 1 && CPU_ISSET(cpu, &got)) pinned = true;
+      }
+    }
+    if (n == 2 && pinned) return;
+    ::usleep(1000);
+  }
+  ::_exit(6);
+}
+
+Run doctor(pid_t pid, std::vector<std::string> extra) {
+  std::vector<std::string> args{"doctor", "--root", two_nic_root(), "--policy", "exclusive", "--pid", std::to_string(pid)};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return tool(args);
+}
+
+}  // namespace
+
+TEST_CASE("doctor: a process bound as planned is healthy") {
+  if (!cli_test::cpus_allowed_here({0, 1})) return;
+  Child c([] { pin_process(0); });
+  Run r = doctor(c.pid, {"--gpu", "0", "--format", "json"});
+  INFO(r.out, r.err);
+  CHECK(r.rc == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["pid"] == c.pid);
+  CHECK(j["gpu"] == 0);
+  CHECK(j["expected_cpus"] == "0");
+  CHECK(j["healthy"] == true);
+  REQUIRE(j["threads"].size() == 1);
+  CHECK(j["threads"][0]["tid"] == c.pid);
+  CHECK(j["threads"][0]["cpus"] == "0");
+  CHECK(j["threads"][0]["inside"] == true);
+  CHECK(j["memory"]["pages_by_node"].is_object());
+  CHECK(j["environment"].is_array());
+  // the text form says so too
+  Run t = doctor(c.pid, {"--gpu", "0"});
+  CHECK(t.rc == 0);
+  CHECK(t.out.find("healthy\n") != std::string::npos);
+}
+
+TEST_CASE("doctor: a process bound to another GPU's CPUs is not healthy (exit 7)") {
+  if (!cli_test::cpus_allowed_here({0, 1})) return;
+  Child c([] { pin_process(1); });  // GPU 1's CPU
+  Run r = doctor(c.pid, {"--gpu", "0", "--format", "json"});
+  INFO(r.out, r.err);
+  CHECK(r.rc == 7);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["healthy"] == false);
+  CHECK(j["threads"][0]["inside"] == false);
+  CHECK(j["threads"][0]["cpus"] == "1");
+  // planned for GPU 1 instead, the same process is where it should be
+  CHECK(doctor(c.pid, {"--gpu", "1"}).rc == 0);
+}
+
+TEST_CASE("doctor: a thread re-pinned after start is named, with who it is") {
+  if (!cli_test::cpus_allowed_here({0, 1})) return;
+  Child c([] {
+    pin_process(0);
+    start_repinned_thread("pt_autograd_0", 1);
+  });
+  Run r = doctor(c.pid, {"--gpu", "0", "--format", "json"});
+  INFO(r.out, r.err);
+  CHECK(r.rc == 7);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j["threads"].size() == 2);
+  // the main thread stayed on CPU 0; the other moved to CPU 1
+  CHECK(j["threads"][0]["tid"] == c.pid);
+  CHECK(j["threads"][0]["inside"] == true);
+  CHECK(j["threads"][1]["name"] == "pt_autograd_0");
+  CHECK(j["threads"][1]["owner"] == "PyTorch");
+  CHECK(j["threads"][1]["cpus"] == "1");
+  CHECK(j["threads"][1]["inside"] == false);
+  Run t = doctor(c.pid, {"--gpu", "0"});
+  CHECK(t.out.find("'pt_autograd_0' (PyTorch): CPUs 1") != std::string::npos);
+}
+
+TEST_CASE("doctor: the GPU from the process's own rank variable, and its fighting settings") {
+  if (!cli_test::cpus_allowed_here({0, 1})) return;
+  // `gpuaff exec --local-rank` started with LOCAL_RANK=1 binds to GPU 1's CPU, then
+  // becomes `sleep`: its environ still holds LOCAL_RANK=1 and OMP_PROC_BIND.
+  auto dir = cli_test::temp_dir("doctor-rank");
+  std::string exe = cli_test::exe();
+  std::string root = two_nic_root();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<std::string> args{exe, "exec", "--root", root, "--policy", "exclusive", "--local-rank", "--", "sleep", "60"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::string e1 = "LOCAL_RANK=1";
+    std::string e2 = "OMP_PROC_BIND=close";
+    std::string e3 = "PATH=/usr/bin:/bin";
+    char* envp[] = {e1.data(), e2.data(), e3.data(), nullptr};
+    ::execve(exe.c_str(), argv.data(), envp);
+    ::_exit(201);
+  }
+  // wait until it is `sleep`
+  for (int i = 0; i < 2000; ++i) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+    std::string comm;
+    std::getline(in, comm);
+    if (comm == "sleep") break;
+    ::usleep(1000);
+  }
+  Run r = tool({"doctor", "--root", root, "--policy", "exclusive", "--pid", std::to_string(pid), "--format", "json"});
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  INFO(r.out, r.err);
+  REQUIRE(r.rc == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["gpu"] == 1);
+  CHECK(j["gpu_source"] == "LOCAL_RANK=1");
+  CHECK(j["expected_cpus"] == "1");
+  REQUIRE(j["environment"].size() == 1);
+  CHECK(j["environment"][0]["name"] == "OMP_PROC_BIND");
+  CHECK(j["environment"][0]["value"] == "close");
+}
+
+TEST_CASE("doctor: a missing process and a process without rank variable are errors") {
+  Run gone = doctor(999999999, {"--gpu", "0"});
+  CHECK(gone.rc == 4);
+  CHECK(gone.one_error_line());
+  CHECK(gone.out.empty());
+  Child c([] {});
+  Run norank = doctor(c.pid, {});
+  CHECK(norank.rc == 2);
+  CHECK(norank.err.find("--gpu N") != std::string::npos);
+}

@@ -1,0 +1,52 @@
+// The /proc parsing behind `gpuaff doctor` (doctor/doctor.hpp); the command
+// itself is tested against live processes in tests/cli/cli_nics_test.cpp.
+#include <gpuaff/doctor/doctor.hpp>
+
+#include <unistd.h>
+
+#include <string>
+
+#include "support/check.hpp"
+
+using namespace std::string_literals;
+
+TEST_CASE("numa_maps: pages per node summed over every mapping") {
+  // Two mappings as the kernel prints them (fs/proc/task_mmu.c show_numa_map):
+  // policy, then key=value fields; N<node>=<pages> per node with resident pages.
+  std::string text =
+      "55d0c0a00000 default file=/usr/bin/python3.11 mapped=800 mapmax=3 N0=700 N1=100 kernelpagesize_kB=4\n"
+      "7f1200000000 bind:1 anon=2048 dirty=2048 active=0 N1=2000 N3=48 kernelpagesize_kB=4\n"
+      "7f1300000000 default stack anon=3 dirty=3 N0=3 kernelpagesize_kB=4\n";
+  auto pages = gpuaff::detail::parse_numa_maps(text);
+  CHECK(pages == std::map<int, long long>{{0, 703}, {1, 2100}, {3, 48}});
+  // Fields that only look similar are not pages of a node.
+  CHECK(gpuaff::detail::parse_numa_maps("0 default N=5 Nx=3 N2= N4=7x\n").empty());
+}
+
+TEST_CASE("environ: NUL-separated NAME=VALUE entries; fighting settings named with the reason") {
+  std::string text = "PATH=/bin\0LOCAL_RANK=3\0OMP_PLACES=cores\0EMPTY=\0noequals\0"s;
+  auto vars = gpuaff::detail::parse_environ(text);
+  CHECK(vars.size() == 4);
+  CHECK(vars.at("LOCAL_RANK") == "3");
+  CHECK(vars.at("EMPTY").empty());
+  auto fights = gpuaff::fighting_settings(vars);
+  REQUIRE(fights.size() == 1);
+  CHECK(fights[0].name == "OMP_PLACES");
+  CHECK(fights[0].value == "cores");
+  CHECK_FALSE(fights[0].why.empty());
+  CHECK(gpuaff::thread_owner("pt_autograd_0") == "PyTorch");
+  CHECK(gpuaff::thread_owner("worker").empty());
+}
+
+TEST_CASE("this process: its threads and its environment from /proc") {
+  auto threads = gpuaff::process_threads(::getpid());
+  REQUIRE(threads.has_value());
+  REQUIRE_FALSE(threads->empty());
+  CHECK(threads->front().tid == ::getpid());
+  CHECK_FALSE(threads->front().cpus.empty());
+  auto env = gpuaff::process_environ(::getpid());
+  REQUIRE(env.has_value());
+  auto none = gpuaff::process_environ(999999999);
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().code() == gpuaff::Errc::not_found);
+}

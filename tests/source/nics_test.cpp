@@ -1,0 +1,356 @@
+// NICs near each GPU (source/nics.hpp), the --nic-env choice (launch/nics.hpp),
+// GPU memory nodes, the JSON form and the recorder round trip. Expected
+// classes and choices are reasoned from the published topology of each
+// fixture (fixtures/README.md cites it), not copied from the code's output.
+#include <gpuaff/launch/nics.hpp>
+#include <gpuaff/launch/plan.hpp>
+#include <gpuaff/record/record.hpp>
+#include <gpuaff/source/json.hpp>
+#include <gpuaff/source/nics.hpp>
+#include <gpuaff/source/sysfs.hpp>
+
+#include <string>
+#include <vector>
+
+#include "support/check.hpp"
+#include "tree.hpp"
+
+using gpuaff::Errc;
+using gpuaff::Gpu;
+using gpuaff::Nic;
+using gpuaff::NicPath;
+using gpuaff::PciAddress;
+using gpuaff::PciPath;
+using gpuaff::SysfsOptions;
+using gpuaff::SysfsSource;
+using gpuaff::Topology;
+using gpuaff::detail::classify_path;
+using gpuaff::detail::pci_chain;
+
+namespace {
+
+Topology load(const std::string& name, const char* cuda_visible = nullptr) {
+  SysfsOptions o{.root = gpuaff_test::fixture(name), .visible = {.use_environment = false}};
+  if (cuda_visible != nullptr) o.visible.cuda_visible_devices = cuda_visible;
+  auto t = SysfsSource(o).load();
+  REQUIRE_MESSAGE(t.has_value(), t.error().message());
+  return *t;
+}
+
+PciAddress bdf(const char* s) { return PciAddress::parse(s).value(); }
+
+Nic make_nic(const char* address, std::string_view rdma, std::string_view net) {
+  Nic n;
+  n.address = bdf(address);
+  n.numa_node = 0;
+  if (!rdma.empty()) n.rdma_names.emplace_back(rdma);
+  if (!net.empty()) n.net_names.emplace_back(net);
+  return n;
+}
+
+/// The first name of a NIC (its RDMA name where it has one).
+std::string name_of(const Topology& t, const PciAddress& a) {
+  const Nic* n = t.find_nic(a);
+  REQUIRE(n != nullptr);
+  if (!n->rdma_names.empty()) return std::string(n->rdma_names.front().view());
+  return n->net_names.empty() ? std::string() : std::string(n->net_names.front().view());
+}
+
+/// The path class from GPU `g` to the NIC named `nic`.
+PciPath path_to(const Topology& t, int g, const std::string& nic) {
+  for (const auto& np : t.gpus[static_cast<std::size_t>(g)].nics)
+    if (name_of(t, np.nic) == nic) return np.path;
+  FAIL("GPU ", g, " has no NIC ", nic);
+  return PciPath::sys;
+}
+
+/// The name of the NIC --nic-env picks for each GPU.
+std::vector<std::string> chosen(const Topology& t) {
+  std::vector<std::string> out;
+  for (const auto& c : gpuaff::choose_nics(t)) out.push_back(c ? name_of(t, c->nic->address) : std::string("-"));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("path classes from bridge chains, as nvidia-smi topo -m names them") {
+  // A PCIe switch: root port 15:01.0, upstream port 16:00.0, downstream ports 17:00.0, 17:01.0.
+  auto nic = pci_chain("sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0");
+  auto gpu = pci_chain("sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:01.0/0000:1b:00.0");
+  REQUIRE(nic.has_value());
+  CHECK(nic->host == "sys/devices/pci0000:15");
+  CHECK(nic->chain.size() == 4);
+  // Both one downstream port below the same switch: one switch crossed.
+  CHECK(classify_path(gpu, 0, nic, 0) == PciPath::pix);
+  // A second switch below downstream port 17:02.0: the GPU is three bridges below the common one.
+  auto deep = pci_chain("sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:02.0/0000:20:00.0/0000:21:00.0/"
+                        "0000:22:00.0");
+  CHECK(classify_path(deep, 0, nic, 0) == PciPath::pxb);
+  // Another root port of the same host bridge: nothing in common below the host bridge.
+  auto other_port = pci_chain("sys/devices/pci0000:15/0000:15:02.0/0000:30:00.0");
+  CHECK(classify_path(other_port, 0, nic, 0) == PciPath::phb);
+  // Devices straight on a root bus (VMs): PHB too.
+  CHECK(classify_path(pci_chain("sys/devices/pci0000:00/0000:00:03.0"), -1, pci_chain("sys/devices/pci0000:00/0000:00:04.0"),
+                      -1) == PciPath::phb);
+  // Another host bridge: NODE on the same node, SYS across nodes.
+  auto far = pci_chain("sys/devices/pci0000:97/0000:97:01.0/0000:9a:00.0");
+  CHECK(classify_path(far, 0, nic, 0) == PciPath::node);
+  CHECK(classify_path(far, 1, nic, 0) == PciPath::sys);
+  // Hyper-V puts the host bridge below the VMBus device.
+  auto vmbus = pci_chain("sys/devices/LNXSYSTM:00/LNXSYBUS:00/PNP0A03:00/device:07/VMBUS:01/x/pci0001:00/0001:00:00.0");
+  REQUIRE(vmbus.has_value());
+  CHECK(vmbus->host.ends_with("pci0001:00"));
+  // No host bridge in the path (a root without the links): the NUMA node decides.
+  CHECK_FALSE(pci_chain("sys/bus/pci/devices/0000:18:00.0").has_value());
+  CHECK(classify_path(std::nullopt, 0, nic, 0) == PciPath::node);
+  CHECK(classify_path(std::nullopt, 0, nic, 1) == PciPath::sys);
+}
+
+TEST_CASE("dgx-h100-nics: each GPU's compute NIC is PIX, the socket's others NODE, the other socket's SYS") {
+  // DGX H100 user guide: GPU k shares a PCIe switch with compute NIC k
+  // (mlx5_0, 3, 4, 5 on socket 0; mlx5_6, 9, 10, 11 on socket 1); every PCIe
+  // stack has its own host bridge, so a NIC under another stack of the same
+  // socket is NODE (storage NICs mlx5_1, 2 on socket 0 and mlx5_7, 8 on
+  // socket 1 included), and one of the other socket SYS.
+  Topology t = load("dgx-h100-nics");
+  REQUIRE(t.gpus.size() == 8);
+  REQUIRE(t.nics.size() == 12);
+  const std::vector<std::string> compute{"mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5",
+                                         "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"};
+  const std::vector<std::string> storage{"mlx5_1", "mlx5_2", "mlx5_7", "mlx5_8"};
+  for (int g = 0; g < 8; ++g) {
+    CAPTURE(g);
+    int socket = g / 4;
+    const auto& near = t.gpus[static_cast<std::size_t>(g)].nics;
+    REQUIRE(near.size() == 12);
+    CHECK(name_of(t, near.front().nic) == compute[static_cast<std::size_t>(g)]);
+    CHECK(near.front().path == PciPath::pix);
+    for (int k = 0; k < 8; ++k) {
+      if (k == g) continue;
+      CHECK(path_to(t, g, compute[static_cast<std::size_t>(k)]) == (k / 4 == socket ? PciPath::node : PciPath::sys));
+    }
+    for (int s = 0; s < 4; ++s)
+      CHECK(path_to(t, g, storage[static_cast<std::size_t>(s)]) == (s / 2 == socket ? PciPath::node : PciPath::sys));
+    // nearest first: the classes never go back to a nearer one
+    for (std::size_t i = 1; i < near.size(); ++i) CHECK(near[i - 1].path <= near[i].path);
+  }
+  // The names of the user guide's port table, both kinds.
+  const Nic* n0 = t.find_nic(bdf("0000:18:00.0"));
+  REQUIRE(n0 != nullptr);
+  CHECK(n0->numa_node == 0);
+  REQUIRE(n0->rdma_names.size() == 1);
+  CHECK(n0->rdma_names[0].view() == "mlx5_0");
+  REQUIRE(n0->net_names.size() == 1);
+  CHECK(n0->net_names[0].view() == "ibp24s0");
+  // --nic-env: every GPU its own compute NIC (the storage NICs are never nearest).
+  CHECK(chosen(t) == compute);
+}
+
+TEST_CASE("--nic-env is decided by the visible GPU, whatever else is visible") {
+  // CUDA_VISIBLE_DEVICES=5,6: visible GPU 0 is bus c3 (its switch holds mlx5_9), GPU 1 is d1 (mlx5_10).
+  Topology t = load("dgx-h100-nics", "5,6");
+  REQUIRE(t.gpus.size() == 2);
+  CHECK(chosen(t) == std::vector<std::string>{"mlx5_9", "mlx5_10"});
+  auto env = gpuaff::nic_environment(t, 1);
+  REQUIRE(env.has_value());
+  CHECK(*env == std::vector<std::pair<std::string, std::string>>{
+                    {"NCCL_IB_HCA", "=mlx5_10:1"}, {"UCX_NET_DEVICES", "mlx5_10:1"}, {"NVSHMEM_HCA_LIST", "mlx5_10:1"}});
+}
+
+TEST_CASE("p4d.24xlarge-efa: two GPUs share each EFA device on their root bus") {
+  // The fixture puts GPUs 1c.0, 1d.0 and EFA 1b.0 on each of the root buses 10, 20
+  // (node 0), 90, a0 (node 1), each bus its own host bridge: a GPU and the EFA of its
+  // bus meet at the host bridge (PHB); the other EFAs are NODE or SYS. The ENA (no
+  // RDMA name) sits on bus 00 with numa_node -1: SYS to every GPU (-1 is not their node).
+  Topology t = load("p4d.24xlarge-efa");
+  REQUIRE(t.gpus.size() == 8);
+  const std::vector<std::string> efa{"rdmap16s27", "rdmap32s27", "rdmap144s27", "rdmap160s27"};
+  for (int g = 0; g < 8; ++g) {
+    CAPTURE(g);
+    CHECK(path_to(t, g, efa[static_cast<std::size_t>(g / 2)]) == PciPath::phb);
+    for (int k = 0; k < 4; ++k)
+      if (k != g / 2) CHECK(path_to(t, g, efa[static_cast<std::size_t>(k)]) == (k / 2 == g / 4 ? PciPath::node : PciPath::sys));
+    CHECK(path_to(t, g, "ens5") == PciPath::sys);
+  }
+  // One PHB candidate each: GPUs 2k and 2k+1 share EFA k (sharing, not reaching further).
+  CHECK(chosen(t) == std::vector<std::string>{efa[0], efa[0], efa[1], efa[1], efa[2], efa[2], efa[3], efa[3]});
+}
+
+TEST_CASE("gb200-tray-numa: GPU memory nodes from numa_status; NICs by Grace") {
+  // numa_status names node 2 + 8k for GPU k (the first of its block of 8).
+  Topology t = load("gb200-tray-numa");
+  REQUIRE(t.gpus.size() == 4);
+  for (int g = 0; g < 4; ++g) CHECK(t.gpus[static_cast<std::size_t>(g)].memory_nodes == std::vector<int>{2 + 8 * g});
+  // Every device has its own PCI domain: a NIC of the same Grace is NODE, the
+  // other Grace's SYS. GPUs 0, 1 share mlx5_0 and mlx5_1 as their nearest:
+  // one each, in GPU order; GPUs 2, 3 likewise mlx5_2 and mlx5_3.
+  CHECK(path_to(t, 0, "mlx5_1") == PciPath::node);
+  CHECK(path_to(t, 0, "mlx5_2") == PciPath::sys);
+  CHECK(path_to(t, 3, "mlx5_2") == PciPath::node);
+  CHECK(chosen(t) == std::vector<std::string>{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"});
+  // The gb200-tray root without numa_status: no memory nodes.
+  Topology plain = load("gb200-tray");
+  for (const auto& g : plain.gpus) CHECK(g.memory_nodes.empty());
+}
+
+TEST_CASE("fair sharing when NICs are fewer than GPUs, by GPU index") {
+  // Four GPUs, two RDMA NICs both NODE to all of them, one Ethernet-only NIC nearer
+  // (PIX to GPU 3): it has no RDMA name, so it is never chosen.
+  Topology t;
+  t.origin = "hand-made";
+  Nic a = make_nic("0000:20:00.0", "mlx5_0", "");
+  Nic b = make_nic("0000:40:00.0", "mlx5_1", "");
+  Nic eth = make_nic("0000:60:00.0", "", "eth0");
+  t.nics = {a, b, eth};
+  for (int i = 0; i < 4; ++i) {
+    Gpu g;
+    g.index = i;
+    g.pci.address = bdf(("0000:" + std::to_string(70 + i) + ":00.0").c_str());
+    if (i == 3) g.nics.push_back(NicPath{eth.address, PciPath::pix});
+    // listed with the farther address first: the choice must not depend on list order within a class
+    g.nics.push_back(NicPath{b.address, PciPath::node});
+    g.nics.push_back(NicPath{a.address, PciPath::node});
+    t.gpus.push_back(g);
+  }
+  // GPU 0 takes the first unused (mlx5_1, first listed), GPU 1 the other, then again in turn.
+  CHECK(chosen(t) == std::vector<std::string>{"mlx5_1", "mlx5_0", "mlx5_1", "mlx5_0"});
+  // A GPU with no RDMA NIC at all: an error naming it.
+  t.gpus[2].nics.clear();
+  auto env = gpuaff::nic_environment(t, 2);
+  REQUIRE_FALSE(env.has_value());
+  CHECK(env.error().code() == Errc::not_found);
+  CHECK(env.error().message().find("GPU 2") != std::string_view::npos);
+  // No NIC known at all (a JSON without "nics"): the error says so.
+  t.nics.clear();
+  auto none = gpuaff::nic_environment(t, 0);
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().message().find("lists no network device") != std::string_view::npos);
+}
+
+TEST_CASE("the plan carries the NIC variables only when asked") {
+  Topology t = load("dgx-h100-nics");
+  auto plain = gpuaff::make_plan(t, gpuaff::LaunchRequest{.gpu = 2});
+  REQUIRE(plain.has_value());
+  CHECK(plain->env.empty());
+  auto with = gpuaff::make_plan(t, gpuaff::LaunchRequest{.gpu = 2, .nic_env = true});
+  REQUIRE(with.has_value());
+  REQUIRE(with->env.size() == 3);
+  CHECK(with->env[0] == std::pair<std::string, std::string>{"NCCL_IB_HCA", "=mlx5_4:1"});
+}
+
+TEST_CASE("JSON keeps the NICs, the path classes and the memory nodes") {
+  for (const char* name : {"dgx-h100-nics", "gb200-tray-numa", "p4d.24xlarge-efa"}) {
+    CAPTURE(name);
+    Topology t = load(name);
+    auto back = gpuaff::topology_from_json(gpuaff::to_json(t), t.origin.view());
+    REQUIRE_MESSAGE(back.has_value(), back.error().message());
+    CHECK(back->nics == t.nics);
+    REQUIRE(back->gpus.size() == t.gpus.size());
+    for (std::size_t g = 0; g < t.gpus.size(); ++g) {
+      CHECK(back->gpus[g].nics == t.gpus[g].nics);
+      CHECK(back->gpus[g].memory_nodes == t.gpus[g].memory_nodes);
+    }
+  }
+  // Bad input: an unknown class word, a GPU NIC missing from the top-level list.
+  std::string base = R"({"online_cpus": "0-1", "numa_nodes": [{"id": 0, "cpus": "0-1"}],
+    "pci_devices": [{"bdf": "0000:01:00.0", "class": "0x030200", "vendor": "0x10de", "numa_node": 0}],
+    "nics": [{"bdf": "0000:02:00.0", "names": ["mlx5_0"], "rdma": ["mlx5_0"], "numa_node": 0}],)";
+  auto bad_word = gpuaff::topology_from_json(base + R"("gpus": [{"bdf": "0000:01:00.0", "nics": [{"bdf": "0000:02:00.0", "path": "NEAR"}]}]})", "t.json");
+  REQUIRE_FALSE(bad_word.has_value());
+  CHECK(bad_word.error().message().find("gpus[0].nics[0].path") != std::string_view::npos);
+  CHECK(bad_word.error().message().find("PIX, PXB, PHB, NODE or SYS") != std::string_view::npos);
+  auto unknown = gpuaff::topology_from_json(base + R"("gpus": [{"bdf": "0000:01:00.0", "nics": [{"bdf": "0000:03:00.0", "path": "PIX"}]}]})", "t.json");
+  REQUIRE_FALSE(unknown.has_value());
+  CHECK(unknown.error().message().find("not among the top-level nics") != std::string_view::npos);
+  auto bad_node = gpuaff::topology_from_json(base + R"("gpus": [{"bdf": "0000:01:00.0", "memory_nodes": [5]}]})", "t.json");
+  REQUIRE_FALSE(bad_node.has_value());
+  CHECK(bad_node.error().message().find("memory_nodes[0]") != std::string_view::npos);
+  auto good = gpuaff::topology_from_json(base + R"("gpus": [{"bdf": "0000:01:00.0", "nics": [{"bdf": "0000:02:00.0", "path": "PXB"}]}]})", "t.json");
+  REQUIRE_MESSAGE(good.has_value(), good.error().message());
+  REQUIRE(good->gpus[0].nics.size() == 1);
+  CHECK(good->gpus[0].nics[0].path == PciPath::pxb);
+}
+
+TEST_CASE("a recording keeps the class links and bridge directories the NICs need") {
+  gpuaff_test::TempTree out;
+  auto rec = gpuaff::record_topology(gpuaff::RecordOptions{
+      .out_dir = out.path("rec"), .root = gpuaff_test::fixture("dgx-h100-nics"), .for_hwloc = false});
+  REQUIRE_MESSAGE(rec.has_value(), rec.error().message());
+  auto again = SysfsSource(SysfsOptions{.root = out.path("rec"), .visible = {.use_environment = false}}).load();
+  REQUIRE_MESSAGE(again.has_value(), again.error().message());
+  Topology t = load("dgx-h100-nics");
+  CHECK(again->nics == t.nics);
+  REQUIRE(again->gpus.size() == t.gpus.size());
+  for (std::size_t g = 0; g < t.gpus.size(); ++g) CHECK(again->gpus[g].nics == t.gpus[g].nics);
+  // and the GPU memory nodes of a GB200 tray
+  auto rec2 = gpuaff::record_topology(gpuaff::RecordOptions{
+      .out_dir = out.path("rec2"), .root = gpuaff_test::fixture("gb200-tray-numa"), .for_hwloc = false});
+  REQUIRE(rec2.has_value());
+  auto gb = SysfsSource(SysfsOptions{.root = out.path("rec2"), .visible = {.use_environment = false}}).load();
+  REQUIRE(gb.has_value());
+  CHECK(gb->gpus[3].memory_nodes == std::vector<int>{26});
+}
+
+TEST_CASE("binding detail reads no NIC; a class entry without a PCI device is skipped") {
+  auto lean = SysfsSource(SysfsOptions{.root = gpuaff_test::fixture("dgx-h100-nics"),
+                                       .visible = {.use_environment = false},
+                                       .detail = gpuaff::SysfsDetail::binding})
+                  .load();
+  REQUIRE(lean.has_value());
+  CHECK(lean->nics.empty());
+  CHECK(lean->gpus[0].nics.empty());
+
+  // A hand-made root: a GPU and a NIC on one root bus, plus "lo" and a soft-RoCE
+  // "rxe0" whose class entries lead to no PCI device.
+  gpuaff_test::TempTree tree;
+  gpuaff_test::add_cpu(tree, 0, "0", 0, "0", "0");
+  tree.write("sys/devices/system/cpu/online", "0\n");
+  gpuaff_test::add_node(tree, 0, "0", "10");
+  tree.write("sys/devices/system/node/online", "0\n");
+  gpuaff_test::add_pci(tree, "0000:00:03.0", "0x030200", "0x10de", "0", "0");
+  gpuaff_test::add_pci(tree, "0000:00:04.0", "0x020000", "0x15b3", "0", "0");
+  tree.write("sys/devices/pci0000:00/0000:00:04.0/infiniband/mlx5_0/ports/1/link_layer", "Ethernet\n");
+  tree.link("sys/devices/pci0000:00/0000:00:04.0/infiniband/mlx5_0/device", "../../../0000:00:04.0");
+  tree.link("sys/class/infiniband/mlx5_0", "../../devices/pci0000:00/0000:00:04.0/infiniband/mlx5_0");
+  tree.write("sys/devices/virtual/net/lo/type", "772\n");
+  tree.link("sys/class/net/lo", "../../devices/virtual/net/lo");
+  tree.write("sys/devices/virtual/infiniband/rxe0/ports/1/link_layer", "Ethernet\n");
+  tree.link("sys/class/infiniband/rxe0", "../../devices/virtual/infiniband/rxe0");
+  // virtio-net: the interface's device link leads to virtio0, below the PCI device (no class file there).
+  tree.write("sys/devices/pci0000:00/0000:00:04.0/virtio0/uevent", "DRIVER=virtio_net\n");
+  tree.write("sys/devices/pci0000:00/0000:00:04.0/virtio0/net/eth0/type", "1\n");
+  tree.link("sys/devices/pci0000:00/0000:00:04.0/virtio0/net/eth0/device", "../../../virtio0");
+  tree.link("sys/class/net/eth0", "../../devices/pci0000:00/0000:00:04.0/virtio0/net/eth0");
+  auto t = SysfsSource(SysfsOptions{.root = tree.root(), .visible = {.use_environment = false}}).load();
+  REQUIRE_MESSAGE(t.has_value(), t.error().message());
+  REQUIRE(t->nics.size() == 1);
+  CHECK(t->nics[0].rdma_names.size() == 1);
+  REQUIRE(t->nics[0].net_names.size() == 1);
+  CHECK(t->nics[0].net_names[0].view() == "eth0");
+  REQUIRE(t->gpus.size() == 1);
+  REQUIRE(t->gpus[0].nics.size() == 1);
+  CHECK(t->gpus[0].nics[0].path == PciPath::phb);
+}
+
+TEST_CASE("--mem-nodes: the GPU's own memory nodes, or every CPU node of its socket") {
+  using gpuaff::LaunchRequest;
+  using gpuaff::MemNodes;
+  // gb200-tray-numa: GPU 1's memory is node 10 (numa_status); its CPU node is Grace 0 (node 0),
+  // alone in its package.
+  Topology gb = load("gb200-tray-numa");
+  auto own = gpuaff::make_plan(gb, LaunchRequest{.gpu = 1, .mem_nodes = MemNodes::gpu});
+  REQUIRE_MESSAGE(own.has_value(), own.error().message());
+  CHECK(own->memory_nodes.to_list() == "10");
+  auto cpu = gpuaff::make_plan(gb, LaunchRequest{.gpu = 1});
+  REQUIRE(cpu.has_value());
+  CHECK(cpu->memory_nodes.to_list() == "0");
+  // dgx-a100 runs NPS4: four nodes per socket; GPU 0 is on node 3, in socket 0 with nodes 0-3.
+  auto socket = gpuaff::make_plan(load("dgx-a100"), LaunchRequest{.gpu = 0, .mem_nodes = MemNodes::socket});
+  REQUIRE(socket.has_value());
+  CHECK(socket->memory_nodes.to_list() == "0-3");
+  // A GPU without memory of its own: an error that says where such nodes come from.
+  auto none = gpuaff::make_plan(load("dgx-h100"), LaunchRequest{.gpu = 0, .mem_nodes = MemNodes::gpu});
+  REQUIRE_FALSE(none.has_value());
+  CHECK(none.error().code() == Errc::not_found);
+  CHECK(none.error().message().find("numa_status") != std::string_view::npos);
+}

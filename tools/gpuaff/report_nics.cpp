@@ -1,0 +1,80 @@
+// The NICs in `gpuaff topo`'s text report: the network devices, each GPU's
+// nearest ones by PCIe path class and the --nic-env choice, each GPU's own
+// memory nodes, and the NICs of each node beside the picture.
+#include <string>
+#include <vector>
+
+#include "gpuaff/launch/nics.hpp"
+#include "report.hpp"
+
+namespace gpuaff::cli {
+namespace {
+
+/// The name people use for a NIC: its RDMA name, else its interface, else its address.
+std::string nic_name(const Topology& topo, const PciAddress& a) {
+  const Nic* n = topo.find_nic(a);
+  if (n != nullptr && !n->rdma_names.empty()) return std::string(n->rdma_names.front().view());
+  if (n != nullptr && !n->net_names.empty()) return std::string(n->net_names.front().view());
+  return std::string(a.to_string().view());
+}
+
+/// "PIX: mlx5_0; NODE: mlx5_1 mlx5_2": the NICs of a GPU grouped by path class.
+std::string by_class(const Topology& topo, const Gpu& g) {
+  std::string out;
+  for (std::size_t i = 0; i < g.nics.size(); ++i) {
+    bool first_of_class = i == 0 || g.nics[i - 1].path != g.nics[i].path;
+    if (first_of_class) out += std::string(i == 0 ? "" : "; ") + std::string(to_string(g.nics[i].path)) + ":";
+    out += " " + nic_name(topo, g.nics[i].nic);
+  }
+  return out.empty() ? std::string("-") : out;
+}
+
+}  // namespace
+
+std::string nics_section(const Topology& topo, const std::function<std::string(const std::vector<std::vector<std::string>>&)>& table) {
+  std::string out;
+  if (topo.nics.empty()) return out;
+  out += "\nNICs (" + std::to_string(topo.nics.size()) + "):\n";
+  std::vector<std::vector<std::string>> rows{{"pci", "node", "rdma", "names"}};
+  for (const auto& n : topo.nics) {
+    std::string names;
+    for (const auto& x : n.rdma_names) names += (names.empty() ? "" : " ") + std::string(x.view());
+    for (const auto& x : n.net_names) names += (names.empty() ? "" : " ") + std::string(x.view());
+    rows.push_back({std::string(n.address.to_string().view()),
+                    n.numa_node < 0 ? std::string("unknown (-1)") : std::to_string(n.numa_node),
+                    n.rdma() ? "port " + std::to_string(n.rdma_port) : std::string("-"),
+                    names.empty() ? std::string("-") : names});
+  }
+  out += table(rows);
+  out += "NICs by GPU, nearest first (PIX: one PCIe switch, PXB: several switches, PHB: the host bridge, "
+         "NODE: another host bridge of the node, SYS: across nodes):\n";
+  rows = {{"gpu", "--nic-env", "nics"}};
+  auto chosen = choose_nics(topo);
+  for (std::size_t i = 0; i < topo.gpus.size(); ++i) {
+    const Gpu& g = topo.gpus[i];
+    rows.push_back({std::to_string(g.index), chosen[i] ? nic_name(topo, chosen[i]->nic->address) : std::string("-"),
+                    by_class(topo, g)});
+  }
+  out += table(rows);
+  return out;
+}
+
+std::string memory_nodes_line(const Topology& topo) {
+  std::string out;
+  for (const auto& g : topo.gpus) {
+    if (g.memory_nodes.empty()) continue;
+    out += (out.empty() ? "GPU memory nodes: " : "; ") + std::string("GPU ") + std::to_string(g.index) + ": ";
+    for (std::size_t i = 0; i < g.memory_nodes.size(); ++i)
+      out += (i == 0 ? "" : ",") + std::to_string(g.memory_nodes[i]);
+  }
+  return out.empty() ? out : out + '\n';
+}
+
+std::string nics_of_node(const Topology& topo, int node) {
+  std::string names;
+  for (const auto& n : topo.nics)
+    if (n.numa_node == node && n.rdma()) names += " " + nic_name(topo, n.address);
+  return names.empty() ? names : "; RDMA NICs:" + names;
+}
+
+}  // namespace gpuaff::cli
