@@ -49,5 +49,30 @@ if [ -x /bin/gpuaff ] && [ "$gpuaff_shape" = 2s2n-smt2-memnode ]; then
       echo "@@GPUAFF-QEMU cgroup $1 $2 rc=$rc cpus=$(echo "$got" | sed "s/.*:[[:space:]]*//")"
     done'
 fi
+# `gpuaff doctor` on pages the kernel really placed: two processes run on node
+# 1's CPUs (4-7, where GPU 0, the ATI adapter 15:04.0, is) and first-touch 64
+# MiB under MPOL_BIND, one on node 0 (remote), one on node 1 (local); doctor
+# prints its verdict as JSON between markers and run_guest.sh checks it.
+if [ -x /bin/gpuaff ] && [ -x /bin/first_touch ] && [ "$gpuaff_shape" = 2s2n-smt2-memnode ]; then
+  # Automatic NUMA balancing may migrate pages toward the CPUs that use them;
+  # these checks want the placement the first touch made.
+  echo 0 >/proc/sys/kernel/numa_balancing 2>/dev/null
+  for run in "remote 0" "local 1"; do
+    set -- $run
+    rm -f /tmp/touched
+    taskset -c 4-7 /bin/first_touch "$2" 64 /tmp/touched &
+    pid=$!
+    i=0
+    while [ ! -e /tmp/touched ] && kill -0 $pid 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+    ready=no
+    [ -e /tmp/touched ] && ready=yes
+    echo "@@GPUAFF-QEMU doctor $1 touched=$ready"
+    echo "@@GPUAFF-QEMU BEGIN doctor $1"
+    timeout 60 /bin/gpuaff doctor --pid $pid --gpu 0 --root / --format json
+    echo "@@GPUAFF-QEMU END doctor $1 rc=$?"
+    kill $pid 2>/dev/null
+    wait $pid 2>/dev/null
+  done
+fi
 echo "@@GPUAFF-QEMU DONE"
 poweroff -f

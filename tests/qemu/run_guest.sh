@@ -19,7 +19,7 @@
 # into the fixture folder instead of comparing).
 set -uo pipefail
 
-shape="" guest="" tool="" host_tool="" work="" fixture="" busybox=""
+shape="" guest="" tool="" host_tool="" work="" fixture="" busybox="" first_touch=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --shape) shape=$2; shift 2 ;;
@@ -29,12 +29,13 @@ while [[ $# -gt 0 ]]; do
     --work) work=$2; shift 2 ;;
     --fixture) fixture=$2; shift 2 ;;
     --busybox) busybox=$2; shift 2 ;;
+    --first-touch) first_touch=$2; shift 2 ;;
     *) echo "run_guest.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 if [[ -z $shape || -z $guest || -z $work ]]; then
   echo "usage: run_guest.sh --shape NAME --guest PROGRAM --work DIR [--gpuaff STATIC_TOOL]" \
-       "[--host-gpuaff TOOL] [--fixture DIR] [--busybox PATH]" >&2
+       "[--host-gpuaff TOOL] [--fixture DIR] [--busybox PATH] [--first-touch PROGRAM]" >&2
   exit 2
 fi
 
@@ -97,6 +98,9 @@ command -v cpio >/dev/null || skip "cpio not found (Debian: apt-get install cpio
 command -v gzip >/dev/null || skip "gzip not found"
 [[ -x $guest ]] || die "guest program '$guest' is missing: build the target qemu_guest_checks"
 if [[ -n $tool && ! -x $tool ]]; then die "gpuaff tool '$tool' is missing: build it first"; fi
+if [[ -n $first_touch && ! -x $first_touch ]]; then
+  die "program '$first_touch' is missing: build the target qemu_first_touch"
+fi
 
 # ---- the initramfs ----
 rm -rf "$work"
@@ -114,6 +118,7 @@ copy_with_libs() {  # program, name in /bin
 copy_with_libs "$busybox" busybox
 copy_with_libs "$guest" guest_checks
 [[ -n $tool ]] && copy_with_libs "$tool" gpuaff
+[[ -n $first_touch ]] && copy_with_libs "$first_touch" first_touch
 cp "$(dirname "$0")/init.sh" "$root/init"
 chmod 755 "$root/init" "$root/bin/"*
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -1 >"$work/initrd.gz") ||
@@ -207,5 +212,59 @@ if [[ -n $tool && $shape == 2s2n-smt2-memnode ]]; then
   expect_cgroup cgroup 0000:29:02.0 "rc=0 cpus=2-3"
   expect_cgroup nearest 0000:29:02.0 "rc=0 cpus=5"
   echo "--baseline affinity and cgroup match what the kernel enforces in a cgroup v2 cpuset"
+fi
+# ---- gpuaff doctor on pages the kernel placed (init.sh) ----
+# GPU 0 is the ATI adapter 0000:15:04.0 behind the expander bridge on node 1,
+# so its plan (policy node) expects node 1's CPUs 4-7 and memory node 1. Both
+# processes run under `taskset -c 4-7`: their one thread is inside the plan and
+# only the memory decides the verdict. Each wrote 64 MiB = 16384 pages of 4 KiB
+# under MPOL_BIND, so at least 16384 of its resident pages are on the bound
+# node; everything else it has resident (the static program's text and data,
+# its stack) is a few hundred pages at most, so:
+#   remote (bound to node 0): >= 16384 pages on node 0, local fraction at most
+#     ~300/16384 < 0.1, below --min-local 0.5: not healthy, exit 7, one problem;
+#   local (bound to node 1): >= 16384 pages on node 1, local fraction at least
+#     16384/(16384+300) > 0.9: healthy, exit 0, no problem.
+if [[ -n $tool && -n $first_touch && $shape == 2s2n-smt2-memnode ]]; then
+  command -v python3 >/dev/null || die "python3 is needed to read gpuaff doctor's JSON"
+  expect_doctor() {  # RUN EXIT_CODE BOUND_NODE HEALTHY
+    local run=$1 line json
+    grep -q "^@@GPUAFF-QEMU doctor $run touched=yes" "$log.txt" ||
+      die "doctor $run: first_touch did not place its memory (see its message in the serial log above)"
+    line=$(grep -o "^@@GPUAFF-QEMU END doctor $run rc=[0-9]*" "$log.txt" | tail -n 1)
+    [[ $line == "@@GPUAFF-QEMU END doctor $run rc=$2" ]] ||
+      die "doctor $run: expected exit $2, the guest printed '${line:-nothing}'"
+    json=$(sed -n "/^@@GPUAFF-QEMU BEGIN doctor $run\$/,/^@@GPUAFF-QEMU END doctor $run /p" "$log.txt" | sed '1d;$d')
+    python3 -c '
+import json, sys
+run, node, healthy = sys.argv[1], sys.argv[2], sys.argv[3] == "true"
+j = json.load(sys.stdin)
+def check(ok, what):
+    if not ok:
+        sys.exit(f"doctor {run}: {what}; the JSON: {json.dumps(j)}")
+check(j["gpu"] == 0 and j["bdf"] == "0000:15:04.0", "GPU 0 is not 0000:15:04.0")
+check(j["expected_cpus"] == "4-7" and j["memory_nodes"] == "1", "the plan is not CPUs 4-7 with memory node 1")
+check(len(j["threads"]) == 1 and j["threads"][0]["cpus"] == "4-7" and j["threads"][0]["inside"],
+      "expected one thread on CPUs 4-7, inside the plan")
+pages = j["memory"]["pages_by_node"]
+total = sum(pages.values())
+check(pages.get(node, 0) >= 16384, f"fewer than the 16384 pages written on node {node}")
+check(total - pages.get(node, 0) <= 1000, "more than 1000 pages off the bound node")
+fraction = j["memory"]["local_fraction"]
+check(fraction is not None, "no local fraction")
+if node == "1":
+    check(fraction > 0.9, f"local fraction {fraction} is not above 0.9")
+else:
+    check(fraction < 0.1, f"local fraction {fraction} is not below 0.1")
+problems = j["problems"]
+check(j["healthy"] == healthy, "healthy is " + str(j["healthy"]))
+check(len(problems) == (0 if healthy else 1), f"problems: {problems}")
+if not healthy:
+    check("resident pages" in problems[0], "the problem is not about the resident pages")
+' "$run" "$3" "$4" <<<"$json" || die "doctor $run: the report does not match the placement (above)"
+  }
+  expect_doctor remote 7 0 false
+  expect_doctor local 0 1 true
+  echo "gpuaff doctor reports memory first-touched on node 0 as remote and on node 1 as local"
 fi
 echo "PASSED [$shape]"
