@@ -115,10 +115,11 @@ TEST_CASE("topo shows each GPU's compute NIC with class PIX on the DGX H100") {
 
 TEST_CASE("--mem-nodes gpu on bind, and exec refuses it without a memory policy") {
   Run r = tool({"bind", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/gb200-tray-numa", "--gpu", "3", "--mem-nodes",
-                "gpu", "--format", "numactl"});
+                "gpu", "--membind", "local", "--format", "numactl"});
   INFO(r.err);
   CHECK(r.rc == 0);
-  // GPU 3 sits on Grace 1 (CPUs 72-143); its memory is node 26
+  // GPU 3 sits on Grace 1 (CPUs 72-143); its memory is node 26 (numactl's
+  // format names memory only when --membind is given: docs/contract.md)
   CHECK(r.out == "--physcpubind=72-143 --membind=26\n");
   Run e = tool({"exec", "--root", two_nic_root(), "--gpu", "0", "--mem-nodes", "socket", "--", "true"});
   CHECK(e.rc == 2);
@@ -329,4 +330,32 @@ TEST_CASE("doctor: a missing process and a process without rank variable are err
   Run norank = doctor(c.pid, {});
   CHECK(norank.rc == 2);
   CHECK(norank.err.find("--gpu N") != std::string::npos);
+}
+
+TEST_CASE("exec --local-rank --nic-env --dry-run gives each local rank its own compute NIC on the DGX H100") {
+  // The DGX H100 user guide pairs GPU k with compute port k behind the same
+  // PCIe switch (PIX): ports 0..7 are mlx5_0, mlx5_3..mlx5_6, mlx5_9..mlx5_11
+  // (mlx5_1/2 and mlx5_7/8 are the storage ports). So local rank k, which is
+  // GPU k, exports the k-th of those, and no two ranks share one.
+  const char* expected[] = {"mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"};
+  std::string root = std::string(GPUAFF_FIXTURES_DIR) + "/dgx-h100-nics";
+  for (int rank = 0; rank < 8; ++rank) {
+    Run r = tool({"exec", "--root", root, "--local-rank", "--nic-env", "--dry-run", "--", "python", "train.py"},
+                 {{"LOCAL_RANK", std::to_string(rank)}, {"LOCAL_WORLD_SIZE", "8"}});
+    INFO("rank ", rank, ": ", r.err);
+    REQUIRE(r.rc == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["gpu"] == rank);
+    CHECK(j["env"]["UCX_NET_DEVICES"] == std::string(expected[rank]) + ":1");
+    CHECK(j["env"]["NCCL_IB_HCA"] == "=" + std::string(expected[rank]) + ":1");
+    CHECK(j["command"] == nlohmann::json::array({"python", "train.py"}));
+  }
+  // A process that sees only GPU 5 (a pod, a Ray actor) under --share machine
+  // still gets GPU 5's own NIC, not the first NIC of the machine.
+  Run one = tool({"exec", "--root", root, "--gpu", "0", "--policy", "exclusive", "--share", "machine", "--nic-env",
+                  "--dry-run", "--", "true"},
+                 {{"CUDA_VISIBLE_DEVICES", "5"}});
+  INFO(one.err);
+  REQUIRE(one.rc == 0);
+  CHECK(nlohmann::json::parse(one.out)["env"]["UCX_NET_DEVICES"] == "mlx5_9:1");
 }

@@ -312,9 +312,11 @@ TEST_CASE("hwloc and sysfs describe every fixture alike, except for the listed d
     // The hwloc source reads no NICs and no GPU memory nodes (docs/nics.md): compare the rest.
     Topology s = *sysfs;
     s.nics.clear();
-    for (auto& g : s.gpus) {
-      g.nics.clear();
-      g.memory_nodes.clear();
+    for (auto* gpus : {&s.gpus, &s.host_gpus}) {
+      for (auto& g : *gpus) {
+        g.nics.clear();
+        g.memory_nodes.clear();
+      }
     }
     std::set<Diff> seen = normalise(root, s, h);
     CHECK_MESSAGE(h == s, fx, ": hwloc and sysfs differ in:", describe(h, s));

@@ -30,9 +30,10 @@
 //   nics             [{"bdf": "0000:1c:00.0", "names": ["mlx5_0", "ibp28s0"], "numa_node": 0,
 //                      "rdma": ["mlx5_0"], "rdma_port": 1}]: network devices (class 0x02);
 //                    "rdma" are the names that are RDMA devices (sys/class/infiniband)
-//   hidden_gpus      ["0000:07:00.0"]: GPU-class pci_devices that are not the process's
-//                    (Topology::hidden_gpus: a container's driver list left them out);
-//                    written only when there are some
+//   hidden_gpus      [{"bdf": "0000:07:00.0", "nics": [...], "memory_nodes": []}]: GPU-class
+//                    pci_devices that are not the process's (Topology::hidden_gpus: a
+//                    container's driver list left them out), with what is near them as in
+//                    "gpus"; a plain address string is read too; written only when there are some
 //   notes            ["sys/devices/system/cpu/online is missing: ..."]: what the source
 //                    assumed where the machine did not say (always present; [] when none)
 //
@@ -566,19 +567,31 @@ inline Result<void> parse_gpus(const Parser& p, const Json& doc, Topology& t) {
   return {};
 }
 
-/// hidden_gpus: PCI addresses of GPU-class pci_devices entries.
-inline Result<void> parse_hidden_gpus(const Parser& p, const Json& doc, Topology& t) {
+/// hidden_gpus: the GPU-class pci_devices entries that are not the process's,
+/// each a PCI address string or an object {"bdf", "nics", "memory_nodes"} (what
+/// is near it, as in "gpus"); `near` gets each one's nics and memory nodes.
+inline Result<void> parse_hidden_gpus(const Parser& p, const Json& doc, Topology& t, std::vector<Gpu>& near) {
   GPUAFF_TRY(const Json* arr, p.array(doc, "", "hidden_gpus", false));
   if (arr == nullptr) return {};
   for (std::size_t i = 0; i < arr->size(); ++i) {
     std::string path = p.at("hidden_gpus", i);
-    GPUAFF_TRY_VOID(p.expect((*arr)[i], path, Json::value_t::string, "a PCI address string"));
-    auto addr = PciAddress::parse((*arr)[i].get_ref<const std::string&>());
-    if (!addr) return p.bad(Errc::parse_error, path, addr.error().message());
-    const PciDevice* d = t.find_pci(*addr);
+    const Json& e = (*arr)[i];
+    Gpu g;
+    if (e.is_object()) {
+      GPUAFF_TRY(g.pci.address, parse_bdf(p, e, path));
+      GPUAFF_TRY_VOID(parse_gpu_near(p, e, path, t, g));
+    } else {
+      GPUAFF_TRY_VOID(p.expect(e, path, Json::value_t::string, "a PCI address string or an object with \"bdf\""));
+      auto addr = PciAddress::parse(e.get_ref<const std::string&>());
+      if (!addr) return p.bad(Errc::parse_error, path, addr.error().message());
+      g.pci.address = *addr;
+    }
+    const PciDevice* d = t.find_pci(g.pci.address);
     if (d == nullptr || !d->is_gpu())
-      return p.bad(Errc::parse_error, path, addr->to_string(), " is not a GPU among pci_devices; list only GPUs there");
-    t.hidden_gpus.push_back(*addr);
+      return p.bad(Errc::parse_error, path, g.pci.address.to_string(),
+                   " is not a GPU among pci_devices; list only GPUs there");
+    t.hidden_gpus.push_back(g.pci.address);
+    near.push_back(std::move(g));
   }
   return {};
 }
@@ -596,13 +609,14 @@ inline Result<void> parse_notes(const Parser& p, const Json& doc, Topology& t) {
 
 /// Every GPU the document knows: each GPU-class pci_devices entry and each
 /// device a "gpus" entry names, in bus order, with the UUIDs of "gpus"
-/// (Topology::host_gpus).
-inline std::vector<Gpu> host_gpus_of(const Topology& t) {
+/// (Topology::host_gpus); what is near a hidden one comes from `hidden`.
+inline std::vector<Gpu> host_gpus_of(const Topology& t, const std::vector<Gpu>& hidden) {
   std::vector<Gpu> all;
   for (const auto& d : t.pci_devices) {
     const Gpu* listed = nullptr;
-    for (const auto& g : t.gpus)
-      if (g.pci.address == d.address) listed = &g;
+    for (const auto* list : {&t.gpus, &hidden})
+      for (const auto& g : *list)
+        if (g.pci.address == d.address) listed = &g;
     if (!d.is_gpu() && listed == nullptr) continue;
     Gpu g;
     g.index = static_cast<int>(all.size());
@@ -630,8 +644,9 @@ inline Result<Topology> parse(const Json& doc, std::string_view origin) {
   GPUAFF_TRY_VOID(parse_pci_devices(p, doc, t));
   GPUAFF_TRY_VOID(parse_nics(p, doc, t));
   GPUAFF_TRY_VOID(parse_gpus(p, doc, t));
-  GPUAFF_TRY_VOID(parse_hidden_gpus(p, doc, t));
-  t.host_gpus = host_gpus_of(t);
+  std::vector<Gpu> hidden;
+  GPUAFF_TRY_VOID(parse_hidden_gpus(p, doc, t, hidden));
+  t.host_gpus = host_gpus_of(t, hidden);
   GPUAFF_TRY_VOID(parse_notes(p, doc, t));
   return t;
 }
@@ -688,13 +703,8 @@ inline std::string to_json(const Topology& t, int indent) {
     pci.push_back(std::move(o));
   }
   j["pci_devices"] = std::move(pci);
-  J gpus = J::array();
-  for (const auto& g : t.gpus) {
-    J o;
-    o["index"] = g.index;
-    o["bdf"] = std::string(g.pci.address.to_string().view());
-    o["uuid"] = std::string(g.uuid.view());
-    o["numa_node"] = g.pci.numa_node;
+  // A GPU's "nics" (nearest first) and "memory_nodes", for "gpus" and "hidden_gpus".
+  auto add_near = [&](J& o, const Gpu& g) {
     J near = J::array();
     for (const auto& np : g.nics) {
       const Nic* n = t.find_nic(np.nic);
@@ -704,6 +714,15 @@ inline std::string to_json(const Topology& t, int indent) {
     }
     o["nics"] = std::move(near);
     o["memory_nodes"] = g.memory_nodes;
+  };
+  J gpus = J::array();
+  for (const auto& g : t.gpus) {
+    J o;
+    o["index"] = g.index;
+    o["bdf"] = std::string(g.pci.address.to_string().view());
+    o["uuid"] = std::string(g.uuid.view());
+    o["numa_node"] = g.pci.numa_node;
+    add_near(o, g);
     gpus.push_back(std::move(o));
   }
   j["gpus"] = std::move(gpus);
@@ -720,7 +739,13 @@ inline std::string to_json(const Topology& t, int indent) {
   j["nics"] = std::move(nics);
   if (!t.hidden_gpus.empty()) {
     J hidden = J::array();
-    for (const auto& a : t.hidden_gpus) hidden.push_back(std::string(a.to_string().view()));
+    for (const auto& a : t.hidden_gpus) {
+      J o;
+      o["bdf"] = std::string(a.to_string().view());
+      for (const auto& g : t.host_gpus)
+        if (g.pci.address == a) add_near(o, g);
+      hidden.push_back(std::move(o));
+    }
     j["hidden_gpus"] = std::move(hidden);
   }
   J notes = J::array();

@@ -192,24 +192,25 @@ inline Result<void> read_nics(SysfsReader& r, Topology& t, const std::vector<std
 
   std::vector<std::optional<PciChain>> nic_chains;
   for (const auto& n : t.nics) nic_chains.push_back(device_chain(r, n.address));
-  for (auto& g : t.gpus) {
-    auto gc = device_chain(r, g.address());
-    g.nics.clear();
-    for (std::size_t i = 0; i < t.nics.size(); ++i)
-      g.nics.push_back(NicPath{t.nics[i].address, classify_path(gc, g.numa_node(), nic_chains[i], t.nics[i].numa_node)});
-    std::stable_sort(g.nics.begin(), g.nics.end(), [](const NicPath& x, const NicPath& y) { return x.path < y.path; });
+  // The host's GPUs too: under --share machine a process's one GPU is bound
+  // (and given its NIC) as one of them.
+  for (auto* gpus : {&t.gpus, &t.host_gpus}) {
+    for (auto& g : *gpus) {
+      auto gc = device_chain(r, g.address());
+      g.nics.clear();
+      for (std::size_t i = 0; i < t.nics.size(); ++i)
+        g.nics.push_back(
+            NicPath{t.nics[i].address, classify_path(gc, g.numa_node(), nic_chains[i], t.nics[i].numa_node)});
+      std::stable_sort(g.nics.begin(), g.nics.end(), [](const NicPath& x, const NicPath& y) { return x.path < y.path; });
+    }
   }
   return {};
 }
 
-/// Each NVIDIA GPU's own memory node, from the driver's numa_status ("Node: 2",
-/// "Status: online" on GH200/GB200 in coherent mode): kept when the node is
-/// one of the topology's memory-only nodes (GPU memory has no CPUs) and the
-/// driver does not call it offline. Without a memory-only node nothing is read.
-inline Result<void> read_gpu_memory_nodes(SysfsReader& r, Topology& t) {
+/// read_gpu_memory_nodes for one list of GPUs (the process's, or the host's).
+inline Result<void> read_gpu_memory_nodes_of(SysfsReader& r, const Topology& t, std::vector<Gpu>& gpus) {
   std::string s;
-  if (std::none_of(t.nodes.begin(), t.nodes.end(), [](const NumaNode& n) { return n.memory_only(); })) return {};
-  for (auto& g : t.gpus) {
+  for (auto& g : gpus) {
     if (g.pci.vendor != pci_vendor::nvidia) continue;
     std::string rel = "proc/driver/nvidia/gpus/" + std::string(g.address().to_string().view()) + "/numa_status";
     GPUAFF_TRY(bool have, r.get(rel, s));
@@ -221,6 +222,18 @@ inline Result<void> read_gpu_memory_nodes(SysfsReader& r, Topology& t) {
     bool online = !status || trim(*status) == "online";
     const NumaNode* own = id >= 0 ? t.find_node(static_cast<int>(id)) : nullptr;
     if (online && own != nullptr && own->memory_only()) g.memory_nodes.push_back(static_cast<int>(id));
+  }
+  return {};
+}
+
+/// Each NVIDIA GPU's own memory node, from the driver's numa_status ("Node: 2",
+/// "Status: online" on GH200/GB200 in coherent mode): kept when the node is
+/// one of the topology's memory-only nodes (GPU memory has no CPUs) and the
+/// driver does not call it offline. Without a memory-only node nothing is read.
+inline Result<void> read_gpu_memory_nodes(SysfsReader& r, Topology& t) {
+  if (std::none_of(t.nodes.begin(), t.nodes.end(), [](const NumaNode& n) { return n.memory_only(); })) return {};
+  for (auto* gpus : {&t.gpus, &t.host_gpus}) {
+    GPUAFF_TRY_VOID(read_gpu_memory_nodes_of(r, t, *gpus));
   }
   return {};
 }
