@@ -145,3 +145,26 @@ TEST_CASE("topo --format json of a container lists the hidden GPUs; --topology r
   CHECK(b.rc == 0);
   CHECK(b.out == "56-111,168-223\n");
 }
+
+TEST_CASE("topo in a container says which host GPUs are not the process's, apart from those a variable hides") {
+  // The container has host GPUs 4 and 5 (9a, ab); the other six of the DGX
+  // H100 are the host's only. With CUDA_VISIBLE_DEVICES=1 the container's GPU
+  // 0 (9a) is hidden by the variable instead.
+  Run r = tool({"topo", "--root", container}, {{"CUDA_VISIBLE_DEVICES", "1"}});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  auto count = [&](const std::string& part) {
+    std::size_t n = 0;
+    for (auto at = r.out.find(part); at != std::string::npos; at = r.out.find(part, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("not this process's (not in proc/driver/nvidia/gpus)") == 6);
+  CHECK(count("GPU, not visible (*_VISIBLE_DEVICES)") == 1);
+  for (const char* host_only : {"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0", "0000:ba:00.0",
+                                "0000:db:00.0"}) {
+    auto line = r.out.substr(r.out.find(host_only), 200);
+    CHECK(has(line.substr(0, line.find('\n')), "not this process's"));
+  }
+  auto line = r.out.substr(r.out.find("0000:9a:00.0", r.out.find("other PCI devices")), 200);
+  CHECK(has(line.substr(0, line.find('\n')), "*_VISIBLE_DEVICES"));
+}

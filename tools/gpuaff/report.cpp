@@ -232,7 +232,9 @@ std::string render_report(const Topology& topo, const ReportOptions& o) {
     }
     out += render_table(rows, "  ");
   }
-  // Devices read but not visible as GPUs: hidden by *_VISIBLE_DEVICES, or named with --pci.
+  // Devices read but not visible as GPUs: the host's GPUs a container did not
+  // give this process (the driver's list), those *_VISIBLE_DEVICES hide, and
+  // devices named with --pci.
   std::vector<std::vector<std::string>> others{{"pci", "class", "vendor:device", "node", "note"}};
   for (const auto& d : topo.pci_devices) {
     bool visible = std::any_of(topo.gpus.begin(), topo.gpus.end(), [&](const Gpu& g) { return g.address() == d.address; });
@@ -240,7 +242,10 @@ std::string render_report(const Topology& topo, const ReportOptions& o) {
     others.push_back({std::string(d.address.to_string().view()), hex(d.class_code, 6),
                       hex(d.vendor, 4).substr(2) + ":" + hex(d.device, 4).substr(2),
                       d.numa_node < 0 ? std::string("unknown (-1)") : std::to_string(d.numa_node),
-                      d.is_gpu() ? "GPU, not visible" : "not a GPU"});
+                      !d.is_gpu() ? "not a GPU"
+                      : std::find(topo.hidden_gpus.begin(), topo.hidden_gpus.end(), d.address) != topo.hidden_gpus.end()
+                          ? "GPU of the host, not this process's (not in proc/driver/nvidia/gpus)"
+                          : "GPU, not visible (*_VISIBLE_DEVICES)"});
   }
   if (others.size() > 1) {
     out += "other PCI devices:\n";
