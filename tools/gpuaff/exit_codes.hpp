@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "gpuaff/detail/parse.hpp"
 #include "gpuaff/result.hpp"
 
 namespace gpuaff::cli {
@@ -87,19 +88,7 @@ inline std::string exit_codes_help() {
 /// so a terminal escape read from a file or an environment variable reaches
 /// stderr as text; trailing dots and spaces go.
 inline std::string one_line(std::string_view text) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string s;
-  s.reserve(text.size());
-  for (char ch : text) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f) {
-      s += "\\x";
-      s += hex[c >> 4];
-      s += hex[c & 15];
-    } else {
-      s += ch;
-    }
-  }
+  std::string s = gpuaff::detail::escape_control(text);
   while (!s.empty() && (s.back() == ' ' || s.back() == '.')) s.pop_back();
   return s;
 }

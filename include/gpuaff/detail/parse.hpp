@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace gpuaff {
@@ -71,6 +72,26 @@ constexpr std::optional<std::string_view> status_field(std::string_view text, st
     i = e + 1;
   }
   return std::nullopt;
+}
+
+/// `text` with every control character (bytes below 0x20, newlines and tabs
+/// included, and 0x7f) written as \xHH: outside text (a file name, a file's or
+/// a variable's contents) stays one line and cannot drive a terminal.
+inline std::string escape_control(std::string_view text) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
 }
 
 }  // namespace detail

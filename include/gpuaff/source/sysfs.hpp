@@ -538,24 +538,6 @@ inline Result<void> read_allowed(SysfsReader& r, Topology& t) {
 
 inline constexpr std::string_view sysfs_pci = "sys/bus/pci/devices";
 
-/// A directory entry's name for a note: control characters (a name may hold
-/// any byte but '/' and NUL) written as \xNN, so a note stays one line.
-inline std::string printable_name(std::string_view name) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  for (char c : name) {
-    auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      out += "\\x";
-      out += digits[u >> 4];
-      out += digits[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 /// The PCI devices under sys/bus/pci/devices, by address; every one of
 /// `extra` must be among them. The kernel names each entry DDDD:BB:DD.F in
 /// lower case; other names that still parse as an address ("18:00.0", an
@@ -578,13 +560,13 @@ inline Result<std::vector<std::pair<PciAddress, std::string>>> list_pci_devices(
   if (auto dup = find_duplicate_address(addresses)) {
     const auto& a = devices[dup->first];
     const auto& b = devices[dup->second];
-    return r.bad(Errc::parse_error, dir + printable_name(b.second), "and ", r.shown(dir + printable_name(a.second)),
+    return r.bad(Errc::parse_error, dir + escape_control(b.second), "and ", r.shown(dir + escape_control(a.second)),
                  " both name PCI device ",
                  a.first.to_string(), "; the kernel names it ", a.first.to_string(), " only: remove the other entry");
   }
   for (const auto& [addr, name] : devices)
     if (name != addr.to_string().view())
-      t.notes.push_back(dir + "'" + printable_name(name) + "' is not the kernel's name for a PCI device: read as " +
+      t.notes.push_back(dir + "'" + escape_control(name) + "' is not the kernel's name for a PCI device: read as " +
                         std::string(addr.to_string().view()));
   for (const auto& want : extra) {
     if (std::none_of(devices.begin(), devices.end(), [&](const auto& d) { return d.first == want; }))
