@@ -17,15 +17,7 @@ namespace {
 std::string two_cpu_root() {
   static const std::string root = [] {
     auto dir = cli_test::temp_dir("two-cpu");
-    cli_test::FakeMachine m;
-    m.cores = {"0", "1"};
-    m.core_package = {0, 0};
-    m.node_cpus = {"0-1"};
-    m.node_distances = {"10"};
-    m.online = "0-1";
-    m.allowed = "0-1";
-    m.devices = {{.bdf = "0000:17:00.0", .local_cpus = "0-1"}, {.bdf = "0000:65:00.0", .local_cpus = "0-1"}};
-    cli_test::write_machine(dir, m);
+    cli_test::write_machine(dir, cli_test::two_cpu_machine());
     // NVIDIA driver files with the GPUs' UUIDs, for visibility lists that name them.
     cli_test::write_file(dir / "proc/driver/nvidia/gpus/0000:17:00.0/information",
                          "Model: \t\t NVIDIA H100\nGPU UUID: \t GPU-aaaa1111-0000-0000-0000-000000000000\n");

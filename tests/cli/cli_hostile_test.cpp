@@ -22,23 +22,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// One node with CPUs 0-1 (two cores) and two GPUs on it, as cli_exec_test's.
-cli_test::FakeMachine two_cpu_machine() {
-  cli_test::FakeMachine m;
-  m.cores = {"0", "1"};
-  m.core_package = {0, 0};
-  m.node_cpus = {"0-1"};
-  m.node_distances = {"10"};
-  m.online = "0-1";
-  m.allowed = "0-1";
-  m.devices = {{.bdf = "0000:17:00.0", .local_cpus = "0-1"}, {.bdf = "0000:65:00.0", .local_cpus = "0-1"}};
-  return m;
-}
-
 /// A fresh copy of the two-CPU machine named `name`.
 fs::path fresh_root(const std::string& name) {
   fs::path dir = cli_test::temp_dir(name);
-  cli_test::write_machine(dir, two_cpu_machine());
+  cli_test::write_machine(dir, cli_test::two_cpu_machine());
   return dir;
 }
 

@@ -26,13 +26,7 @@ namespace {
 std::string two_nic_root() {
   static const std::string root = [] {
     auto dir = cli_test::temp_dir("two-nic");
-    cli_test::FakeMachine m;
-    m.cores = {"0", "1"};
-    m.core_package = {0, 0};
-    m.node_cpus = {"0-1"};
-    m.node_distances = {"10"};
-    m.online = "0-1";
-    m.allowed = "0-1";
+    cli_test::FakeMachine m = cli_test::two_cpu_machine();
     m.devices = {{.bdf = "0000:17:00.0", .local_cpus = "0-1"},
                  {.bdf = "0000:18:00.0", .vendor = "0x15b3", .cls = "0x020700", .local_cpus = "0-1"},
                  {.bdf = "0000:19:00.0", .vendor = "0x15b3", .cls = "0x020700", .local_cpus = "0-1"},

@@ -180,6 +180,21 @@ struct FakeMachine {
   std::vector<FakeDevice> devices;
 };
 
+/// One NUMA node with CPUs 0-1 (two cores of one package) and two GPUs on it,
+/// 0000:17:00.0 and 0000:65:00.0: plans from it apply on any machine that
+/// allows CPUs 0 and 1.
+inline FakeMachine two_cpu_machine() {
+  FakeMachine m;
+  m.cores = {"0", "1"};
+  m.core_package = {0, 0};
+  m.node_cpus = {"0-1"};
+  m.node_distances = {"10"};
+  m.online = "0-1";
+  m.allowed = "0-1";
+  m.devices = {{.bdf = "0000:17:00.0", .local_cpus = "0-1"}, {.bdf = "0000:65:00.0", .local_cpus = "0-1"}};
+  return m;
+}
+
 /// Writes the files docs/contract.md section 1 lists, with PCI device directories
 /// under sys/devices/pci0000:00 and sys/bus/pci/devices symlinks to them.
 inline void write_machine(const std::filesystem::path& root, const FakeMachine& m) {
