@@ -40,7 +40,7 @@ std::string format_plan(const LaunchPlan& p, const BindArgs& args) {
   switch (args.format) {
     case BindFormat::cpulist: return p.cpus.to_list();
     case BindFormat::mask: return mask_of(p.topo, p.cpus);
-    case BindFormat::numactl: return numactl_of(p, args.membind_given);
+    case BindFormat::numactl: return numactl_of(p, args.options.was_given("membind"));
     case BindFormat::json: return plan_json(p).dump(2);
   }
   return {};
@@ -70,13 +70,20 @@ nlohmann::ordered_json plan_json(const LaunchPlan& p) {
   return j;
 }
 
+void print_warnings(const LaunchPlan& p) {
+  for (const auto& w : p.warnings) print_warning(w);
+}
+
 int run_bind(const BindArgs& args) {
-  if (args.plan.nic_env && args.format != BindFormat::json) {
-    return report_error(make_error(Errc::invalid_argument, "--nic-env is shown by --format json only (under \"env\"); "
-                                                           "add --format json, or use it with gpuaff exec"));
+  const LaunchOptions& o = args.options;
+  if (!o.gpu && !o.all_gpus && !o.pci)
+    return report_error(make_error(Errc::invalid_argument, "bind needs gpu=N, gpu=all or pci=BDF; see 'gpuaff bind --help'"));
+  if (o.nic_env && args.format != BindFormat::json) {
+    return report_error(make_error(Errc::invalid_argument, "nic_env=true is shown by format=json only (under \"env\"); "
+                                                           "add format=json, or use it with gpuaff exec"));
   }
-  if (args.plan.all_gpus) {
-    auto plans = plan_every_gpu(args.plan, args.membind);
+  if (o.all_gpus) {
+    auto plans = plan_every_gpu(o, process_environment(), cli_readers());
     if (!plans) return report_error(plans.error());
     std::string out;
     if (args.format == BindFormat::json) {
@@ -91,7 +98,7 @@ int run_bind(const BindArgs& args) {
     write_stdout(out);
     return exit_ok;
   }
-  auto plan = plan_binding(args.plan, args.membind);
+  auto plan = gpuaff::plan(o, process_environment(), cli_readers());
   if (!plan) return report_error(plan.error());
   print_warnings(*plan);
   write_stdout(format_plan(*plan, args) + '\n');

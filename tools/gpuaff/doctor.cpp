@@ -1,46 +1,32 @@
-// gpuaff doctor: is a running process where its plan says? Its GPU (from
-// --gpu, or its own rank variables and *_VISIBLE_DEVICES), the plan for it,
-// and what /proc says: each thread's allowed CPUs, its pages per node, and
-// settings in its environment known to fight a binding (docs/doctor.md).
+// gpuaff doctor: is a running process where its plan says? The verdict is the
+// library's (gpuaff/doctor/verdict.hpp: its own GPUAFF_PLAN, or the plan the
+// options give its GPU); this file prints it as text or JSON (docs/doctor.md).
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "gpuaff/doctor/doctor.hpp"
+#include "gpuaff/doctor/verdict.hpp"
 #include "output.hpp"
-#include "policies.hpp"
 
 namespace gpuaff::cli {
 namespace {
 
-struct Verdict {
-  const LaunchPlan* plan = nullptr;
-  std::string gpu_source;  ///< "--gpu", or the rank variable, e.g. "LOCAL_RANK=3"
-  std::vector<ThreadState> threads;
-  std::vector<bool> inside;
-  std::map<int, long long> pages;
-  long long total = 0;
-  long long local = 0;
-  std::vector<FightingSetting> environment;
-  std::vector<std::string> problems;
-
-  bool healthy() const { return problems.empty(); }
-  double local_fraction() const { return total > 0 ? static_cast<double>(local) / static_cast<double>(total) : 1.0; }
-};
-
-std::string percent(double f) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%.1f%%", f * 100.0);
-  return buf;
+std::string_view origin_name(PlanOrigin o) {
+  switch (o) {
+    case PlanOrigin::recorded: return "GPUAFF_PLAN";
+    case PlanOrigin::options: return "options";
+    case PlanOrigin::guess: return "guess";
+  }
+  return "guess";
 }
 
-std::string text_of(const DoctorArgs& args, const Verdict& v) {
-  const LaunchPlan& p = *v.plan;
-  std::string out = "pid " + std::to_string(args.pid) + ": GPU " + std::to_string(p.visible_gpu) + " (" +
-                    std::string(p.target().address().to_string().view()) + ", " + v.gpu_source + "), policy " +
-                    std::string(to_string(p.policy.kind)) + ": expected CPUs " + p.cpus.to_list() + ", memory node(s) " +
-                    p.memory_nodes.to_list() + '\n';
+std::string text_of(const Verdict& v) {
+  const Expectation& e = v.expected;
+  std::string out = "pid " + std::to_string(v.pid) + ": GPU " + std::to_string(e.gpu) + " (" + e.pci + ", " +
+                    cli_spelling(e.gpu_source) + "), policy " + std::string(to_string(e.policy)) + ": expected CPUs " +
+                    e.cpus.to_list() + ", memory node(s) " + e.memory_nodes.to_list() + '\n';
+  for (const auto& n : v.notes) out += "plan: " + cli_spelling(n) + '\n';
   std::size_t drifted = 0;
   for (bool b : v.inside) drifted += b ? 0 : 1;
   out += "threads: " + std::to_string(v.threads.size()) + ", " + std::to_string(v.threads.size() - drifted) +
@@ -54,7 +40,7 @@ std::string text_of(const DoctorArgs& args, const Verdict& v) {
   }
   out += "memory: " + std::to_string(v.total) + " resident pages";
   if (v.total > 0) {
-    out += ", " + percent(v.local_fraction()) + " on node(s) " + p.memory_nodes.to_list() + " (";
+    out += ", " + detail::percent(v.local_fraction()) + " on node(s) " + e.memory_nodes.to_list() + " (";
     bool first = true;
     for (const auto& [node, n] : v.pages) {
       out += (first ? "" : ", ") + std::string("node ") + std::to_string(node) + ": " + std::to_string(n);
@@ -68,22 +54,23 @@ std::string text_of(const DoctorArgs& args, const Verdict& v) {
     out += "healthy\n";
   } else {
     out += "NOT healthy:\n";
-    for (const auto& pr : v.problems) out += "  " + pr + '\n';
+    for (const auto& pr : v.problems) out += "  " + cli_spelling(pr) + '\n';
   }
   return out;
 }
 
-std::string json_of(const DoctorArgs& args, const Verdict& v) {
+std::string json_of(const Verdict& v) {
   using J = nlohmann::ordered_json;
-  const LaunchPlan& p = *v.plan;
+  const Expectation& e = v.expected;
   J j;
-  j["pid"] = args.pid;
-  j["gpu"] = p.visible_gpu;
-  j["bdf"] = std::string(p.target().address().to_string().view());
-  j["gpu_source"] = v.gpu_source;
-  j["policy"] = std::string(to_string(p.policy.kind));
-  j["expected_cpus"] = p.cpus.to_list();
-  j["memory_nodes"] = p.memory_nodes.to_list();
+  j["pid"] = v.pid;
+  j["gpu"] = e.gpu;
+  j["bdf"] = e.pci;
+  j["gpu_source"] = e.gpu_source;
+  j["plan_from"] = std::string(origin_name(e.origin));
+  j["policy"] = std::string(to_string(e.policy));
+  j["expected_cpus"] = e.cpus.to_list();
+  j["memory_nodes"] = e.memory_nodes.to_list();
   j["healthy"] = v.healthy();
   J threads = J::array();
   for (std::size_t i = 0; i < v.threads.size(); ++i) {
@@ -100,72 +87,24 @@ std::string json_of(const DoctorArgs& args, const Verdict& v) {
   J env = J::array();
   for (const auto& s : v.environment) env.push_back(J{{"name", s.name}, {"value", s.value}, {"why", std::string(s.why)}});
   j["environment"] = std::move(env);
-  j["problems"] = v.problems;
+  J problems = J::array();
+  for (const auto& p : v.problems) problems.push_back(cli_spelling(p));
+  j["problems"] = std::move(problems);
+  J notes = J::array();
+  for (const auto& n : v.notes) notes.push_back(cli_spelling(n));
+  j["notes"] = std::move(notes);
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-/// The plan of the process: its GPU from --gpu or its own environment.
-Result<LaunchPlan> plan_of(const DoctorArgs& args, const std::map<std::string, std::string>& vars, std::string& source) {
-  PlanOptions o = args.plan;
-  Environment env = environment_of(vars);
-  if (o.gpu) {
-    source = "--gpu";
-  } else {
-    auto rank = local_rank(env);
-    if (!rank) {
-      Error e = rank.error();
-      e.prepend("process " + std::to_string(args.pid) + ": ").append(", or pass --gpu N");
-      return Unexpected<Error>(e);
-    }
-    o.gpu = rank->value;
-    source = rank->source();
-  }
-  // The GPUs that process sees, unless --visible-devices says otherwise.
-  if (!o.source.visible.list) {
-    o.source.visible.use_environment = false;
-    o.source.visible.cuda_visible_devices = env("CUDA_VISIBLE_DEVICES");
-    o.source.visible.hip_visible_devices = env("HIP_VISIBLE_DEVICES");
-    o.source.visible.rocr_visible_devices = env("ROCR_VISIBLE_DEVICES");
-  }
-  return plan_binding(o, MemPolicy::none);
 }
 
 }  // namespace
 
 int run_doctor(const DoctorArgs& args) {
-  if (args.pid <= 0)
-    return report_error(make_error(Errc::invalid_argument, "--pid must be a process id above 0, not ", args.pid));
-  auto vars = process_environ(args.pid);
-  if (!vars) return report_error(vars.error());
-  Verdict v;
-  auto plan = plan_of(args, *vars, v.gpu_source);
-  if (!plan) return report_error(plan.error());
-  v.plan = &*plan;
-  auto threads = process_threads(args.pid);
-  if (!threads) return report_error(threads.error());
-  v.threads = std::move(*threads);
-  auto pages = process_pages_by_node(args.pid);
-  if (!pages) return report_error(pages.error());
-  v.pages = std::move(*pages);
-  v.environment = fighting_settings(*vars);
-
-  for (const auto& t : v.threads) {
-    bool in = t.cpus.is_subset_of(plan->cpus);
-    v.inside.push_back(in);
-    if (!in)
-      v.problems.push_back("thread " + std::to_string(t.tid) + " '" + t.name + "' may run on CPUs " +
-                           (t.cpus - plan->cpus).to_list() + " outside the plan");
-  }
-  for (const auto& [node, n] : v.pages) {
-    v.total += n;
-    if (NodeSet::valid_id(node) && plan->memory_nodes.test(node)) v.local += n;
-  }
-  if (v.total > 0 && v.local_fraction() < args.min_local)
-    v.problems.push_back(percent(1.0 - v.local_fraction()) + " of the resident pages are on nodes other than " +
-                         plan->memory_nodes.to_list() + " (--min-local " + percent(args.min_local) + ")");
-
-  write_stdout(args.format == TopoFormat::json ? json_of(args, v) + '\n' : text_of(args, v));
-  return v.healthy() ? exit_ok : exit_unhealthy;
+  if (args.options.all_gpus)
+    return report_error(make_error(Errc::invalid_argument, "gpu=all is for bind: doctor checks one process; name its GPU with gpu=N"));
+  auto v = examine_process(args.pid, args.options, DoctorOptions{.min_local = args.min_local}, cli_readers());
+  if (!v) return report_error(v.error());
+  write_stdout(args.format == TopoFormat::json ? json_of(*v) + '\n' : text_of(*v));
+  return v->healthy() ? exit_ok : exit_unhealthy;
 }
 
 }  // namespace gpuaff::cli

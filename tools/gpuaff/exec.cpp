@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "gpuaff/detail/errno.hpp"
+#include "gpuaff/launch/plan_variable.hpp"
 #include "gpuaff/policy/threads.hpp"
 #include "output.hpp"
 #include "policies.hpp"
@@ -48,20 +49,24 @@ std::string bound_text(const LaunchPlan& plan, const ProcessBinding& done, const
   if (plan.membind != MemPolicy::none) what += " nodes " + plan.memory_nodes.to_list();
   if (plan.membind != MemPolicy::none && !done.memory_applied) what += " (not applied)";
   if (!plan.nearest_nodes.empty()) what += " (no allowed CPU on node " + std::to_string(plan.node) + ": nearest)";
-  if (args.omp_threads) what += ", OMP_NUM_THREADS=" + std::to_string(threads);
+  if (args.options.omp_threads) what += ", OMP_NUM_THREADS=" + std::to_string(threads);
   for (const auto& [name, value] : plan.env) what += ", " + name + "=" + value;
   return what;
 }
 
-/// Plans and applies the binding; the command has not run yet.
+/// Applies the plan and exports what the command is given: the plan itself
+/// (GPUAFF_PLAN, for doctor), OMP_NUM_THREADS when asked, the NIC variables.
+/// The command has not run yet.
 Result<std::string> bind_for_exec(const ExecArgs& args, const LaunchPlan& plan) {
-  OnRefused on_refused = args.fallback == Fallback::unbound ? OnRefused::cpu_only : OnRefused::error;
-  PlannedOn where = reads_another_machine(args.plan.source) ? PlannedOn::another_machine : PlannedOn::this_machine;
+  const LaunchOptions& o = args.options;
+  OnRefused on_refused = o.fallback == Fallback::unbound ? OnRefused::cpu_only : OnRefused::error;
+  PlannedOn where = o.machine.another_machine() ? PlannedOn::another_machine : PlannedOn::this_machine;
   GPUAFF_TRY(ProcessBinding done, apply_plan(plan, on_refused, where));
-  for (const auto& w : done.warnings) print_line(stderr, "gpuaff: warning: " + w);
+  for (const auto& w : done.warnings) print_warning(w);
   int threads = recommended_threads(plan.topo, plan.cpus);
-  if (args.omp_threads) ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
+  if (o.omp_threads) ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
   for (const auto& [name, value] : plan.env) ::setenv(name.c_str(), value.c_str(), 1);
+  ::setenv(std::string(plan_variable).c_str(), plan_variable_value(plan).c_str(), 1);
   return bound_text(plan, done, args, threads);
 }
 
@@ -69,7 +74,8 @@ Result<std::string> bind_for_exec(const ExecArgs& args, const LaunchPlan& plan) 
 int print_dry_run(const LaunchPlan& plan, const ExecArgs& args) {
   nlohmann::ordered_json j = plan_json(plan);
   j["command"] = args.command;
-  if (args.omp_threads) j["omp_num_threads"] = recommended_threads(plan.topo, plan.cpus);
+  j["plan_variable"] = plan_variable_value(plan);
+  if (args.options.omp_threads) j["omp_num_threads"] = recommended_threads(plan.topo, plan.cpus);
   write_stdout(j.dump(2) + '\n');
   return exit_ok;
 }
@@ -77,32 +83,35 @@ int print_dry_run(const LaunchPlan& plan, const ExecArgs& args) {
 }  // namespace
 
 int run_exec(const ExecArgs& args) {
+  const LaunchOptions& o = args.options;
   if (args.command.empty()) {
     return report_error(make_error(Errc::invalid_argument, "exec needs a command after '--'; e.g. gpuaff exec "
                                                            "--local-rank -- python train.py"));
   }
-  if (args.plan.mem_nodes != MemNodes::cpu && args.membind == MemPolicy::none) {
-    return report_error(make_error(Errc::invalid_argument, "--mem-nodes ",
-                                   name_of(mem_nodes_choices, args.plan.mem_nodes),
-                                   " has no effect without a memory policy; add --membind local (or preferred, "
-                                   "interleave)"));
-  }
-  auto plan = plan_binding(args.plan, args.membind);
+  if (o.all_gpus)
+    return report_error(make_error(Errc::invalid_argument, "gpu=all is for bind: exec binds one process to one "
+                                                           "device; name it with gpu=N, pci=BDF or local_rank=true"));
+  if (!o.gpu && !o.pci && !o.local_rank)
+    return report_error(make_error(Errc::invalid_argument, "exec needs gpu=N, pci=BDF or local_rank=true; see 'gpuaff exec --help'"));
+  if (auto ok = check_apply_options(o); !ok) return report_error(ok.error());
+  LaunchStage stage = LaunchStage::plan;
+  auto plan = gpuaff::plan(o, process_environment(), cli_readers(), &stage);
   if (plan) print_warnings(*plan);
   if (args.dry_run) return plan ? print_dry_run(*plan, args) : report_error(plan.error());
   Result<std::string> bound = plan ? bind_for_exec(args, *plan) : Result<std::string>(Unexpected<Error>(plan.error()));
   if (!bound) {
+    if (plan) stage = LaunchStage::apply;
+    Error e = bound.error();
+    // The kernel's EINVAL (a CPU outside the cgroup's cpuset) is the machine
+    // refusing the binding, not a mistake in the command line.
+    if (stage == LaunchStage::apply && e.code() == Errc::invalid_argument) e = Error(Errc::empty_result, e.message(), e.sys_errno());
     // --fallback unbound covers what the machine refuses, never a usage
-    // mistake (a typo in a flag, a policy, a variable): those exit 2.
-    if (args.fallback != Fallback::unbound || bound.error().code() == Errc::invalid_argument)
-      return report_error(bound.error());
-    // A visibility list naming GPUs that are not there (CUDA_VISIBLE_DEVICES=GPU-typo) is the same kind of mistake.
-    if (!plan && plan.error().code() == Errc::not_found && visibility_list_failed(args.plan))
-      return report_error(bound.error());
-    print_line(stderr, "gpuaff: warning: " + one_line(bound.error().message()) + "; running '" +
-                           command_text(args.command) + "' unbound (--fallback unbound)");
+    // mistake (a typo in a flag, a policy, a variable, a visibility list): those exit 2.
+    if (o.fallback != Fallback::unbound || usage_mistake(e, stage)) return report_error(e);
+    print_warning(cli_spelling(one_line(e.message())) + "; running '" + command_text(args.command) +
+                  "' unbound (--fallback unbound)");
   } else if (args.verbose) {
-    print_line(stderr, "gpuaff: " + *bound + "; exec " + command_text(args.command));
+    print_line(stderr, "gpuaff: " + cli_spelling(*bound) + "; exec " + command_text(args.command));
   }
   return exec_command(args.command);
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "cli_options.hpp"
 #include "exit_codes.hpp"
 #include "gpuaff/result.hpp"
 
@@ -25,10 +26,14 @@ inline void write_stdout(std::string_view text) {
   std::fflush(stdout);
 }
 
-/// Prints "gpuaff: <message>" on stderr and returns the exit code of its class.
+/// Prints "gpuaff: <message>" on stderr, options spelled as flags, and
+/// returns the exit code of its class.
 inline int report_error(const Error& e) {
-  print_line(stderr, "gpuaff: " + std::string(e.message()));
+  print_line(stderr, "gpuaff: " + cli_spelling(e.message()));
   return exit_code(e.code());
 }
+
+/// Prints "gpuaff: warning: <text>" on stderr, options spelled as flags.
+inline void print_warning(std::string_view text) { print_line(stderr, "gpuaff: warning: " + cli_spelling(text)); }
 
 }  // namespace gpuaff::cli

@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "commands.hpp"
-#include "gpuaff/source/json.hpp"
+#include "gpuaff/source/json.hpp"  // to_json
 #include "output.hpp"
 #include "policies.hpp"
 #include "report.hpp"
@@ -19,10 +19,13 @@ bool use_color(ColorMode mode) {
 }
 
 /// One line describing the job options the table was computed with.
-std::string job_line(const PlanOptions& a) {
-  const NvidiaOptions& n = a.nvidia;
-  return "nproc " + (a.nproc > 0 ? std::to_string(a.nproc) : std::string("all")) + ", unknown node " +
-         a.unknown_node + "; NVIDIA modes: scope " + std::string(name_of(scope_choices, n.scope)) + ", smt " +
+std::string job_line(const LaunchOptions& a) {
+  const NvidiaOptions& n = a.policy.nvidia;
+  const JobOptions& j = a.job;
+  std::string unknown = j.assume_node >= 0 ? std::to_string(j.assume_node)
+                        : j.unknown_node == UnknownNode::node0 ? std::string("node0") : std::string("error");
+  return "nproc " + (j.nproc > 0 ? std::to_string(j.nproc) : std::string("all")) + ", unknown node " +
+         unknown + "; NVIDIA modes: scope " + std::string(name_of(scope_choices, n.scope)) + ", smt " +
          std::string(name_of(smt_choices, n.smt)) + ", " + (n.balanced ? "balanced" : "not balanced") +
          (n.min_cores > 0 ? ", min cores " + std::to_string(n.min_cores) : std::string()) +
          (n.max_cores > 0 ? ", max cores " + std::to_string(n.max_cores) : std::string());
@@ -31,11 +34,9 @@ std::string job_line(const PlanOptions& a) {
 }  // namespace
 
 int run_topo(const TopoArgs& args) {
-  auto spec = policy_spec(args.plan);
-  if (!spec) return report_error(spec.error());
-  auto job = job_options(args.plan);
-  if (!job) return report_error(job.error());
-  auto topo = load_topology(args.plan.source);
+  const PolicySpec* spec = &args.options.policy;
+  const JobOptions* job = &args.options.job;
+  auto topo = load(args.options, process_environment(), cli_readers(), SysfsDetail::full);
   if (!topo) return report_error(topo.error());
   if (args.format == TopoFormat::json) {
     write_stdout(to_json(*topo) + '\n');
@@ -56,7 +57,7 @@ int run_topo(const TopoArgs& args) {
     o.resolved_nodes.push_back(resolve_gpu_node(*topo, static_cast<int>(g), *job));
     o.inferred_nodes.push_back(resolve_gpu_node(*topo, static_cast<int>(g), JobOptions{.nproc = job->nproc}));
   }
-  o.job = job_line(args.plan);
+  o.job = job_line(args.options);
   write_stdout(render_report(*topo, o));
   return exit_ok;
 }

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "gpuaff/apply/affinity.hpp"
+#include "gpuaff/apply/fallback.hpp"
 #include "gpuaff/apply/mempolicy.hpp"
 #include "gpuaff/apply/scoped_affinity.hpp"
 #include "gpuaff/cpu_set.hpp"
@@ -41,12 +42,6 @@ extern char** environ;  // NOLINT: POSIX
 
 namespace gpuaff {
 inline namespace v0 {
-
-/// What to do when the binding cannot be applied.
-enum class Fallback {
-  error,    ///< do not start the child; return the error
-  unbound,  ///< start the child with the parent thread's mask, and record a warning
-};
 
 struct SpawnOptions {
   CpuSet cpus{};           ///< the child's CPUs; empty: the creating thread's current mask

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "gpuaff/apply/mempolicy.hpp"
-#include "gpuaff/apply/spawn.hpp"  // Fallback: `gpuaff exec --fallback` is the same choice as a spawn's
+#include "gpuaff/apply/fallback.hpp"  // `gpuaff exec --fallback` is the same choice as a spawn's
 #include "gpuaff/launch/launcher.hpp"
 #include "gpuaff/policy/common.hpp"
 #include "gpuaff/result.hpp"
@@ -107,21 +107,21 @@ template <class E, std::size_t N>
 Result<E> parse_choice(std::string_view option, std::string_view text, const std::array<Choice<E>, N>& choices) {
   for (const auto& c : choices)
     if (c.name == text) return c.value;
-  return fail(Errc::invalid_argument, option, " '", text.substr(0, 40), "' is not valid; use ",
-              choice_names(choices, "|"));
+  return fail(Errc::invalid_argument, option, "=", text.empty() ? std::string_view("''") : text.substr(0, 40),
+              " is not valid; use ", choice_names(choices, "|"));
 }
 
-inline Result<Scope> parse_scope(std::string_view s) { return parse_choice("--scope", s, scope_choices); }
-inline Result<Smt> parse_smt(std::string_view s) { return parse_choice("--smt", s, smt_choices); }
-inline Result<MemPolicy> parse_membind(std::string_view s) { return parse_choice("--membind", s, membind_choices); }
-inline Result<BindFormat> parse_bind_format(std::string_view s) { return parse_choice("--format", s, bind_format_choices); }
-inline Result<TopoFormat> parse_topo_format(std::string_view s) { return parse_choice("--format", s, topo_format_choices); }
-inline Result<ColorMode> parse_color(std::string_view s) { return parse_choice("--color", s, color_choices); }
-inline Result<Baseline> parse_baseline(std::string_view s) { return parse_choice("--baseline", s, baseline_choices); }
+inline Result<Scope> parse_scope(std::string_view s) { return parse_choice("scope", s, scope_choices); }
+inline Result<Smt> parse_smt(std::string_view s) { return parse_choice("smt", s, smt_choices); }
+inline Result<MemPolicy> parse_membind(std::string_view s) { return parse_choice("membind", s, membind_choices); }
+inline Result<BindFormat> parse_bind_format(std::string_view s) { return parse_choice("format", s, bind_format_choices); }
+inline Result<TopoFormat> parse_topo_format(std::string_view s) { return parse_choice("format", s, topo_format_choices); }
+inline Result<ColorMode> parse_color(std::string_view s) { return parse_choice("color", s, color_choices); }
+inline Result<Baseline> parse_baseline(std::string_view s) { return parse_choice("baseline", s, baseline_choices); }
 inline Result<Unreachable> parse_unreachable(std::string_view s) {
-  return parse_choice("--unreachable", s, unreachable_choices);
+  return parse_choice("unreachable", s, unreachable_choices);
 }
-inline Result<Fallback> parse_fallback(std::string_view s) { return parse_choice("--fallback", s, fallback_choices); }
+inline Result<Fallback> parse_fallback(std::string_view s) { return parse_choice("fallback", s, fallback_choices); }
 
 /// `--unknown-node error|node0|N`: how a GPU whose PCI numa_node is -1 is
 /// placed, set into `job` (UnknownNode::error, UnknownNode::node0, or
@@ -135,7 +135,7 @@ inline Result<JobOptions> parse_unknown_node(std::string_view s, JobOptions job 
   } else if (int n = detail::parse_count(s); n >= 0) {
     job.assume_node = n;
   } else {
-    return fail(Errc::invalid_argument, "--unknown-node '", s, "' is not valid; use error, node0 or a NUMA node id such as 1");
+    return fail(Errc::invalid_argument, "unknown_node=", s.substr(0, 40), " is not valid; use error, node0 or a NUMA node id such as 1");
   }
   return job;
 }

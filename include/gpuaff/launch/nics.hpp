@@ -61,15 +61,15 @@ inline std::vector<std::optional<NicChoice>> choose_nics(const Topology& topo) {
 inline Result<std::vector<std::pair<std::string, std::string>>> nic_environment(const Topology& topo, int gpu) {
   auto chosen = choose_nics(topo);
   if (gpu < 0 || static_cast<std::size_t>(gpu) >= chosen.size())
-    return fail(Errc::not_found, "--nic-env: no GPU ", gpu, " in ", topo.origin.view());
+    return fail(Errc::not_found, "nic_env=true: no GPU ", gpu, " in ", topo.origin.view());
   const Gpu& g = topo.gpus[static_cast<std::size_t>(gpu)];
   if (!chosen[static_cast<std::size_t>(gpu)]) {
     if (topo.nics.empty())
-      return fail(Errc::not_found, "--nic-env: ", topo.origin.view(),
-                  " lists no network device (read it from sysfs: --root or this machine, or a topo --format json "
-                  "that has \"nics\"); leave out --nic-env");
-    return fail(Errc::not_found, "--nic-env: no RDMA NIC (sys/class/infiniband) reaches GPU ", g.index, " (",
-                g.address().to_string().view(), ") in ", topo.origin.view(), "; leave out --nic-env");
+      return fail(Errc::not_found, "nic_env=true: ", topo.origin.view(),
+                  " lists no network device (read it from sysfs: root=DIR or this machine, or a JSON topology "
+                  "that has \"nics\"); leave out nic_env=true");
+    return fail(Errc::not_found, "nic_env=true: no RDMA NIC (sys/class/infiniband) reaches GPU ", g.index, " (",
+                g.address().to_string().view(), ") in ", topo.origin.view(), "; leave out nic_env=true");
   }
   const Nic& n = *chosen[static_cast<std::size_t>(gpu)]->nic;
   std::string port = std::string(n.rdma_names.front().view()) + ":" + std::to_string(n.rdma_port);

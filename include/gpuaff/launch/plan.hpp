@@ -73,6 +73,9 @@ struct LaunchPlan {
   int node = -1;          ///< the target's NUMA node (after JobOptions::unknown_node)
   MemPolicy membind = MemPolicy::none;
   std::string rank_source{};  ///< as in the request
+  /// Where the device choice came from: "LOCAL_RANK=3" (a launcher variable),
+  /// "gpu=3" or "pci=0000:17:00.0" (named by the caller).
+  std::string device_source{};
   std::string nproc_source{};  ///< "LOCAL_WORLD_SIZE=2" when the launcher's local size stood for nproc
   Baseline baseline = Baseline::affinity;
   /// Unreachable::nearest was used: the nodes whose allowed CPUs `cpus` are
@@ -108,15 +111,15 @@ inline std::string visible_gpu_list(const Topology& topo) {
 /// where the index came from and the GPUs there are.
 [[gnu::cold]] inline Unexpected<Error> no_such_gpu(const Topology& topo, const LaunchRequest& r) {
   int count = static_cast<int>(topo.gpus.size());
-  std::string why = r.rank_source.empty() ? "--gpu " + std::to_string(r.gpu) : r.rank_source;
+  std::string why = r.rank_source.empty() ? "gpu=" + std::to_string(r.gpu) : r.rank_source;
   if (count == 0) {
     return fail(Errc::not_found, "no GPU is visible in ", topo.origin.view(), " (", why,
-                "); check CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES and --visible-devices, or name a device "
-                "with --pci BDF");
+                "); check CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES and visible_devices=LIST, or name a device "
+                "with pci=BDF");
   }
   std::string hint = r.rank_source.empty()
                          ? "pick one of them"
-                         : "when the launcher gives each rank its own GPUs through *_VISIBLE_DEVICES, use --gpu 0";
+                         : "when the launcher gives each rank its own GPUs through *_VISIBLE_DEVICES, use gpu=0";
   return fail(Errc::not_found, "no GPU ", r.gpu, " (", why, "): ", count, " visible in ", topo.origin.view(), " (",
               visible_gpu_list(topo), "); ", hint);
 }
@@ -126,8 +129,8 @@ inline std::string visible_gpu_list(const Topology& topo) {
 /// limit where the process has no cgroup cpuset.
 inline Result<void> use_cgroup_baseline(Topology& topo, const std::optional<CgroupCpuset>& cgroup) {
   if (!cgroup)
-    return fail(Errc::invalid_argument, "--baseline cgroup needs the process's cgroup cpuset, which ",
-                topo.origin.view(), " does not carry; read the machine from a root (--root DIR, or this machine) "
+    return fail(Errc::invalid_argument, "baseline=cgroup needs the process's cgroup cpuset, which ",
+                topo.origin.view(), " does not carry; read the machine from a root (root=DIR, or this machine) "
                 "instead of a topology file");
   topo.allowed = cgroup->has_cpus ? cgroup->cpus : topo.online;
   topo.mems_allowed = cgroup->has_mems ? cgroup->mems : CpuSet{};
@@ -143,7 +146,7 @@ inline std::string narrowed_mask_warning(const Topology& topo, const std::option
   CpuSet usable = topo.usable();
   if (!usable.is_subset_of(wide) || usable == wide) return {};
   return "this process may run on CPUs " + usable.to_list() + " only, narrower than its cgroup's " + wide.to_list() +
-         " (" + cgroup->cpus_file + "): a launcher or taskset bound it first; pass --baseline cgroup to draw from "
+         " (" + cgroup->cpus_file + "): a launcher or taskset bound it first; pass baseline=cgroup to draw from "
          "the cgroup, or start it unbound (mpirun --bind-to none, srun --cpu-bind=none)";
 }
 
@@ -189,7 +192,7 @@ inline Result<void> use_local_size(LaunchPlan& plan, const LaunchRequest& r) {
   if (r.local_size->value > visible) {
     return fail(Errc::invalid_argument, r.local_size->source(), " (the launcher's processes on this machine) is more "
                 "than the ", visible, " GPU(s) this process sees in ", plan.topo.origin.view(),
-                "; when each process sees only its own GPU, use --gpu 0 (and --share machine), else pass --nproc N");
+                "; when each process sees only its own GPU, use gpu=0 (and share=machine), else pass nproc=N");
   }
   plan.job.nproc = r.local_size->value;
   plan.nproc_source = r.local_size->source();
@@ -204,10 +207,10 @@ inline Result<NodeSet> gpu_memory_nodes(const Topology& topo, int gpu) {
   for (int n : g.memory_nodes)
     if (NodeSet::valid_id(n)) nodes.set(n);
   if (nodes.empty())
-    return fail(Errc::not_found, "--mem-nodes gpu: GPU ", g.index, " (", g.address().to_string().view(),
+    return fail(Errc::not_found, "mem_nodes=gpu: GPU ", g.index, " (", g.address().to_string().view(),
                 ") has no memory node of its own in ", topo.origin.view(),
                 " (only GH200/GB200 in coherent mode have one: proc/driver/nvidia/gpus/BDF/numa_status); use "
-                "--mem-nodes cpu");
+                "mem_nodes=cpu");
   return nodes;
 }
 
@@ -217,8 +220,8 @@ inline Result<NodeSet> socket_memory_nodes(const Topology& topo, int node) {
   const NumaNode* n = topo.find_node(node);
   const Package* p = n == nullptr || n->cpus.empty() ? nullptr : topo.package_of_cpu(n->cpus.first());
   if (p == nullptr)
-    return fail(Errc::not_found, "--mem-nodes socket: node ", node, " has no CPU in a known package in ",
-                topo.origin.view(), "; use --mem-nodes cpu");
+    return fail(Errc::not_found, "mem_nodes=socket: node ", node, " has no CPU in a known package in ",
+                topo.origin.view(), "; use mem_nodes=cpu");
   NodeSet nodes;
   for (const auto& other : topo.nodes)
     if (other.cpus.intersects(p->cpus) && NodeSet::valid_id(other.id)) nodes.set(other.id);
@@ -226,14 +229,6 @@ inline Result<NodeSet> socket_memory_nodes(const Topology& topo, int node) {
 }
 
 }  // namespace detail
-
-/// The policies that split a node (or socket) among its GPUs, for which
-/// `--share` matters: exclusive, core-complex, single-unique,
-/// unique-interleaved, unique-contiguous.
-constexpr bool splits_among_gpus(PolicyKind k) {
-  return k == PolicyKind::exclusive || k == PolicyKind::core_complex || k == PolicyKind::single_unique ||
-         k == PolicyKind::unique_interleaved || k == PolicyKind::unique_contiguous;
-}
 
 namespace detail {
 
@@ -253,12 +248,12 @@ inline std::string splitting_policy_names() {
 inline Result<void> check_machine_share(const LaunchRequest& r) {
   if (r.share != Share::machine) return {};
   if (!splits_among_gpus(r.policy.kind))
-    return fail(Errc::invalid_argument, "--share machine applies to the policies that split a node among its GPUs (",
-                splitting_policy_names(), "), not to --policy ", to_string(r.policy.kind),
-                "; leave out --share or choose one of them");
+    return fail(Errc::invalid_argument, "share=machine applies to the policies that split a node among its GPUs (",
+                splitting_policy_names(), "), not to policy=", to_string(r.policy.kind),
+                "; leave share=machine out or choose one of them");
   if (r.job.nproc != 0)
-    return fail(Errc::invalid_argument, "--nproc ", r.job.nproc,
-                " does not apply with --share machine: every GPU of the host takes part; leave out one of them");
+    return fail(Errc::invalid_argument, "nproc=", r.job.nproc,
+                " does not apply with share=machine: every GPU of the host takes part; leave out one of them");
   return {};
 }
 
@@ -268,17 +263,17 @@ inline Result<void> check_machine_share(const LaunchRequest& r) {
 /// (no host GPU list, or the target is not in it).
 inline Result<void> plan_machine_share(LaunchPlan& plan, const PciAddress& target, bool is_gpu) {
   if (!is_gpu)
-    return fail(Errc::invalid_argument, "--share machine splits among GPUs, and ", target.to_string(),
-                " is not a GPU; leave out --share machine to bind a device by its own node");
+    return fail(Errc::invalid_argument, "share=machine splits among GPUs, and ", target.to_string(),
+                " is not a GPU; leave out share=machine to bind a device by its own node");
   const Topology& topo = plan.topo;
   if (topo.host_gpus.empty())
-    return fail(Errc::not_found, "--share machine needs every GPU of the host, and ", topo.origin.view(),
+    return fail(Errc::not_found, "share=machine needs every GPU of the host, and ", topo.origin.view(),
                 " does not list them; read the machine with a gpuaff source (sysfs, JSON, hwloc)");
   auto at = std::find_if(topo.host_gpus.begin(), topo.host_gpus.end(),
                          [&](const Gpu& g) { return g.pci.address == target; });
   if (at == topo.host_gpus.end())
     return fail(Errc::not_found, "GPU ", target.to_string(), " is not among the host's GPUs of ", topo.origin.view(),
-                "; leave out --share machine");
+                "; leave out share=machine");
   plan.topo.gpus = topo.host_gpus;
   for (std::size_t i = 0; i < plan.topo.gpus.size(); ++i) plan.topo.gpus[i].index = static_cast<int>(i);
   plan.gpu = static_cast<int>(at - topo.host_gpus.begin());
@@ -299,9 +294,9 @@ inline std::optional<std::string> one_gpu_warning(const LaunchPlan& plan) {
   auto there = on_node(topo.host_gpus);
   if (seen != 1 || there < 2) return std::nullopt;
   return "GPU " + std::to_string(plan.visible_gpu) + " is the only GPU this process sees on node " +
-         std::to_string(node) + ", which has " + std::to_string(there) + ": --policy " +
+         std::to_string(node) + ", which has " + std::to_string(there) + ": policy=" +
          std::string(to_string(plan.policy.kind)) + " leaves nothing for the node's other GPUs (it gives CPUs " +
-         plan.cpus.to_list() + "); when other processes use them, pass --share machine for disjoint slices";
+         plan.cpus.to_list() + "); when other processes use them, pass share=machine for disjoint slices";
 }
 
 /// The process's GPUs (the host's less the hidden ones) with their PCI device ids.
@@ -316,23 +311,6 @@ inline std::vector<Gpu> process_gpus_with_ids(const Topology& topo) {
 }
 
 }  // namespace detail
-
-/// The flags of NvidiaOptions (--scope, --smt, --balanced, --no-balanced,
-/// --min-cores, --max-cores) do nothing under the PyTorch policies: given
-/// there, they are a usage mistake, not something to ignore.
-/// Errors: Errc::invalid_argument naming the first such flag, the policy, and
-/// the policies it applies to.
-inline Result<void> check_nvidia_options_apply(PolicyKind kind, const std::vector<std::string>& given_flags) {
-  if (given_flags.empty() || policy_info(kind).nvidia_options) return {};
-  std::string modes;
-  for (const PolicyInfo& p : policy_registry) {
-    if (!p.nvidia_options) continue;
-    if (!modes.empty()) modes += ", ";
-    modes += p.name;
-  }
-  return fail(Errc::invalid_argument, given_flags.front(), " does not apply to --policy ", to_string(kind),
-              "; it applies to ", modes, " only: drop it or pick one of those policies");
-}
 
 /// Plans the binding of the request's device on `topo`: the baseline first
 /// (the allowed set, or the cgroup cpuset), the launcher's local size as
@@ -354,6 +332,9 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
   plan.job = request.job;
   plan.membind = request.membind;
   plan.rank_source = request.rank_source;
+  plan.device_source = !request.rank_source.empty() ? request.rank_source
+                       : request.pci               ? "pci=" + std::string(request.pci->to_string().view())
+                                                   : "gpu=" + std::to_string(request.gpu);
   plan.baseline = request.baseline;
   plan.share = request.share;
   GPUAFF_TRY_VOID(detail::check_machine_share(request));  // a usage mistake first, before what the machine says
@@ -389,7 +370,7 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
     if (!node || !detail::node_unreachable(plan.topo, *node)) return Unexpected<Error>(cpus.error());
     if (request.unreachable == Unreachable::error) {
       Error e = cpus.error();
-      e.append("; or pass --unreachable nearest to use the allowed CPUs of the closest node(s)");
+      e.append("; or pass unreachable=nearest to use the allowed CPUs of the closest node(s)");
       return Unexpected<Error>(e);
     }
     plan.node = *node;
@@ -431,7 +412,7 @@ inline Result<void> check_cpus_exist(const LaunchPlan& plan, const CpuSet& onlin
   if (plan.cpus.is_subset_of(online)) return {};
   return fail(Errc::empty_result, "CPUs ", (plan.cpus - online).to_list(), " of the binding (planned from ",
               plan.topo.origin.view(), ") do not exist here (online: ", online.to_list(),
-              "); plan from this machine (leave out --root/--topology) or run it where those CPUs exist");
+              "); plan from this machine (leave root and topology unset) or run it where those CPUs exist");
 }
 
 /// Where a plan was made, for apply_plan.
@@ -463,7 +444,7 @@ inline Result<ProcessBinding> apply_plan(const LaunchPlan& plan, OnRefused on_re
   if (now != plan.cpus) {
     return fail(Errc::empty_result, "the kernel bound this process to CPUs ", now.to_list(), " instead of ",
                 plan.cpus.to_list(), " (a cgroup cpuset or container limit excludes the others); plan from this "
-                "machine (leave out --root/--topology) or widen the container's CPU set");
+                "machine (leave root and topology unset) or widen the container's CPU set");
   }
   return applied;
 }

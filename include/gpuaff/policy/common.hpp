@@ -115,11 +115,11 @@ constexpr FixedString<48> gpu_label(const Topology& topo, int gpu) {
 constexpr Result<int> participating_gpus(const Topology& topo, const JobOptions& job) {
   int visible = static_cast<int>(topo.gpus.size());
   if (job.nproc < 0)
-    return fail(Errc::invalid_argument, "--nproc ", job.nproc,
+    return fail(Errc::invalid_argument, "nproc=", job.nproc,
                 " is negative; give the number of processes of the job on this machine, or 0 for every visible GPU");
   if (job.nproc > visible)
-    return fail(Errc::invalid_argument, "--nproc ", job.nproc, " is more than the ", visible,
-                " visible GPUs; check CUDA_VISIBLE_DEVICES / --visible-devices, or lower --nproc");
+    return fail(Errc::invalid_argument, "nproc=", job.nproc, " is more than the ", visible,
+                " visible GPUs; check CUDA_VISIBLE_DEVICES / visible_devices=LIST, or lower nproc=N");
   return job.nproc == 0 ? visible : job.nproc;
 }
 
@@ -129,14 +129,14 @@ constexpr Result<int> check_gpu(const Topology& topo, int gpu, const JobOptions&
   int visible = static_cast<int>(topo.gpus.size());
   if (visible == 0)
     return fail(Errc::not_found, "no GPU is visible in ", topo.origin.view(),
-                "; check CUDA_VISIBLE_DEVICES / --visible-devices, or name a device with --pci");
+                "; check CUDA_VISIBLE_DEVICES / visible_devices=LIST, or name a device with pci=BDF");
   if (gpu < 0 || gpu >= visible)
     return fail(Errc::not_found, "GPU ", gpu, " does not exist: ", visible, " GPUs are visible (indices 0-", visible - 1,
-                "); check --gpu / the local rank and CUDA_VISIBLE_DEVICES");
+                "); check gpu=N / the local rank and CUDA_VISIBLE_DEVICES");
   GPUAFF_TRY(int n, participating_gpus(topo, job));
   if (gpu >= n)
-    return fail(Errc::invalid_argument, "GPU ", gpu, " does not take part in the job: --nproc ", n, " makes GPUs 0-",
-                n - 1, " the job's GPUs; raise --nproc or pick a lower GPU");
+    return fail(Errc::invalid_argument, "GPU ", gpu, " does not take part in the job: nproc=", n, " makes GPUs 0-",
+                n - 1, " the job's GPUs; raise nproc=N or pick a lower GPU");
   return n;
 }
 
@@ -244,7 +244,7 @@ constexpr Unexpected<Error> no_allowed_cpu(const Topology& topo, int gpu, int no
   return fail(Errc::empty_result, policy, ": ", detail::gpu_label(topo, gpu), " is on NUMA node ", node,
               ", which has no allowed CPU (node CPUs: ", detail::cpulist_text(node_cpus),
               "; allowed CPUs: ", detail::cpulist_text(topo.usable()),
-              "); allow some CPUs of that node (taskset, cgroup cpuset) or use --fallback unbound");
+              "); allow some CPUs of that node (taskset, cgroup cpuset) or use fallback=unbound");
 }
 
 }  // namespace v0

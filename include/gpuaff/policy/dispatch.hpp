@@ -81,7 +81,10 @@ struct PolicyInfo {
   std::string_view alternate;    ///< another accepted spelling (NVIDIA's "unique_contiguous"); empty if none
   std::string_view origin;       ///< whose mode it reproduces: "PyTorch" or "NVIDIA"
   std::string_view description;  ///< one line for help text
-  bool nvidia_options;           ///< reads NvidiaOptions (--scope, --smt, --balanced, --min-cores, --max-cores)
+  bool nvidia_options;           ///< reads NvidiaOptions (scope, smt, balanced, min_cores, max_cores)
+  /// Splits a node (or socket) among its GPUs, so that which GPUs take part
+  /// (the job's, or every GPU of the host: Share) changes each GPU's share.
+  bool splits;
   /// The policy's binding of one GPU on a context, checked like gpuaff::bind.
   Result<CpuSet> (*bind)(BindingContext& ctx, int gpu, const NvidiaOptions& nvidia);
 };
@@ -89,25 +92,25 @@ struct PolicyInfo {
 /// Every built-in policy, one row each, in PolicyKind order. Adding a policy
 /// is its class, its PolicyKind and its row here.
 inline constexpr std::array policy_registry{
-    PolicyInfo{PolicyKind::node, "node", "", "PyTorch", "the allowed CPUs of the GPU's NUMA node", false,
+    PolicyInfo{PolicyKind::node, "node", "", "PyTorch", "the allowed CPUs of the GPU's NUMA node", false, false,
                detail::bind_kind<NodePolicy>},
-    PolicyInfo{PolicyKind::socket, "socket", "", "PyTorch", "the allowed CPUs of every node in the GPU's socket", false,
+    PolicyInfo{PolicyKind::socket, "socket", "", "PyTorch", "the allowed CPUs of every node in the GPU's socket", false, false,
                detail::bind_kind<SocketPolicy>},
     PolicyInfo{PolicyKind::exclusive, "exclusive", "", "PyTorch",
-               "the node's physical cores split without overlap among its GPUs", false,
+               "the node's physical cores split without overlap among its GPUs", false, true,
                detail::bind_kind<ExclusivePolicy>},
     PolicyInfo{PolicyKind::core_complex, "core-complex", "core_complex", "PyTorch",
-               "one last-level-cache group of the node per GPU", false, detail::bind_kind<CoreComplexPolicy>},
-    PolicyInfo{PolicyKind::all, "all", "", "NVIDIA", "every core of the GPU's node (or socket)", true,
+               "one last-level-cache group of the node per GPU", false, true, detail::bind_kind<CoreComplexPolicy>},
+    PolicyInfo{PolicyKind::all, "all", "", "NVIDIA", "every core of the GPU's node (or socket)", true, false,
                detail::bind_kind<AllPolicy>},
-    PolicyInfo{PolicyKind::single, "single", "", "NVIDIA", "the node's first core, shared by its GPUs", true,
+    PolicyInfo{PolicyKind::single, "single", "", "NVIDIA", "the node's first core, shared by its GPUs", true, false,
                detail::bind_kind<SinglePolicy>},
     PolicyInfo{PolicyKind::single_unique, "single-unique", "single_unique", "NVIDIA",
-               "one core of the node per GPU, none shared", true, detail::bind_kind<SingleUniquePolicy>},
+               "one core of the node per GPU, none shared", true, true, detail::bind_kind<SingleUniquePolicy>},
     PolicyInfo{PolicyKind::unique_interleaved, "unique-interleaved", "unique_interleaved", "NVIDIA",
-               "the node's cores dealt to its GPUs by stride", true, detail::bind_kind<UniqueInterleavedPolicy>},
+               "the node's cores dealt to its GPUs by stride", true, true, detail::bind_kind<UniqueInterleavedPolicy>},
     PolicyInfo{PolicyKind::unique_contiguous, "unique-contiguous", "unique_contiguous", "NVIDIA",
-               "the node's cores cut into one contiguous run per GPU (NVIDIA's default)", true,
+               "the node's cores cut into one contiguous run per GPU (NVIDIA's default)", true, true,
                detail::bind_kind<UniqueContiguousPolicy>},
 };
 
@@ -126,6 +129,9 @@ inline constexpr auto all_policy_kinds = [] {
 
 /// The registry row of `k`.
 constexpr const PolicyInfo& policy_info(PolicyKind k) { return policy_registry[static_cast<std::size_t>(k)]; }
+
+/// Whether policy `k` splits a node among its GPUs (PolicyInfo::splits).
+constexpr bool splits_among_gpus(PolicyKind k) { return policy_info(k).splits; }
 
 /// The name used on the command line: "node", "core-complex", "unique-contiguous", ...
 constexpr std::string_view to_string(PolicyKind k) {

@@ -26,7 +26,7 @@ struct ExclusivePolicy {
     if (cores.size() < static_cast<std::size_t>(node.count))
       return fail(Errc::insufficient_cores, "exclusive: only ", cores.size(), " physical cores on node ", node.node, " but ",
                   node.count, " GPUs (allowed CPUs of the node: ", detail::cpulist_text(cpus),
-                  "); use --policy node to share them, or fewer processes (--nproc)");
+                  "); use policy=node to share them, or fewer processes (nproc=N)");
     return share(cores, node.count, node.rank);
   }
 };

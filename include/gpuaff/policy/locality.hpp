@@ -48,11 +48,11 @@ constexpr Result<int> resolve_node_of(const Topology& topo, int gpu, const JobOp
   // 3. The user named the node.
   if (job.assume_node >= 0) {
     if (topo.find_node(job.assume_node) != nullptr) return job.assume_node;
-    return fail(Errc::invalid_argument, "--unknown-node ", job.assume_node,
+    return fail(Errc::invalid_argument, "unknown_node=", job.assume_node,
                 " names a NUMA node this machine does not have (nodes: ", node_ids_text(topo), ")");
   }
   if (job.assume_node < -1)
-    return fail(Errc::invalid_argument, "--unknown-node ", job.assume_node, " is not a node id (use 0 or above)");
+    return fail(Errc::invalid_argument, "unknown_node=", job.assume_node, " is not a node id (use 0 or above)");
   // 4. PyTorch's rule: node 0. Where there is no node 0 (sparse ids), the
   //    lowest-numbered node with CPUs, so that the binding is not empty.
   if (job.unknown_node == UnknownNode::node0) {
@@ -64,10 +64,10 @@ constexpr Result<int> resolve_node_of(const Topology& topo, int gpu, const JobOp
   if (d.has_local_cpus)
     return fail(Errc::unknown_locality, gpu_label(topo, gpu), " does not say which NUMA node it is on (numa_node -1, local_cpulist ",
                 cpulist_text(d.local_cpus), " matches no single node of ", topo.nodes.size(),
-                "); pass --unknown-node N to name its node, --unknown-node node0 for PyTorch's behaviour, or --fallback unbound");
+                "); pass unknown_node=N to name its node, unknown_node=node0 for PyTorch's behaviour, or fallback=unbound");
   return fail(Errc::unknown_locality, gpu_label(topo, gpu), " does not say which NUMA node it is on (numa_node -1, no local_cpulist, ",
               topo.nodes.size(),
-              " nodes); pass --unknown-node N to name its node, --unknown-node node0 for PyTorch's behaviour, or --fallback unbound");
+              " nodes); pass unknown_node=N to name its node, unknown_node=node0 for PyTorch's behaviour, or fallback=unbound");
 }
 
 }  // namespace detail

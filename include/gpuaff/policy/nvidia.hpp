@@ -29,11 +29,11 @@ namespace detail {
 /// The options' own error, before any binding: min/max cores must make sense.
 constexpr Result<void> check_nvidia_options(const NvidiaOptions& o, std::string_view mode) {
   if (o.min_cores < 0)
-    return fail(Errc::invalid_argument, mode, ": --min-cores ", o.min_cores, " is negative (0 means at least one core)");
+    return fail(Errc::invalid_argument, mode, ": min_cores=", o.min_cores, " is negative (0 means at least one core)");
   if (o.max_cores < 0)
-    return fail(Errc::invalid_argument, mode, ": --max-cores ", o.max_cores, " is negative (0 means no limit)");
+    return fail(Errc::invalid_argument, mode, ": max_cores=", o.max_cores, " is negative (0 means no limit)");
   if (o.max_cores > 0 && o.min_cores > o.max_cores)
-    return fail(Errc::invalid_argument, mode, ": --min-cores ", o.min_cores, " is above --max-cores ", o.max_cores);
+    return fail(Errc::invalid_argument, mode, ": min_cores=", o.min_cores, " is above max_cores=", o.max_cores);
   return {};
 }
 
@@ -47,8 +47,8 @@ constexpr Result<CpuSet> socket_cpus(const Topology& topo, int node) {
     for (const Package& p : topo.packages)
       if (p.cpus.intersects(n->cpus)) out |= p.cpus;
   if (out.empty())
-    return fail(Errc::not_found, "--scope socket: NUMA node ", node, " belongs to no package in ", topo.origin.view(),
-                " (no socket information); use --scope node");
+    return fail(Errc::not_found, "scope=socket: NUMA node ", node, " belongs to no package in ", topo.origin.view(),
+                " (no socket information); use scope=node");
   return out & topo.usable();
 }
 
@@ -180,7 +180,7 @@ constexpr Result<CpuSet> finish_nvidia(const Topology& topo, int gpu, int node, 
   int need = o.min_cores < 1 ? 1 : o.min_cores;
   if (static_cast<int>(count) < need)
     return fail(Errc::insufficient_cores, mode, ": ", gpu_label(topo, gpu), " (NUMA node ", node, ") gets ", count,
-                " physical cores, fewer than the minimum of ", need, "; lower --min-cores or run fewer processes");
+                " physical cores, fewer than the minimum of ", need, "; lower min_cores=N or run fewer processes");
   if (o.max_cores > 0 && count > static_cast<std::size_t>(o.max_cores)) count = static_cast<std::size_t>(o.max_cores);
   CpuSet out;
   for (std::size_t i = 0; i < count; ++i) {
@@ -200,7 +200,7 @@ enum class UniqueLayout { interleaved, contiguous };
 
 constexpr Unexpected<Error> too_few_cores(std::string_view mode, int cores, int node, int gpus) {
   return fail(Errc::insufficient_cores, mode, ": only ", cores, " physical cores on node ", node, " but ", gpus,
-              " GPUs, and each needs a core of its own; use --policy single or all to share, or fewer processes (--nproc)");
+              " GPUs, and each needs a core of its own; use policy=single or policy=all to share, or fewer processes (nproc=N)");
 }
 
 /// The fewest cores per GPU any node with participating GPUs can give
@@ -295,9 +295,9 @@ struct AllPolicy {
     }
     GPUAFF_TRY(CpuSet socket, detail::socket_cpus(topo, node));
     if (socket.empty())
-      return fail(Errc::empty_result, "all --scope socket: the socket of ", detail::gpu_label(topo, gpu), " (NUMA node ",
+      return fail(Errc::empty_result, "all scope=socket: the socket of ", detail::gpu_label(topo, gpu), " (NUMA node ",
                   node, ") has no allowed CPU (allowed CPUs: ", detail::cpulist_text(ctx.usable()), ")");
-    GPUAFF_TRY(int participating, ctx.all_gpu_nodes("all --scope socket"));
+    GPUAFF_TRY(int participating, ctx.all_gpu_nodes("all scope=socket"));
     detail::SocketOrder f = detail::socket_order(ctx, socket, participating);
     return detail::finish_nvidia(
         topo, gpu, node, f.order.size(), [&f](std::size_t i) { return detail::Pick{&f.cores, f.order[i]}; }, options, "all");
@@ -314,7 +314,7 @@ struct SinglePolicy {
   constexpr Result<CpuSet> evaluate(BindingContext& ctx, int gpu) const {
     GPUAFF_TRY_VOID(detail::check_nvidia_options(options, "single"));
     if (options.min_cores > 1)
-      return fail(Errc::invalid_argument, "single: gives one physical core per GPU, so --min-cores ", options.min_cores,
+      return fail(Errc::invalid_argument, "single: gives one physical core per GPU, so min_cores=", options.min_cores,
                   " cannot be met; use unique-contiguous or all");
     GPUAFF_TRY(int node, ctx.gpu_node(gpu));
     const CoreList& cores = ctx.cores(node);
@@ -336,7 +336,7 @@ struct SingleUniquePolicy {
     const Topology& topo = ctx.topology();
     GPUAFF_TRY_VOID(detail::check_nvidia_options(options, "single-unique"));
     if (options.min_cores > 1)
-      return fail(Errc::invalid_argument, "single-unique: gives one physical core per GPU, so --min-cores ",
+      return fail(Errc::invalid_argument, "single-unique: gives one physical core per GPU, so min_cores=",
                   options.min_cores, " cannot be met; use unique-contiguous");
     GPUAFF_TRY(NodeShare share, ctx.node_share(gpu));
     const CoreList& cores = ctx.cores(share.node);
@@ -344,7 +344,7 @@ struct SingleUniquePolicy {
     if (share.rank >= static_cast<int>(cores.size()))
       return fail(Errc::insufficient_cores, "single-unique: only ", cores.size(), " physical cores on node ", share.node,
                   " but ", share.count, " GPUs; ", detail::gpu_label(topo, gpu),
-                  " finds every core taken by a lower GPU; use --policy single to share a core, or fewer processes");
+                  " finds every core taken by a lower GPU; use policy=single to share a core, or fewer processes");
     return cores.threads(static_cast<std::size_t>(share.rank), options.smt);
   }
 };

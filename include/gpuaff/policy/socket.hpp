@@ -27,7 +27,7 @@ struct SocketPolicy {
     const Package* pkg = topo.package_of_cpu(start.first());
     if (pkg == nullptr)
       return fail(Errc::not_found, "socket: CPU ", start.first(), " of NUMA node ", node, " (", detail::gpu_label(topo, gpu),
-                  ") belongs to no package in ", topo.origin.view(), "; without socket information use --policy node");
+                  ") belongs to no package in ", topo.origin.view(), "; without socket information use policy=node");
     CpuSet out;
     for (std::size_t i = 0; i < topo.nodes.size(); ++i) {
       const CpuSet& cpus = ctx.node_cpus_at(i);

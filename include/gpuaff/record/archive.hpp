@@ -153,7 +153,7 @@ inline Result<TarSummary> write_tar(const std::filesystem::path& dir, const std:
     return fail(Errc::invalid_argument, "output '", tar_path.string(), "' is a directory; name a .tar file");
   if (std::filesystem::exists(existing) && !overwrite)
     return fail(Errc::invalid_argument, "output '", tar_path.string(),
-                "' exists; choose a new name, or pass --force to overwrite it");
+                "' exists; choose a new name, or pass force=true to overwrite it");
   auto entries = detail::tar_entries(dir);
   if (!entries) return unexpected(entries.error());
 

@@ -59,7 +59,7 @@ struct RecordSummary {
 /// variables are not applied: a recording holds every GPU.
 inline Result<RecordSummary> record_topology(const RecordOptions& options) {
   if (options.out_dir.empty())
-    return fail(Errc::invalid_argument, "no output directory given; pass --out DIR");
+    return fail(Errc::invalid_argument, "no output directory given; pass out=DIR");
   const std::string& out = options.out_dir;
   struct stat st {};
   if (::stat(out.c_str(), &st) == 0) {

@@ -131,7 +131,7 @@ inline Result<std::optional<CpuSet>> read_cgroup_set(SysfsReader& r, std::string
 /// naming the file and the root; Errc::not_found when `root` is not a directory.
 inline Result<CgroupCpuset> read_cgroup_cpuset(const std::string& root) {
   if (root.empty() || !detail::is_directory(root))
-    return fail(Errc::not_found, "topology root '", root, "' is not a directory; pass --root / or a directory made by "
+    return fail(Errc::not_found, "topology root '", root, "' is not a directory; pass root=/ or a directory made by "
                 "`gpuaff record`");
   detail::SysfsReader r(root, detail::is_host_root(root));
   CgroupCpuset out;

@@ -32,6 +32,7 @@
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/detail/fs.hpp"
 #include "gpuaff/detail/parse.hpp"
+#include "gpuaff/source/load.hpp"
 #include "gpuaff/source/visible.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/source.hpp"
@@ -261,7 +262,7 @@ inline std::string hwloc_root_problem(const std::string& root) {
     for (const char* top : {"sys", "proc"})
       if (std::string why = detail::hwloc_escape_in(real_root, top, budget); !why.empty())
         return "'" + root + "' cannot be given to hwloc safely: " + why +
-               "; use --source sysfs (which keeps every path inside the root), or remove it";
+               "; use source=sysfs (which keeps every path inside the root), or remove it";
     return {};
   }
   return "'" + root +
@@ -648,6 +649,22 @@ class HwlocSource {
 };
 
 static_assert(TopologySource<HwlocSource>);
+
+/// Reads the machine `source` names through hwloc (an XML file, a root, or
+/// this machine) with every GPU visible, plus `extra_pci`: the hwloc reader of
+/// the front door (Readers::hwloc, source/load.hpp).
+inline Result<Topology> read_hwloc_topology(const MachineSource& source, const std::vector<PciAddress>& extra_pci) {
+  VisibleDevices every_gpu{.list = std::nullopt, .use_environment = false};
+  HwlocOptions h{.visible = every_gpu, .extra_pci = extra_pci};
+  if (!source.hwloc_xml.empty()) {
+    h.input = HwlocInput::xml;
+    h.path = source.hwloc_xml;
+  } else if (!source.root.empty() && source.root != "/") {
+    h.input = HwlocInput::root;
+    h.path = source.root;
+  }
+  return HwlocSource(h).load();
+}
 
 }  // namespace v0
 }  // namespace gpuaff

@@ -633,7 +633,7 @@ inline std::vector<Gpu> host_gpus_of(const Topology& t, const std::vector<Gpu>& 
 
 inline Result<Topology> parse(const Json& doc, std::string_view origin) {
   Parser p(origin);
-  GPUAFF_TRY_VOID(p.expect(doc, "", Json::value_t::object, "a JSON object (as 'gpuaff topo --format json' writes)"));
+  GPUAFF_TRY_VOID(p.expect(doc, "", Json::value_t::object, "a JSON object (as gpuaff topo writes in JSON)"));
   Topology t;
   t.origin = origin;
   GPUAFF_TRY_VOID(parse_cpu_sets(p, doc, t));
@@ -764,7 +764,7 @@ inline Result<Topology> topology_from_json(std::string_view text, std::string_vi
     std::string_view what = e.what();
     if (auto k = what.find("] "); k != std::string_view::npos) what.remove_prefix(k + 2);
     return fail(Errc::parse_error, "topology JSON '", origin, "' is not valid JSON: ", what,
-                "; write it with 'gpuaff topo --format json'");
+                "; write it with gpuaff topo in JSON");
   }
   return detail::json::parse(doc, origin);
 }
@@ -774,7 +774,7 @@ inline Result<Topology> JsonSource::load() {
   if (int e = detail::read_whole_file(options_.path, text); e != 0) {
     return Unexpected<Error>(make_sys_error(Errc::io_error, e, "cannot read topology JSON '", options_.path, "': ",
                                             detail::errno_text(e),
-                                            "; write one with 'gpuaff topo --format json > FILE.json'"));
+                                            "; write one with gpuaff topo (its JSON format) and name that file"));
   }
   GPUAFF_TRY(Topology t, topology_from_json(text, options_.path));
 
@@ -786,6 +786,13 @@ inline Result<Topology> JsonSource::load() {
   for (std::size_t i = 0; i < visible.size(); ++i) visible[i].index = static_cast<int>(i);
   t.gpus = std::move(visible);
   return t;
+}
+
+/// Reads a JSON topology file with every GPU visible: the JSON reader of the
+/// front door (Readers::json, source/load.hpp).
+inline Result<Topology> read_json_topology(const std::string& path) {
+  return JsonSource(JsonSource::Options{.path = path, .visible = VisibleDevices{.list = std::nullopt, .use_environment = false}})
+      .load();
 }
 
 }  // namespace v0

@@ -751,10 +751,10 @@ inline Result<void> read_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o
 /// Whether `root` is this machine's `/`. Errors: the root is empty or not a directory.
 inline Result<bool> is_live_root(const std::string& root) {
   if (root.empty())
-    return fail(Errc::invalid_argument, "the topology root is empty; pass --root / or a directory made by `gpuaff record`");
+    return fail(Errc::invalid_argument, "the topology root is empty; pass root=/ or a directory made by `gpuaff record`");
   if (!is_directory(root))
     return fail(Errc::not_found, "topology root '", root,
-                "' is not a directory; pass --root / or a directory made by `gpuaff record`");
+                "' is not a directory; pass root=/ or a directory made by `gpuaff record`");
   return is_host_root(root);
 }
 

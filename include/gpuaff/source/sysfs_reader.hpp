@@ -55,8 +55,8 @@ class SysfsReader {
   }
   std::string_view hint() const {
     return live() ? "this kernel does not expose it as expected; record a working machine with `gpuaff record` and "
-                    "pass --root"
-                  : "--root must point at a recording made by `gpuaff record`";
+                    "pass root=DIR"
+                  : "root=DIR must point at a recording made by `gpuaff record`";
   }
 
   template <class... Parts>

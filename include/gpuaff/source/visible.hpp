@@ -200,7 +200,7 @@ inline Result<void> check_uuid_entry(const Selector& sel, std::string_view shown
   if (!sel.uuids)
     return fail(Errc::invalid_argument, sel.name, "='", shown, "': entry '", ex,
                 "' is a UUID, but gpuaff does not know AMD GPU UUIDs (they are not in sysfs PCI data); use indices, "
-                "or --visible-devices");
+                "or visible_devices=LIST");
   return {};
 }
 
@@ -220,7 +220,7 @@ inline Result<std::size_t> only_nvidia_gpu(const Selector& sel, std::string_view
   if (count == 1) return at;
   return fail(Errc::invalid_argument, sel.name, "='", shown, "': '", ex,
               "' is a MIG device UUID, which no file gpuaff reads maps to its GPU, and this process has ", count,
-              " NVIDIA GPUs, not one; pass --visible-devices with the parent GPU's index or GPU- UUID (nvidia-smi -L)");
+              " NVIDIA GPUs, not one; pass visible_devices=LIST with the parent GPU's index or GPU- UUID (nvidia-smi -L)");
 }
 
 /// The candidates that a list of GPU-/MIG- UUID prefixes names, in list order
@@ -347,7 +347,7 @@ inline Result<std::vector<Gpu>> select_visible_gpus(std::vector<Gpu> all, const 
   std::stable_sort(all.begin(), all.end(), [](const Gpu& a, const Gpu& b) { return a.pci.address < b.pci.address; });
   std::vector<Gpu> out;
   if (visible.list) {
-    GPUAFF_TRY(out, detail::apply_selector({"--visible-devices", "GPU", true}, *visible.list, all));
+    GPUAFF_TRY(out, detail::apply_selector({"visible_devices", "GPU", true}, *visible.list, all));
   } else {
     std::vector<Gpu> nvidia;
     std::vector<Gpu> amd;

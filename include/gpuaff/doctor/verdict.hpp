@@ -1,0 +1,177 @@
+#pragma once
+// doctor's verdict: is a running process where its plan says? The plan is the
+// one it carries (GPUAFF_PLAN, left by `gpuaff exec` and Python's bind), or,
+// when options are given or it carries none, the plan those options (or the
+// defaults) give its GPU, which the verdict then says is a guess. The CLI
+// (`gpuaff doctor`) and Python (`gpuaff.doctor`) print this value.
+
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpuaff/cpu_set.hpp"
+#include "gpuaff/doctor/doctor.hpp"
+#include "gpuaff/launch/front.hpp"
+#include "gpuaff/launch/plan_variable.hpp"
+#include "gpuaff/result.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+/// Where the plan a process is checked against came from.
+enum class PlanOrigin {
+  recorded,  ///< its own GPUAFF_PLAN: the plan that was applied
+  options,   ///< the options the caller gave
+  guess,     ///< neither: what the default options give its GPU
+};
+
+/// What the process is checked against.
+struct Expectation {
+  int gpu = -1;                 ///< visible GPU index; -1 for a PCI device that is not one
+  std::string pci{};
+  std::string gpu_source{};     ///< where the device choice came from ("LOCAL_RANK=3", "gpu=3")
+  PolicyKind policy = PolicyKind::node;
+  CpuSet cpus{};
+  NodeSet memory_nodes{};
+  PlanOrigin origin = PlanOrigin::guess;
+};
+
+/// A process, as /proc shows it, against its expectation.
+struct Verdict {
+  int pid = 0;
+  Expectation expected{};
+  std::vector<ThreadState> threads{};
+  std::vector<bool> inside{};               ///< per thread: its CPUs are within expected.cpus
+  std::map<int, long long> pages{};         ///< resident pages per node
+  long long total = 0;                      ///< resident pages
+  long long local = 0;                      ///< of them, on expected.memory_nodes
+  std::vector<FightingSetting> environment{};
+  std::vector<std::string> problems{};      ///< empty: healthy
+  std::vector<std::string> notes{};         ///< how the expectation was found
+
+  bool healthy() const { return problems.empty(); }
+  double local_fraction() const { return total > 0 ? static_cast<double>(local) / static_cast<double>(total) : 1.0; }
+};
+
+/// What doctor needs besides the options.
+struct DoctorOptions {
+  double min_local = 0.5;  ///< the least fraction of resident pages on the expected nodes that is healthy
+};
+
+namespace detail {
+
+inline std::string percent(double f) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.1f%%", f * 100.0);
+  return buf;
+}
+
+/// Whether the caller gave an option that shapes the plan (not only which machine to read).
+inline bool shapes_plan(const LaunchOptions& o) {
+  for (const auto& k : o.given)
+    if (k != "root" && k != "topology" && k != "source" && k != "hwloc_xml") return true;
+  return false;
+}
+
+inline Expectation expectation_of(const LaunchPlan& p, PlanOrigin origin) {
+  return Expectation{.gpu = p.visible_gpu,
+                     .pci = std::string(p.target().address().to_string().view()),
+                     .gpu_source = p.device_source,
+                     .policy = p.policy.kind,
+                     .cpus = p.cpus,
+                     .memory_nodes = p.memory_nodes,
+                     .origin = origin};
+}
+
+inline Expectation expectation_of(const RecordedPlan& r) {
+  return Expectation{.gpu = r.gpu,
+                     .pci = r.pci,
+                     .gpu_source = r.from,
+                     .policy = r.policy,
+                     .cpus = r.cpus,
+                     .memory_nodes = r.memory_nodes,
+                     .origin = PlanOrigin::recorded};
+}
+
+}  // namespace detail
+
+/// The verdict on what /proc said of a process, against `e`: pure.
+inline Verdict judge(int pid, Expectation e, std::vector<ThreadState> threads, std::map<int, long long> pages,
+                     const std::map<std::string, std::string>& vars, const DoctorOptions& d) {
+  Verdict v;
+  v.pid = pid;
+  v.expected = std::move(e);
+  v.threads = std::move(threads);
+  v.pages = std::move(pages);
+  v.environment = fighting_settings(vars);
+  for (const auto& t : v.threads) {
+    bool in = t.cpus.is_subset_of(v.expected.cpus);
+    v.inside.push_back(in);
+    if (!in)
+      v.problems.push_back("thread " + std::to_string(t.tid) + " '" + t.name + "' may run on CPUs " +
+                           (t.cpus - v.expected.cpus).to_list() + " outside the plan");
+  }
+  for (const auto& [node, n] : v.pages) {
+    v.total += n;
+    if (NodeSet::valid_id(node) && v.expected.memory_nodes.test(node)) v.local += n;
+  }
+  if (v.total > 0 && v.local_fraction() < d.min_local)
+    v.problems.push_back(detail::percent(1.0 - v.local_fraction()) + " of the resident pages are on nodes other than " +
+                         v.expected.memory_nodes.to_list() + " (min_local=" + detail::percent(d.min_local) + ")");
+  return v;
+}
+
+/// Checks process `pid`: against its GPUAFF_PLAN when it carries one and
+/// `o` shapes no plan (only the machine may be named); otherwise against the
+/// plan `o` gives the GPU it names, or the process's own local rank, in the
+/// process's environment (its *_VISIBLE_DEVICES).
+/// Errors: those of process_environ, process_threads, process_pages_by_node,
+/// parse_plan_variable and plan(), prefixed with the process.
+inline Result<Verdict> examine_process(int pid, const LaunchOptions& o, const DoctorOptions& d = {},
+                                       const Readers& readers = {}) {
+  if (pid <= 0) return fail(Errc::invalid_argument, "pid=", pid, " is not a process id (above 0)");
+  GPUAFF_TRY(auto vars, process_environ(pid));
+  Expectation e;
+  std::vector<std::string> notes;
+  auto recorded = vars.find(std::string(plan_variable));
+  if (recorded != vars.end() && !detail::shapes_plan(o)) {
+    auto r = parse_plan_variable(recorded->second);
+    if (!r) {
+      Error err = r.error();
+      err.prepend("process " + std::to_string(pid) + ": ").append("; pass policy=P (and gpu=N) to check it against a plan");
+      return Unexpected<Error>(err);
+    }
+    e = detail::expectation_of(*r);
+    notes.push_back("checked against the plan it was bound with (" + std::string(plan_variable) + ")");
+  } else {
+    LaunchOptions mine = o;
+    if (!mine.gpu && !mine.pci) mine.local_rank = true;  // its own rank variable
+    Environment env = environment_of(vars);
+    auto p = plan(mine, env, readers);
+    if (!p) {
+      Error err = p.error();
+      err.prepend("process " + std::to_string(pid) + ": ");
+      return Unexpected<Error>(err);
+    }
+    PlanOrigin origin = detail::shapes_plan(o) ? PlanOrigin::options : PlanOrigin::guess;
+    e = detail::expectation_of(*p, origin);
+    if (origin == PlanOrigin::guess)
+      notes.push_back("it carries no " + std::string(plan_variable) + " (it was not started by gpuaff exec or "
+                      "gpuaff.bind): checked against what policy=" + std::string(to_string(o.policy.kind)) +
+                      " gives its GPU, a guess; pass policy=P and its options to check the plan it was meant to have");
+    else if (recorded != vars.end())
+      notes.push_back("checked against the options given, not the " + std::string(plan_variable) + " it carries");
+  }
+  GPUAFF_TRY(auto threads, process_threads(pid));
+  GPUAFF_TRY(auto pages, process_pages_by_node(pid));
+  Verdict v = judge(pid, std::move(e), std::move(threads), std::move(pages), vars, d);
+  v.notes = std::move(notes);
+  return v;
+}
+
+}  // namespace v0
+}  // namespace gpuaff

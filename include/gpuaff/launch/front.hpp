@@ -1,0 +1,217 @@
+#pragma once
+// The front door: from what a user asks (LaunchOptions, launch/options.hpp)
+// and the process's environment to a checked plan, in the library. The CLI's
+// bind, exec and doctor and the Python module are thin over these functions:
+//
+//   LaunchOptions o;                                // or set_option(o, "policy", "exclusive"), ...
+//   o.local_rank = true;
+//   LaunchStage stage;
+//   auto p = gpuaff::plan(o, process_environment(), Readers{}, &stage);
+//   if (p) apply_plan(*p, ...); else if (usage_mistake(p.error(), stage)) ...
+//
+// Every failure says at which stage it happened, so that a caller can tell a
+// usage mistake (a bad option, a malformed or wrong visibility list) from
+// what the machine refuses without reading the machine again.
+
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpuaff/launch/launcher.hpp"
+#include "gpuaff/launch/options.hpp"
+#include "gpuaff/launch/plan.hpp"
+#include "gpuaff/source/cgroup.hpp"
+#include "gpuaff/source/load.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+/// Where a launch failed.
+enum class LaunchStage {
+  options,     ///< the options or the launcher's variables are wrong (a usage mistake)
+  machine,     ///< the machine cannot be read
+  device,      ///< a named PCI device is not there
+  visibility,  ///< the visibility list is malformed or names GPUs that are not there (a usage mistake)
+  plan,        ///< the machine cannot give the binding (no such GPU, empty result, too few cores, ...)
+  apply,       ///< the kernel refused the binding
+};
+
+/// Whether a failure is the user's mistake rather than the machine's answer:
+/// a fallback (run unbound) may cover the machine's answer, never a mistake.
+constexpr bool usage_mistake(const Error& e, LaunchStage stage) {
+  if (stage == LaunchStage::options || stage == LaunchStage::visibility) return true;
+  return e.code() == Errc::invalid_argument && stage != LaunchStage::apply;
+}
+
+namespace detail {
+
+inline Unexpected<Error> staged(Error e, LaunchStage stage, LaunchStage* failed_at) {
+  if (failed_at != nullptr) *failed_at = stage;
+  return Unexpected<Error>(std::move(e));
+}
+
+constexpr LaunchStage stage_of(LoadStage s) {
+  switch (s) {
+    case LoadStage::machine: return LaunchStage::machine;
+    case LoadStage::device: return LaunchStage::device;
+    case LoadStage::visibility: return LaunchStage::visibility;
+  }
+  return LaunchStage::machine;
+}
+
+/// The cgroup cpuset of the machine the options read (a root, or this
+/// machine); nullopt for a JSON or XML file, which carries none. Under
+/// Baseline::affinity it only feeds a warning, so an unreadable one is
+/// nullopt there; under Baseline::cgroup that is the error.
+inline Result<std::optional<CgroupCpuset>> cgroup_of(const LaunchOptions& o) {
+  if (!o.machine.topology.empty() || !o.machine.hwloc_xml.empty()) return std::optional<CgroupCpuset>{};
+  auto cgroup = read_cgroup_cpuset(o.machine.root_or_live());
+  if (!cgroup) {
+    if (o.baseline == Baseline::affinity) return std::optional<CgroupCpuset>{};
+    Error e = cgroup.error();
+    e.prepend("baseline=cgroup: ");
+    return Unexpected<Error>(e);
+  }
+  return std::optional<CgroupCpuset>(std::move(*cgroup));
+}
+
+}  // namespace detail
+
+/// The visibility list and variables the options and the environment give:
+/// `visible_devices` when set, else CUDA_/HIP_/ROCR_VISIBLE_DEVICES of `env`.
+inline VisibleDevices visible_devices_of(const LaunchOptions& o, const Environment& env) {
+  return VisibleDevices{.list = o.visible_devices,
+                        .use_environment = false,
+                        .cuda_visible_devices = env("CUDA_VISIBLE_DEVICES"),
+                        .hip_visible_devices = env("HIP_VISIBLE_DEVICES"),
+                        .rocr_visible_devices = env("ROCR_VISIBLE_DEVICES"),
+                        .cuda_device_order = env("CUDA_DEVICE_ORDER").value_or(std::string())};
+}
+
+/// What loading the machine of `o` reads: every file with SysfsDetail::full
+/// (topo), or what a binding needs (the nearest node needs the distances, the
+/// NICs and the GPU's memory nodes come with a full read).
+inline LoadRequest load_request(const LaunchOptions& o, const Environment& env, const Readers& readers,
+                                SysfsDetail detail) {
+  LoadRequest r{.source = o.machine, .visible = visible_devices_of(o, env), .detail = detail, .readers = readers};
+  if (o.pci) r.extra_pci.push_back(*o.pci);
+  return r;
+}
+
+/// The detail a plan of `o` needs from the sysfs reader.
+inline SysfsDetail plan_detail(const LaunchOptions& o) {
+  bool full = o.unreachable == Unreachable::nearest || o.nic_env || o.mem_nodes == MemNodes::gpu;
+  return full ? SysfsDetail::full : SysfsDetail::binding;
+}
+
+/// The machine `o` names, its visible GPUs selected.
+/// Errors: those of check_options (LaunchStage::options) and load_machine.
+inline Result<Topology> load(const LaunchOptions& o, const Environment& env = process_environment(),
+                             const Readers& readers = {}, SysfsDetail detail = SysfsDetail::full,
+                             LaunchStage* failed_at = nullptr) {
+  if (auto ok = check_options(o); !ok) return detail::staged(ok.error(), LaunchStage::options, failed_at);
+  LoadStage stage = LoadStage::machine;
+  auto topo = load_machine(load_request(o, env, readers, detail), &stage);
+  if (!topo) return detail::staged(topo.error(), detail::stage_of(stage), failed_at);
+  return topo;
+}
+
+/// The request make_plan() takes, from the options and the launcher's
+/// variables (local rank and local size under `local_rank`).
+/// Errors (LaunchStage::options): Errc::invalid_argument for a missing or
+/// malformed launcher variable, or the cgroup baseline's errors.
+inline Result<LaunchRequest> launch_request(const LaunchOptions& o, const Environment& env) {
+  LaunchRequest r{.pci = o.pci, .gpu = o.gpu.value_or(0), .policy = o.policy, .job = o.job, .membind = o.membind};
+  r.baseline = o.baseline;
+  r.unreachable = o.unreachable;
+  r.share = o.share;
+  r.cuda_device_order = env("CUDA_DEVICE_ORDER").value_or(std::string());
+  r.nic_env = o.nic_env;
+  r.mem_nodes = o.mem_nodes;
+  if (o.local_rank) {
+    auto rank = local_rank(env);
+    if (!rank) {
+      Error e = rank.error();
+      e.prepend("local_rank=true: ").append("; or pass gpu=N");
+      return Unexpected<Error>(e);
+    }
+    r.gpu = rank->value;
+    r.rank_source = rank->source();
+    auto size = local_size(env);  // stands for nproc; a malformed one is a usage mistake
+    if (!size) {
+      Error e = size.error();
+      e.prepend("local_rank=true: ").append("; or pass nproc=N");
+      return Unexpected<Error>(e);
+    }
+    r.local_size = *size;
+  }
+  return r;
+}
+
+namespace detail {
+
+inline Result<std::pair<Topology, LaunchRequest>> prepare(const LaunchOptions& o, const Environment& env,
+                                                          const Readers& readers, LaunchStage* failed_at) {
+  if (auto ok = check_options(o); !ok) return staged(ok.error(), LaunchStage::options, failed_at);
+  auto request = launch_request(o, env);
+  if (!request) return staged(request.error(), LaunchStage::options, failed_at);
+  auto cgroup = cgroup_of(o);
+  if (!cgroup) return staged(cgroup.error(), LaunchStage::machine, failed_at);
+  request->cgroup = std::move(*cgroup);
+  GPUAFF_TRY(Topology topo, load(o, env, readers, plan_detail(o), failed_at));
+  return std::pair<Topology, LaunchRequest>{std::move(topo), std::move(*request)};
+}
+
+}  // namespace detail
+
+/// The plan of the device `o` names (gpu, pci or local_rank; GPU 0 when none
+/// is named) on the machine it names, in the environment `env`.
+/// Errors: those of load() and make_plan(), with the stage in `*failed_at`.
+inline Result<LaunchPlan> plan(const LaunchOptions& o, const Environment& env = process_environment(),
+                               const Readers& readers = {}, LaunchStage* failed_at = nullptr) {
+  GPUAFF_TRY(auto prepared, detail::prepare(o, env, readers, failed_at));
+  auto p = make_plan(std::move(prepared.first), prepared.second);
+  if (!p) return detail::staged(p.error(), LaunchStage::plan, failed_at);
+  return p;
+}
+
+/// The plan of every GPU that takes part (0..nproc-1, or every visible GPU),
+/// from one load.
+/// Errors: those of plan(); Errc::not_found when no GPU is visible.
+inline Result<std::vector<LaunchPlan>> plan_every_gpu(const LaunchOptions& o,
+                                                      const Environment& env = process_environment(),
+                                                      const Readers& readers = {}, LaunchStage* failed_at = nullptr) {
+  GPUAFF_TRY(auto prepared, detail::prepare(o, env, readers, failed_at));
+  auto& [topo, request] = prepared;
+  int count = static_cast<int>(topo.gpus.size());
+  if (count == 0)
+    return detail::staged(make_error(Errc::not_found, "no GPU is visible in ", topo.origin.view(),
+                                     " (gpu=all); check CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES and "
+                                     "visible_devices=LIST"),
+                          LaunchStage::plan, failed_at);
+  if (request.job.nproc > 0 && request.job.nproc < count) count = request.job.nproc;
+  std::vector<LaunchPlan> plans;
+  for (int g = 0; g < count; ++g) {
+    request.gpu = g;
+    auto p = make_plan(topo, request);
+    if (!p) return detail::staged(p.error(), LaunchStage::plan, failed_at);
+    plans.push_back(std::move(*p));
+  }
+  return plans;
+}
+
+/// The checks of a plan that is to be applied (exec, Python's bind): a
+/// memory node choice needs a memory policy to act on.
+/// Errors: Errc::invalid_argument.
+inline Result<void> check_apply_options(const LaunchOptions& o) {
+  if (o.mem_nodes != MemNodes::cpu && o.membind == MemPolicy::none)
+    return fail(Errc::invalid_argument, "mem_nodes=", name_of(mem_nodes_choices, o.mem_nodes),
+                " has no effect without a memory policy; add membind=local (or preferred, interleave)");
+  return {};
+}
+
+}  // namespace v0
+}  // namespace gpuaff

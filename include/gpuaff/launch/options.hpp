@@ -1,0 +1,411 @@
+#pragma once
+// What a user asks a launch for, as one value (LaunchOptions), and the one
+// table that describes each option once: its key (the LaunchOptions member,
+// also the Python keyword), its command-line flag, its value, default, the
+// commands it belongs to and its help line. The CLI registers its flags from
+// this table, the Python module checks its keywords against it and its stubs
+// are checked against it, and docs/cli.md and docs/python.md are compared
+// with it by a test. Adding an option is a row here and the code that uses it.
+//
+// Messages: the library names an option the way this table keys it, always
+// with a value, `nproc=4` or `unreachable=nearest` (a flag: `nic_env=true`).
+// spell_options() rewrites those words for a front end: `--nproc 4` for the
+// command line, `nproc=4` / `unreachable='nearest'` for Python.
+
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuaff/apply/fallback.hpp"
+#include "gpuaff/apply/mempolicy.hpp"
+#include "gpuaff/launch/choices.hpp"
+#include "gpuaff/policy/dispatch.hpp"
+#include "gpuaff/result.hpp"
+#include "gpuaff/source/load.hpp"
+#include "gpuaff/topology.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+/// Everything a launch can be asked for. Defaults are the command line's.
+/// Set members directly from C++, or by key and text with set_option() (what
+/// the CLI and Python do: the same checks and the same words).
+struct LaunchOptions {
+  // Which machine.
+  MachineSource machine{};                      ///< root, topology, source (reader), hwloc_xml
+  std::optional<std::string> visible_devices{}; ///< overrides CUDA_/HIP_/ROCR_VISIBLE_DEVICES
+  // Which device: one of gpu, all_gpus, pci, local_rank.
+  std::optional<int> gpu{};          ///< a visible GPU index
+  bool all_gpus = false;             ///< every GPU that takes part (plan_every_gpu)
+  std::optional<PciAddress> pci{};   ///< any PCI device, a NIC too
+  bool local_rank = false;           ///< the GPU is the launcher's local rank (launch/launcher.hpp)
+  // The policy and the job.
+  PolicySpec policy{};               ///< kind and the NVIDIA modes' options
+  JobOptions job{};                  ///< nproc, unknown_node
+  Share share = Share::visible;
+  Baseline baseline = Baseline::affinity;
+  Unreachable unreachable = Unreachable::error;
+  // Memory and what the command is given.
+  MemPolicy membind = MemPolicy::none;
+  MemNodes mem_nodes = MemNodes::cpu;
+  bool nic_env = false;              ///< export the GPU's RDMA NIC (launch/nics.hpp)
+  bool omp_threads = false;          ///< export OMP_NUM_THREADS = recommended threads
+  Fallback fallback = Fallback::error;  ///< when the machine refuses the binding
+  /// The keys set through set_option, in order: the NVIDIA modes' options given
+  /// under another policy are a mistake, even when they hold their default.
+  std::vector<std::string> given{};
+
+  bool was_given(std::string_view key) const {
+    for (const auto& k : given)
+      if (k == key) return true;
+    return false;
+  }
+};
+
+/// The commands an option belongs to (a bit set).
+enum OptionCommand : unsigned {
+  for_bind = 1u,
+  for_exec = 2u,
+  for_topo = 4u,
+  for_doctor = 8u,
+  for_record = 16u,
+  for_python = 32u,  ///< a keyword of gpuaff.plan/bind/bound/use_executable
+};
+
+/// What an option's value is.
+enum class OptionType {
+  flag,      ///< no value on the command line; True/False in Python
+  count,     ///< a non-negative decimal integer
+  positive,  ///< a positive decimal integer
+  text,      ///< a word or list (a policy, a visibility list, a PCI address)
+  path,      ///< a file or directory: never empty
+  choice,    ///< one of the words of `choices`
+  fraction,  ///< a decimal number in [0, 1]
+};
+
+/// One option, described once.
+struct OptionInfo {
+  std::string_view key;         ///< LaunchOptions member and Python keyword: "min_cores"
+  std::string_view flag;        ///< "--min-cores"
+  std::string_view value_name;  ///< "N", "DIR", ...; the choices for a choice
+  OptionType type;
+  unsigned commands;            ///< OptionCommand bits
+  std::string_view default_text;  ///< as --help and the docs show it; "" for none
+  std::string_view help;
+  /// Sets the option from its text (flags: "true" or "false").
+  /// Errors: Errc::invalid_argument naming the option, the value and what is valid.
+  Result<void> (*set)(LaunchOptions&, std::string_view) = nullptr;
+  std::string_view negation{};  ///< a second flag that sets it to false ("--no-balanced")
+};
+
+namespace detail {
+
+/// "key=text" for a message: the option as the library names it.
+inline std::string option_word(std::string_view key, std::string_view text) {
+  return std::string(key) + "=" + std::string(text.substr(0, 60));
+}
+
+inline Unexpected<Error> bad_option(std::string_view key, std::string_view text, std::string_view what) {
+  return fail(Errc::invalid_argument, option_word(key, text.empty() ? std::string_view("''") : text), " is not ", what);
+}
+
+/// A decimal integer of at most 9 digits, at least `least`.
+inline Result<int> option_int(std::string_view key, std::string_view text, int least) {
+  int v = parse_count(text);
+  if (v < 0) {
+    if (!text.empty() && is_decimal(text))
+      return fail(Errc::invalid_argument, option_word(key, text), " is out of range: at most 999999999");
+    return bad_option(key, text, least > 0 ? "a positive integer" : "a non-negative integer");
+  }
+  if (v < least)
+    return fail(Errc::invalid_argument, option_word(key, text), " is not allowed: at least ", least,
+                " (leave it unset for its default)");
+  return v;
+}
+
+inline Result<bool> option_flag(std::string_view key, std::string_view text) {
+  if (text == "true") return true;
+  if (text == "false") return false;
+  return bad_option(key, text, "true or false");
+}
+
+inline Result<std::string> option_path(std::string_view key, std::string_view text) {
+  if (text.empty())
+    return fail(Errc::invalid_argument, key, "='' is not a path (an unset variable?); leave ", key,
+                " unset for its default");
+  if (text.find('\0') != std::string_view::npos)
+    return fail(Errc::invalid_argument, key, " holds a NUL byte, which no path can hold");
+  return std::string(text);
+}
+
+template <class E, std::size_t N>
+Result<E> option_choice(std::string_view key, std::string_view text, const std::array<Choice<E>, N>& choices) {
+  for (const auto& c : choices)
+    if (c.name == text) return c.value;
+  return fail(Errc::invalid_argument, option_word(key, text), " is not valid; use one of ", choice_names(choices, ", "));
+}
+
+// Setters, one per key; `o.given` is filled by set_option.
+#define GPUAFF_OPTION_SETTER(name, body) \
+  inline Result<void> name(LaunchOptions& o, std::string_view t) { body return {}; }
+
+GPUAFF_OPTION_SETTER(set_root, { GPUAFF_TRY(o.machine.root, option_path("root", t)); })
+GPUAFF_OPTION_SETTER(set_topology, { GPUAFF_TRY(o.machine.topology, option_path("topology", t)); })
+GPUAFF_OPTION_SETTER(set_hwloc_xml, { GPUAFF_TRY(o.machine.hwloc_xml, option_path("hwloc_xml", t)); })
+GPUAFF_OPTION_SETTER(set_source, {
+  if (t != "sysfs" && t != "hwloc") return bad_option("source", t, "a reader; use sysfs or hwloc");
+  o.machine.reader = std::string(t);
+})
+GPUAFF_OPTION_SETTER(set_visible_devices, {
+  if (t.find('\0') != std::string_view::npos) return bad_option("visible_devices", "LIST", "valid: it holds a NUL byte");
+  o.visible_devices = std::string(t);
+})
+GPUAFF_OPTION_SETTER(set_gpu, {
+  if (t == "all") {
+    o.all_gpus = true;
+  } else {
+    GPUAFF_TRY(o.gpu, option_int("gpu", t, 0));
+  }
+})
+GPUAFF_OPTION_SETTER(set_pci, {
+  if (t.empty()) return fail(Errc::invalid_argument, "pci='' names no device (an unset variable?); give a PCI address such as 0000:17:00.0");
+  auto a = PciAddress::parse(t);
+  if (!a) return fail(Errc::invalid_argument, "pci=", t.substr(0, 60), ": ", a.error().message());
+  o.pci = *a;
+})
+GPUAFF_OPTION_SETTER(set_local_rank, { GPUAFF_TRY(o.local_rank, option_flag("local_rank", t)); })
+GPUAFF_OPTION_SETTER(set_policy, {
+  auto k = parse_policy(t);
+  if (!k) return Unexpected<Error>(k.error());
+  o.policy.kind = *k;
+})
+GPUAFF_OPTION_SETTER(set_scope, { GPUAFF_TRY(o.policy.nvidia.scope, option_choice("scope", t, scope_choices)); })
+GPUAFF_OPTION_SETTER(set_smt, { GPUAFF_TRY(o.policy.nvidia.smt, option_choice("smt", t, smt_choices)); })
+GPUAFF_OPTION_SETTER(set_balanced, { GPUAFF_TRY(o.policy.nvidia.balanced, option_flag("balanced", t)); })
+GPUAFF_OPTION_SETTER(set_min_cores, { GPUAFF_TRY(o.policy.nvidia.min_cores, option_int("min_cores", t, 0)); })
+GPUAFF_OPTION_SETTER(set_max_cores, { GPUAFF_TRY(o.policy.nvidia.max_cores, option_int("max_cores", t, 1)); })
+GPUAFF_OPTION_SETTER(set_nproc, { GPUAFF_TRY(o.job.nproc, option_int("nproc", t, 1)); })
+GPUAFF_OPTION_SETTER(set_unknown_node, { GPUAFF_TRY(o.job, parse_unknown_node(t, o.job)); })
+GPUAFF_OPTION_SETTER(set_share, { GPUAFF_TRY(o.share, option_choice("share", t, share_choices)); })
+GPUAFF_OPTION_SETTER(set_baseline, { GPUAFF_TRY(o.baseline, option_choice("baseline", t, baseline_choices)); })
+GPUAFF_OPTION_SETTER(set_unreachable, { GPUAFF_TRY(o.unreachable, option_choice("unreachable", t, unreachable_choices)); })
+GPUAFF_OPTION_SETTER(set_membind, { GPUAFF_TRY(o.membind, option_choice("membind", t, membind_choices)); })
+GPUAFF_OPTION_SETTER(set_mem_nodes, { GPUAFF_TRY(o.mem_nodes, option_choice("mem_nodes", t, mem_nodes_choices)); })
+GPUAFF_OPTION_SETTER(set_nic_env, { GPUAFF_TRY(o.nic_env, option_flag("nic_env", t)); })
+GPUAFF_OPTION_SETTER(set_omp_threads, { GPUAFF_TRY(o.omp_threads, option_flag("omp_threads", t)); })
+GPUAFF_OPTION_SETTER(set_fallback, { GPUAFF_TRY(o.fallback, option_choice("fallback", t, fallback_choices)); })
+#undef GPUAFF_OPTION_SETTER
+
+inline constexpr unsigned launch_commands = for_bind | for_exec | for_python;
+inline constexpr unsigned every_plan_command = for_bind | for_exec | for_topo | for_doctor | for_python;
+
+}  // namespace detail
+
+/// Every option of a launch, in the order --help and the docs show them.
+inline const std::array<OptionInfo, 25> launch_options{{
+    {"root", "--root", "DIR", OptionType::path, detail::every_plan_command, "this machine",
+     "read the machine from a recorded root (a directory laid out like /, made by gpuaff record)", detail::set_root},
+    {"topology", "--topology", "FILE.json", OptionType::path, detail::every_plan_command, "",
+     "read the machine from a JSON file written by gpuaff topo --format json", detail::set_topology},
+    {"source", "--source", "sysfs|hwloc", OptionType::text, detail::every_plan_command, "sysfs",
+     "which reader reads the root or this machine: sysfs (gpuaff's own) or hwloc (gpuaff-hwloc only; docs/hwloc.md)",
+     detail::set_source},
+    {"hwloc_xml", "--hwloc-xml", "FILE.xml", OptionType::path, detail::every_plan_command, "",
+     "read the machine from an hwloc XML file (lstopo --of xml; gpuaff-hwloc only)", detail::set_hwloc_xml},
+    {"visible_devices", "--visible-devices", "LIST", OptionType::text, detail::every_plan_command, "",
+     "the GPUs the job sees, like CUDA_VISIBLE_DEVICES (indices or GPU-/MIG- UUID prefixes); overrides "
+     "CUDA_/HIP_/ROCR_VISIBLE_DEVICES",
+     detail::set_visible_devices},
+    {"gpu", "--gpu", "N", OptionType::count, for_bind | for_exec | for_doctor | for_python, "",
+     "the GPU: its index among the visible GPUs (bind also takes all: one result per GPU; doctor: default its own "
+     "local rank)",
+     detail::set_gpu},
+    {"pci", "--pci", "BDF", OptionType::text, detail::launch_commands, "",
+     "the device by PCI address (any device, a NIC too)", detail::set_pci},
+    {"local_rank", "--local-rank", "", OptionType::flag, for_exec | for_python, "",
+     "the GPU index is the launcher's local rank: the first set of LOCAL_RANK, SLURM_LOCALID, "
+     "OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, PMI_LOCAL_RANK, PALS_LOCAL_RANKID",
+     detail::set_local_rank},
+    {"policy", "--policy", "P", OptionType::text, detail::every_plan_command, "node",
+     "the binding policy (topo: the one its picture draws, default exclusive); see Policies", detail::set_policy},
+    {"scope", "--scope", "node|socket", OptionType::choice, detail::every_plan_command, "node",
+     "NVIDIA modes: the GPU's node or its whole socket", detail::set_scope},
+    {"smt", "--smt", "all|one", OptionType::choice, detail::every_plan_command, "all",
+     "NVIDIA modes: every hardware thread of a chosen core, or one", detail::set_smt},
+    {"balanced", "--balanced", "", OptionType::flag, detail::every_plan_command, "true",
+     "NVIDIA modes: every GPU gets the same number of cores; --no-balanced: each node's GPUs split that node's "
+     "cores",
+     detail::set_balanced, "--no-balanced"},
+    {"min_cores", "--min-cores", "N", OptionType::count, detail::every_plan_command, "0",
+     "NVIDIA modes: fail when a GPU gets fewer physical cores", detail::set_min_cores},
+    {"max_cores", "--max-cores", "N", OptionType::positive, detail::every_plan_command, "no limit",
+     "NVIDIA modes: keep at most N physical cores per GPU", detail::set_max_cores},
+    {"nproc", "--nproc", "N", OptionType::positive, detail::every_plan_command, "all",
+     "only GPUs 0..N-1 take part (the job's processes on this machine); under --local-rank the launcher's local "
+     "size stands for it",
+     detail::set_nproc},
+    {"unknown_node", "--unknown-node", "error|node0|N", OptionType::text, detail::every_plan_command, "error",
+     "GPUs whose PCI numa_node is -1 (VMs): error, node0 (as PyTorch does), or a node id N", detail::set_unknown_node},
+    {"share", "--share", "visible|machine", OptionType::choice, detail::launch_commands | for_doctor, "visible",
+     "policies that split a node among GPUs: split among the GPUs that take part (visible), or among every GPU of "
+     "the host (machine: processes that each see one GPU get disjoint slices)",
+     detail::set_share},
+    {"baseline", "--baseline", "affinity|cgroup", OptionType::choice, detail::launch_commands | for_doctor, "affinity",
+     "the CPUs bindings are drawn from: affinity (the allowed set a launcher or taskset left) or cgroup (the "
+     "cgroup cpuset, ignoring a narrower mask set by mpirun or srun)",
+     detail::set_baseline},
+    {"unreachable", "--unreachable", "error|nearest", OptionType::choice, detail::launch_commands | for_doctor, "error",
+     "when no allowed CPU is on the GPU's node (a pod on the other socket): error, or nearest (the allowed CPUs "
+     "of the closest node(s) by NUMA distance)",
+     detail::set_unreachable},
+    {"membind", "--membind", "none|local|bind|preferred|interleave", OptionType::choice, detail::launch_commands, "none",
+     "memory policy over the GPU's node(s): none (the kernel's first touch), local (strict, as numactl's "
+     "membind does; bind is a synonym), preferred, interleave",
+     detail::set_membind},
+    {"mem_nodes", "--mem-nodes", "cpu|gpu|socket", OptionType::choice, detail::launch_commands | for_doctor, "cpu",
+     "the nodes memory is bound to: cpu (the GPU's CPU node), gpu (the GPU's own memory nodes: GH200/GB200 "
+     "coherent mode), socket (every CPU node of the GPU's socket)",
+     detail::set_mem_nodes},
+    {"nic_env", "--nic-env", "", OptionType::flag, detail::launch_commands, "",
+     "export the GPU's RDMA NIC (nearest PCIe path, shared fairly) as NCCL_IB_HCA, UCX_NET_DEVICES, "
+     "NVSHMEM_HCA_LIST (bind shows them under \"env\" with --format json)",
+     detail::set_nic_env},
+    {"omp_threads", "--omp-threads", "", OptionType::flag, for_exec | for_python, "",
+     "export OMP_NUM_THREADS = the binding's recommended thread count (its physical cores)", detail::set_omp_threads},
+    {"fallback", "--fallback", "error|unbound", OptionType::choice, for_exec | for_python, "error",
+     "when the machine refuses the binding: error, or unbound (one warning line, then run anyway; a refused memory "
+     "policy keeps the CPU binding). Usage mistakes always fail",
+     detail::set_fallback},
+    {"all_gpus", "", "", OptionType::flag, 0u, "",
+     "every GPU that takes part (gpu=all on the command line)", nullptr},
+}};
+
+/// The row of `key` in launch_options, or nullptr.
+inline const OptionInfo* find_option(std::string_view key) {
+  for (const auto& o : launch_options)
+    if (o.key == key) return &o;
+  return nullptr;
+}
+
+/// Sets option `key` from its text, with the checks the command line applies.
+/// Errors: Errc::invalid_argument for an unknown key or a bad value.
+inline Result<void> set_option(LaunchOptions& options, std::string_view key, std::string_view text) {
+  const OptionInfo* o = find_option(key);
+  if (o == nullptr || o->set == nullptr) return fail(Errc::invalid_argument, "unknown option '", key.substr(0, 40), "'");
+  GPUAFF_TRY_VOID(o->set(options, text));
+  options.given.emplace_back(key);
+  return {};
+}
+
+/// The checks no single option can make: one machine, one device.
+/// Errors: Errc::invalid_argument naming the options that conflict.
+inline Result<void> check_options(const LaunchOptions& o) {
+  const MachineSource& m = o.machine;
+  int machines = (m.root.empty() ? 0 : 1) + (m.topology.empty() ? 0 : 1) + (m.hwloc_xml.empty() ? 0 : 1);
+  if (machines > 1)
+    return fail(Errc::invalid_argument, "root=DIR, topology=FILE and hwloc_xml=FILE each name a machine; name one");
+  int devices = (o.gpu ? 1 : 0) + (o.all_gpus ? 1 : 0) + (o.pci ? 1 : 0) + (o.local_rank ? 1 : 0);
+  if (devices > 1) return fail(Errc::invalid_argument, "gpu=N, pci=BDF and local_rank=true each name the device; name one");
+  if (!policy_info(o.policy.kind).nvidia_options) {
+    for (std::string_view key : {"scope", "smt", "balanced", "min_cores", "max_cores"}) {
+      if (!o.was_given(key)) continue;
+      std::string modes;
+      for (const PolicyInfo& p : policy_registry)
+        if (p.nvidia_options) modes += (modes.empty() ? "" : ", ") + std::string(p.name);
+      return fail(Errc::invalid_argument, key, "= does not apply to policy=", to_string(o.policy.kind),
+                  "; it applies to ", modes, " only: leave it unset or pick one of those policies");
+    }
+  }
+  return {};
+}
+
+/// How a front end writes an option.
+enum class Spelling {
+  library,       ///< key=value, as messages are written
+  command_line,  ///< --flag value, --flag for a flag set to true, --no-... or "leave out --flag" otherwise
+  python,        ///< key=value with Python literals: 'text', True, False
+};
+
+/// `message` with every option word written in `spelling`: `key=value`
+/// whose key is a row of `tables` (not preceded by a letter, digit, '_' or
+/// '-'), or a bare key that holds a '_' (`visible_devices`). A value runs to
+/// the next blank, ',', ';' or ')', or is quoted ('0,x'); `key=` with no value
+/// is the option alone.
+inline std::string spell_options(std::string_view message, Spelling spelling,
+                                 std::initializer_list<std::span<const OptionInfo>> tables) {
+  if (spelling == Spelling::library) return std::string(message);
+  auto find = [&](std::string_view key) -> const OptionInfo* {
+    for (auto table : tables)
+      for (const auto& o : table)
+        if (o.key == key && !o.flag.empty()) return &o;
+    return nullptr;
+  };
+  auto word_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  };
+  std::string out;
+  std::size_t i = 0;
+  while (i < message.size()) {
+    char c = message[i];
+    if (!(c >= 'a' && c <= 'z') || (i > 0 && word_char(message[i - 1]))) {
+      out += c;
+      ++i;
+      continue;
+    }
+    std::size_t end = i;
+    while (end < message.size() && ((message[end] >= 'a' && message[end] <= 'z') || message[end] == '_')) ++end;
+    std::string_view key = message.substr(i, end - i);
+    bool assigned = end < message.size() && message[end] == '=';
+    bool bare = !assigned && key.find('_') != std::string_view::npos && (end == message.size() || !word_char(message[end]));
+    const OptionInfo* o = assigned || bare ? find(key) : nullptr;
+    if (o == nullptr) {
+      out.append(key);
+      i = end;
+      continue;
+    }
+    std::size_t v = assigned ? end + 1 : end;
+    std::size_t vend = v;
+    if (assigned && v < message.size() && message[v] == '\'') {
+      std::size_t close = message.find('\'', v + 1);
+      vend = close == std::string_view::npos ? message.size() : close + 1;
+    } else if (assigned) {
+      while (vend < message.size() && std::string_view(" ,;)\"").find(message[vend]) == std::string_view::npos) ++vend;
+    }
+    std::string_view value = message.substr(v, vend - v);
+    bool quoted_already = !value.empty() && value.front() == '\'';
+    if (spelling == Spelling::command_line) {
+      if (o->type == OptionType::flag) {
+        out.append(value == "false" && !o->negation.empty() ? o->negation : o->flag);
+      } else {
+        out.append(o->flag);
+        if (!value.empty()) out.append(" ").append(value);
+      }
+    } else {
+      out.append(o->key);
+      if (assigned) out.append("=");
+      bool text = o->type == OptionType::text || o->type == OptionType::path || o->type == OptionType::choice;
+      if (o->key == "gpu" && !value.empty() && value.find_first_not_of("0123456789") == std::string_view::npos)
+        text = false;
+      if (value == "true") out.append("True");
+      else if (value == "false") out.append("False");
+      else if (text && !value.empty() && !quoted_already) out.append("'").append(value).append("'");
+      else out.append(value);
+    }
+    i = vend;
+  }
+  return out;
+}
+
+/// `message` in `spelling`, for the launch options alone.
+inline std::string spell_options(std::string_view message, Spelling spelling) {
+  return spell_options(message, spelling, {std::span<const OptionInfo>(launch_options)});
+}
+
+}  // namespace v0
+}  // namespace gpuaff

@@ -1,0 +1,113 @@
+#pragma once
+// The plan travels with the process: what `gpuaff exec` (and Python's bind)
+// applied is left in the process's own environment as GPUAFF_PLAN, so that
+// `gpuaff doctor --pid PID` checks the plan that was really applied rather
+// than guessing it (docs/contract.md, "GPUAFF_PLAN").
+//
+// The value is one line of space-separated fields, the version first:
+//
+//   v1 gpu=3 pci=0000:9a:00.0 from=LOCAL_RANK=3 policy=exclusive node=1 cpus=56-69,168-181 mems=1 membind=none
+//
+// `gpu` is -1 for a PCI device that is not a visible GPU; `from` says where
+// the device choice came from (a launcher variable, or gpu=N / pci=BDF named
+// by the caller); `mems` is the memory nodes (a cpulist-style list, possibly
+// empty) that `membind` applies to. Unknown fields are ignored, so a later v1
+// may add fields; a reader refuses another version.
+
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
+#include <string>
+#include <string_view>
+
+#include "gpuaff/cpu_set.hpp"
+#include "gpuaff/detail/parse.hpp"
+#include "gpuaff/launch/choices.hpp"
+#include "gpuaff/launch/plan.hpp"
+#include "gpuaff/policy/dispatch.hpp"
+#include "gpuaff/result.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+/// The variable's name.
+inline constexpr std::string_view plan_variable = "GPUAFF_PLAN";
+
+/// A plan as the variable carries it.
+struct RecordedPlan {
+  int gpu = -1;              ///< the visible GPU index; -1: a PCI device that is not one
+  std::string pci{};         ///< the device's PCI address
+  std::string from{};        ///< where the device choice came from ("LOCAL_RANK=3", "gpu=3")
+  PolicyKind policy = PolicyKind::node;
+  int node = -1;             ///< the device's NUMA node
+  CpuSet cpus{};             ///< the CPUs every thread was bound to
+  NodeSet memory_nodes{};    ///< the nodes `membind` applies to
+  MemPolicy membind = MemPolicy::none;
+};
+
+/// The variable's value for a plan that was applied.
+inline std::string plan_variable_value(const LaunchPlan& p) {
+  std::string s = "v1 gpu=" + std::to_string(p.visible_gpu) + " pci=" +
+                  std::string(p.target().address().to_string().view()) + " from=" + p.device_source +
+                  " policy=" + std::string(to_string(p.policy.kind)) + " node=" + std::to_string(p.node) +
+                  " cpus=" + p.cpus.to_list() + " mems=" + p.memory_nodes.to_list() +
+                  " membind=" + std::string(name_of(membind_choices, p.membind));
+  return s;
+}
+
+/// The plan a GPUAFF_PLAN value describes.
+/// Errors: Errc::parse_error naming the variable, the field and what it should be
+/// (another version, a missing or malformed field).
+inline Result<RecordedPlan> parse_plan_variable(std::string_view text) {
+  auto bad = [&](std::string_view what) {
+    return fail(Errc::parse_error, plan_variable, "='", text.substr(0, 120), "' is not a plan gpuaff wrote: ", what);
+  };
+  std::size_t sp = text.find(' ');
+  if (text.substr(0, sp) != "v1") return bad("its version is not v1 (written by another gpuaff?)");
+  RecordedPlan r;
+  bool has_cpus = false;
+  bool has_pci = false;
+  std::string_view rest = sp == std::string_view::npos ? std::string_view() : text.substr(sp + 1);
+  while (!rest.empty()) {
+    std::size_t end = rest.find(' ');
+    std::string_view field = rest.substr(0, end);
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    if (field.empty()) continue;
+    std::size_t eq = field.find('=');
+    if (eq == std::string_view::npos) return bad("a field without '='");
+    std::string_view key = field.substr(0, eq);
+    std::string_view value = field.substr(eq + 1);
+    if (key == "gpu" || key == "node") {
+      long long v = 0;
+      bool negative = value == "-1";
+      if (!negative && (value.empty() || detail::leading_number(value, 10, 1 << 20, v) != value.size()))
+        return bad("gpu and node are integers");
+      (key == "gpu" ? r.gpu : r.node) = negative ? -1 : static_cast<int>(v);
+    } else if (key == "pci") {
+      auto a = PciAddress::parse(value);
+      if (!a) return bad("pci is not a PCI address");
+      r.pci = std::string(value);
+      has_pci = true;
+    } else if (key == "from") {
+      r.from = std::string(value);
+    } else if (key == "policy") {
+      auto k = parse_policy(value);
+      if (!k) return bad("policy is not a policy name");
+      r.policy = *k;
+    } else if (key == "cpus" || key == "mems") {
+      auto set = CpuSet::parse_list(value);
+      if (!set || (key == "cpus" && set->empty())) return bad("cpus and mems are cpulists, cpus not empty");
+      (key == "cpus" ? r.cpus : r.memory_nodes) = *set;
+      has_cpus |= key == "cpus";
+    } else if (key == "membind") {
+      bool found = false;
+      for (const auto& c : membind_choices)
+        if (c.name == value) r.membind = c.value, found = true;
+      if (!found) return bad("membind is not a memory policy");
+    }
+  }
+  if (!has_cpus || !has_pci) return bad("it lacks cpus or pci");
+  return r;
+}
+
+}  // namespace v0
+}  // namespace gpuaff

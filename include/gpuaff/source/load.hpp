@@ -1,0 +1,156 @@
+#pragma once
+// The one way to get a Topology from what a user names: this machine, a
+// recorded root (the sysfs reader), a JSON file, or hwloc (a root or an XML
+// file). The CLI, the Python module and any C++ launcher load through here, so
+// each failure is classified once, where it happens (LoadStage), and no caller
+// reads the machine again to find out what went wrong.
+//
+// The JSON and hwloc readers have dependencies of their own (nlohmann_json,
+// libhwloc): they are plugged in through Readers by the program that links
+// them (read_json_topology() from source/json.hpp; an hwloc reader from
+// source/hwloc.hpp), so this header needs neither.
+
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
+#include <sys/stat.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpuaff/result.hpp"
+#include "gpuaff/source/sysfs.hpp"
+#include "gpuaff/source/visible.hpp"
+#include "gpuaff/topology.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+/// Which machine to read. At most one of root, topology and hwloc_xml is set;
+/// none: this machine.
+struct MachineSource {
+  std::string root{};       ///< a directory laid out like `/` (a recording); empty: this machine ("/")
+  std::string topology{};   ///< a JSON file written by `gpuaff topo --format json`
+  std::string reader = "sysfs";  ///< which reader reads `root` (or this machine): sysfs or hwloc
+  std::string hwloc_xml{};  ///< an hwloc XML file (lstopo --of xml)
+
+  /// Whether this names another machine than the one running (a recording, a
+  /// JSON or XML file): a plan from it is checked against this machine before
+  /// it is applied.
+  bool another_machine() const {
+    return !hwloc_xml.empty() || !topology.empty() || (!root.empty() && root != "/");
+  }
+  /// Whether the hwloc reader is asked for.
+  bool wants_hwloc() const { return !hwloc_xml.empty() || reader == "hwloc"; }
+  /// The root the sysfs reader (and the cgroup reader) reads: "/" when none is named.
+  std::string root_or_live() const { return root.empty() ? std::string("/") : root; }
+};
+
+/// Where a load failed; the class of a failure is the stage's, whatever its Errc.
+enum class LoadStage {
+  machine,     ///< the machine cannot be read: a broken root or file (exit code 3 in the CLI)
+  device,      ///< a named PCI device is not there
+  visibility,  ///< the visibility list is wrong: malformed, or names GPUs that are not there (a usage mistake)
+};
+
+/// Readers with their own dependencies, plugged in by the program that links them.
+struct Readers {
+  /// Reads a JSON topology file (source/json.hpp: read_json_topology).
+  Result<Topology> (*json)(const std::string& path) = nullptr;
+  /// Reads through hwloc (a root, this machine, or source.hwloc_xml) with every
+  /// GPU visible, plus `extra_pci` (source/hwloc.hpp: read_hwloc_topology).
+  Result<Topology> (*hwloc)(const MachineSource& source, const std::vector<PciAddress>& extra_pci) = nullptr;
+};
+
+/// What to load.
+struct LoadRequest {
+  MachineSource source{};
+  VisibleDevices visible{};             ///< the visibility list and variables, already filled in
+  std::vector<PciAddress> extra_pci{};  ///< devices that are not GPUs the answer needs (a NIC named by address)
+  SysfsDetail detail = SysfsDetail::full;
+  Readers readers{};
+};
+
+namespace detail {
+
+inline const VisibleDevices every_gpu_visible{.list = std::nullopt, .use_environment = false};
+
+inline Unexpected<Error> load_failure(Error e, LoadStage stage, LoadStage* failed_at) {
+  if (failed_at != nullptr) *failed_at = stage;
+  return Unexpected<Error>(std::move(e));
+}
+
+/// Reads the machine with every GPU visible (and `extra_pci`).
+inline Result<Topology> read_machine(const LoadRequest& r, const std::vector<PciAddress>& extra_pci) {
+  const MachineSource& s = r.source;
+  if (s.reader != "sysfs" && s.reader != "hwloc")
+    return fail(Errc::invalid_argument, "source=", s.reader.substr(0, 40), " is not a reader; use source=sysfs or source=hwloc");
+  if (s.wants_hwloc()) {
+    if (r.readers.hwloc == nullptr)
+      return fail(Errc::unsupported, "reading through hwloc (", s.hwloc_xml.empty() ? "source=hwloc" : "hwloc_xml=FILE",
+                  ") needs libhwloc, which this program does not load; run gpuaff-hwloc, or read with source=sysfs");
+    return r.readers.hwloc(s, extra_pci);
+  }
+  if (!s.topology.empty()) {
+    if (r.readers.json == nullptr)
+      return fail(Errc::unsupported, "reading topology=", s.topology.substr(0, 80),
+                  " needs the JSON reader (gpuaff/source/json.hpp, target gpuaff::json), which this program does "
+                  "not include; read a root instead (root=DIR)");
+    return r.readers.json(s.topology);
+  }
+  std::string root = s.root_or_live();
+  struct stat st {};
+  if (::stat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return fail(Errc::io_error, "topology root '", root.substr(0, 200),
+                "' is not a directory; name a tree made by gpuaff record with root=DIR, or leave root unset to read "
+                "this machine");
+  SysfsOptions o{.root = root,
+                 .visible = every_gpu_visible,
+                 .extra_pci = extra_pci,
+                 .detail = r.detail,
+                 .visible_later = r.visible};
+  return SysfsSource(std::move(o)).load();
+}
+
+}  // namespace detail
+
+/// Loads the machine a request names, in three stages: read the machine with
+/// every GPU (LoadStage::machine: a missing file there is a broken root, so
+/// Errc::not_found is reported as Errc::io_error); the `extra_pci` devices
+/// (LoadStage::device, Errc::not_found when one is absent); the visibility
+/// list (LoadStage::visibility: Errc::invalid_argument for a malformed list,
+/// Errc::not_found for a UUID or index that matches no GPU). On failure the
+/// stage is stored in `*failed_at` when given.
+inline Result<Topology> load_machine(const LoadRequest& r, LoadStage* failed_at = nullptr) {
+  auto topo = detail::read_machine(r, {});
+  if (!topo) {
+    Error e = topo.error();
+    if (e.code() == Errc::not_found) e = Error(Errc::io_error, e.message(), e.sys_errno());
+    return detail::load_failure(e, LoadStage::machine, failed_at);
+  }
+  std::vector<PciAddress> missing;
+  for (const auto& a : r.extra_pci)
+    if (topo->find_pci(a) == nullptr) missing.push_back(a);
+  if (!missing.empty()) {
+    // The readers load devices that are not GPUs only when asked: ask once more for those.
+    if (!r.source.topology.empty())
+      return detail::load_failure(make_error(Errc::not_found, "PCI device ", missing.front().to_string(), " is not in ",
+                                             r.source.topology.substr(0, 200), "; list its devices with gpuaff topo"),
+                                  LoadStage::device, failed_at);
+    auto again = detail::read_machine(r, r.extra_pci);
+    if (!again) return detail::load_failure(again.error(), again.error().code() == Errc::not_found ? LoadStage::device : LoadStage::machine, failed_at);
+    for (const auto& a : r.extra_pci)
+      if (again->find_pci(a) == nullptr)
+        return detail::load_failure(make_error(Errc::not_found, "PCI device ", a.to_string(), " is not in ",
+                                               again->origin.view(), "; list the devices with 'lspci -D'"),
+                                    LoadStage::device, failed_at);
+    topo = std::move(again);
+  }
+  auto gpus = select_visible_gpus(topo->gpus, r.visible);
+  if (!gpus) return detail::load_failure(gpus.error(), LoadStage::visibility, failed_at);
+  topo->gpus = std::move(*gpus);
+  return std::move(*topo);
+}
+
+}  // namespace v0
+}  // namespace gpuaff

@@ -1,0 +1,45 @@
+#pragma once
+// The options only the command line has (how a result is printed, which
+// process doctor reads, where record writes), in the same row type as the
+// library's launch options (gpuaff/launch/options.hpp): main.cpp registers
+// both tables, --help shows their help lines, and docs/cli.md's option
+// tables are checked against both by tests/cli/options_doc_test.
+
+#include <array>
+
+#include "gpuaff/launch/options.hpp"
+
+namespace gpuaff::cli {
+
+inline constexpr std::array<OptionInfo, 11> cli_options{{
+    {"format", "--format", "cpulist|mask|numactl|json", OptionType::choice, for_bind, "cpulist",
+     "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... (and a memory option "
+     "with --membind); json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, recommended_threads, "
+     "env. With --gpu all: json prints an array, the others one line per GPU, 'N <binding>'"},
+    {"format", "--format", "text|json", OptionType::choice, for_topo | for_doctor, "text",
+     "text: a report for people and bug reports; json: one object"},
+    {"color", "--color", "auto|always|never", OptionType::choice, for_topo, "auto",
+     "colour the picture: auto (on a terminal, unless NO_COLOR is set), always, never"},
+    {"dry_run", "--dry-run", "", OptionType::flag, for_exec, "",
+     "print what would be done (bind --format json plus \"command\") and exit; bind and run nothing"},
+    {"verbose", "--verbose", "", OptionType::flag, for_exec, "", "say on stderr what was bound"},
+    {"pid", "--pid", "PID", OptionType::positive, for_doctor, "",
+     "the process to check (required)"},
+    {"min_local", "--min-local", "FRACTION", OptionType::fraction, for_doctor, "0.5",
+     "the least fraction of resident pages on the GPU's memory node(s) that counts as healthy"},
+    {"out", "--out", "DIR|FILE.tar", OptionType::path, for_record, "",
+     "the directory to write (created), or FILE.tar: one tar file (required)"},
+    {"root", "--root", "DIR", OptionType::path, for_record, "/", "the root to record (default: this machine)"},
+    {"pci", "--pci", "BDF", OptionType::text, for_record, "",
+     "also record these non-GPU devices (e.g. the NIC used with --pci); may be repeated"},
+    {"force", "--force", "", OptionType::flag, for_record, "",
+     "write into DIR even when it is not empty, or overwrite FILE.tar"},
+}};
+
+/// `message` as the command line spells options: `--nproc 4` for `nproc=4`.
+inline std::string cli_spelling(std::string_view message) {
+  return spell_options(message, Spelling::command_line,
+                       {std::span<const OptionInfo>(launch_options), std::span<const OptionInfo>(cli_options)});
+}
+
+}  // namespace gpuaff::cli
