@@ -3,9 +3,9 @@
     python3 -m venv --system-site-packages env        # Debian: setuptools and pybind11 from apt
     env/bin/pip install --no-build-isolation --no-index ./python
 
-The extension compiles the C++ launch layer (../include) with the CLI's
-planning and loading (../tools/gpuaff/plan.cpp, load.cpp), so the package
-must be built from a checkout, in place (pip >= 21.3 does). The version is
+The extension compiles the library's front door (../include only), with the
+JSON reader when nlohmann_json's header is installed, so the package must be
+built from a checkout, in place (pip >= 21.3 does). The version is
 read from include/gpuaff/version.hpp, the one place it lives.
 """
 import os
@@ -18,7 +18,13 @@ from setuptools.command.build_ext import build_ext
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 INCLUDE = os.path.join(TOP, "include")
-TOOLS = os.path.join(TOP, "tools", "gpuaff")
+
+def json_macros():
+    """GPUAFF_PYTHON_HAS_JSON when nlohmann_json (Debian: nlohmann-json3-dev) is installed."""
+    for d in ("/usr/include", "/usr/local/include"):
+        if os.path.exists(os.path.join(d, "nlohmann", "json.hpp")):
+            return [("GPUAFF_PYTHON_HAS_JSON", "1")]
+    return []
 
 
 def version():
@@ -50,9 +56,9 @@ setup(
     ext_modules=[
         Pybind11Extension(
             "gpuaff._gpuaff",
-            [os.path.join(HERE, "src", "module.cpp")] +
-            [os.path.join(TOOLS, f) for f in ("plan.cpp", "load.cpp", "no_hwloc.cpp")],
+            [os.path.join(HERE, "src", "module.cpp")],
             include_dirs=[INCLUDE],
+            define_macros=json_macros(),
             cxx_std=20,
         )
     ],

@@ -37,8 +37,13 @@ _gpuaff._register_errors(_errors.BY_CODE)
 
 __version__ = _gpuaff.__version__
 
-#: The keywords plan(), bind(), bound() and use_executable() take.
+#: The keywords plan(), bind(), bound(), use_executable() and doctor() take:
+#: the rows of the library's option table that Python takes (every option of
+#: ``gpuaff bind`` and ``gpuaff exec`` that names what to plan or apply).
 OPTIONS = tuple(_gpuaff.option_names.split(", "))
+
+#: The name of the variable a bound process carries its plan in (for ``gpuaff doctor``).
+PLAN_VARIABLE = _gpuaff.plan_variable
 
 _last_plan = None
 
@@ -49,12 +54,10 @@ def plan(**options):
     Name the device with exactly one of ``gpu=N`` (a visible GPU's index),
     ``pci="0000:18:00.0"`` (any PCI device) or ``local_rank=True`` (the GPU
     of the launcher's LOCAL_RANK, SLURM_LOCALID, ...). The other keywords are
-    the CLI's options: ``policy``, ``scope``, ``smt``, ``balanced``,
-    ``min_cores``, ``max_cores``, ``nproc``, ``unknown_node``,
-    ``visible_devices``, ``root`` (a recorded root), ``topology`` (a JSON
-    file), ``membind``, ``share`` ("visible" or "machine"), ``baseline``
-    ("affinity" or "cgroup"), ``unreachable`` ("error" or "nearest"). An
-    unknown keyword raises InvalidArgument.
+    the command line's options, named like its flags (``--min-cores`` is
+    ``min_cores=``): see ``OPTIONS`` and docs/python.md. Values are checked as
+    the command line checks them; an unknown keyword, a wrong type or a bad
+    value raises InvalidArgument.
     """
     return _gpuaff.plan(**options)
 
@@ -86,6 +89,28 @@ def _plan_of(plan_or_none, options):
     return plan(**options)
 
 
+def _unbound(error, options_or_plan, what):
+    """Whether fallback='unbound' covers `error` (what the machine refused,
+    never a usage mistake); warns when it does."""
+    fallback = options_or_plan.fallback if isinstance(options_or_plan, Plan) else options_or_plan.get("fallback")
+    if fallback != "unbound" or getattr(error, "usage_mistake", True):
+        return False
+    warnings.warn("gpuaff: %s; %s unbound (fallback='unbound')" % (error, what), RuntimeWarning, stacklevel=4)
+    return True
+
+
+def _planned(plan_or_none, options, what):
+    """The plan to apply, or None when planning failed and fallback='unbound' covers it."""
+    if plan_or_none is None:
+        _gpuaff.check_apply(**options)
+    try:
+        return _plan_of(plan_or_none, options)
+    except Error as e:
+        if _unbound(e, options, what):
+            return None
+        raise
+
+
 def _apply(p):
     global _last_plan
     done = p.apply()
@@ -98,8 +123,23 @@ def _apply(p):
 def bind(plan=None, **options):
     """Binds the whole process (every thread that exists, the calling thread's
     memory policy with ``membind=``) to a plan, or to the plan the keywords
-    name; returns the Plan. On failure it raises and no thread is changed."""
-    return _apply(_plan_of(plan, options))
+    name, and sets in ``os.environ`` what the plan gives the process's
+    children: GPUAFF_PLAN (the plan, which ``gpuaff doctor --pid`` checks),
+    the NIC variables with ``nic_env=True``, OMP_NUM_THREADS with
+    ``omp_threads=True``. Returns the Plan. On failure it raises and no thread
+    is changed; with ``fallback="unbound"`` what the machine refuses is a
+    warning instead and None is returned (a usage mistake still raises)."""
+    p = _planned(plan, options, "running")
+    if p is None:
+        return None
+    try:
+        _apply(p)
+    except Error as e:
+        if _unbound(e, p, "running"):
+            return None
+        raise
+    os.environ.update(p.environment)
+    return p
 
 
 def reapply():
@@ -117,9 +157,22 @@ def bound(plan=None, **options):
     exactly what it had. A process or thread started inside the block starts
     bound (it inherits this thread's mask). The mask is per thread, so threads
     may each start children under their own ``bound()`` at the same time.
-    Yields the Plan."""
-    p = _plan_of(plan, options)
-    guard = _gpuaff.ThreadGuard(p)
+    Yields the Plan; its ``environment`` holds the variables a child should
+    get (GPUAFF_PLAN, the NIC variables, OMP_NUM_THREADS), which bound() does
+    not put in the process-wide os.environ: pass ``env={**os.environ,
+    **plan.environment}``. With ``fallback="unbound"`` a binding the machine
+    refuses is a warning and the block runs unbound, yielding None."""
+    p = _planned(plan, options, "running the block")
+    if p is None:
+        yield None
+        return
+    try:
+        guard = _gpuaff.ThreadGuard(p)
+    except Error as e:
+        if not _unbound(e, p, "running the block"):
+            raise
+        yield None
+        return
     try:
         yield p
     finally:
@@ -204,11 +257,28 @@ def use_executable(plan=None, context=None, **options):
     plan before Python imports anything: sets the variables gpuaff-python
     reads in os.environ and calls ``set_executable`` on ``context`` (default:
     the multiprocessing module). The forkserver process starts bound and its
-    children inherit it; call this before the forkserver starts. Returns the Plan."""
-    p = _plan_of(plan, options)
+    children inherit it; call this before the forkserver starts. The plan's
+    ``environment`` (GPUAFF_PLAN, NIC variables, OMP_NUM_THREADS) goes into
+    os.environ too. Returns the Plan; with ``fallback="unbound"``, None when
+    planning failed on what the machine refuses (nothing is set then)."""
+    p = _planned(plan, options, "starting interpreters")
+    if p is None:
+        return None
     path = executable()
     os.environ.update(executable_environment(p))
+    os.environ.update(p.environment)
     if context is None:
         import multiprocessing as context
     context.set_executable(path)
     return p
+
+
+def doctor(pid, min_local=None, **options):
+    """Checks running process ``pid``: against the plan it carries in
+    GPUAFF_PLAN (left by ``gpuaff exec`` or bind()) when no keyword shapes a
+    plan, else against the plan the keywords give its GPU (its own local rank
+    and *_VISIBLE_DEVICES unless ``gpu=``). Returns a dict: ``healthy``,
+    ``problems``, ``notes`` (where the plan came from), ``threads``,
+    ``pages_by_node``, ``local_fraction``, ``expected_cpus``, ... as
+    ``gpuaff doctor --format json`` reports it."""
+    return _gpuaff.doctor(pid, min_local, **options)

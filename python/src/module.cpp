@@ -1,26 +1,36 @@
-// gpuaff._gpuaff: the Python binding of the launch layer. A plan is made by
-// the same code as `gpuaff bind` (tools/gpuaff/plan.cpp and load.cpp are
-// compiled into this module), and applied the way `gpuaff exec` applies it
-// (apply_plan: every thread, checked). The Python package (gpuaff/__init__.py)
-// adds the context manager, the DataLoader worker_init_fn and the executable
-// for multiprocessing on top of these functions.
+// gpuaff._gpuaff: the Python binding of the library's front door
+// (gpuaff/launch/front.hpp). Keywords are the rows of the library's option
+// table (gpuaff/launch/options.hpp) that Python takes; each is turned into
+// the text the command line would give and set through set_option, so Python
+// and the CLI accept and refuse the same values, with the same words (an
+// option spelled as Python writes it: nproc=4, unreachable='nearest').
+// A plan is applied the way `gpuaff exec` applies it (apply_plan: every
+// thread, checked). The Python package (gpuaff/__init__.py) adds the context
+// manager, the DataLoader worker_init_fn and the executable for
+// multiprocessing on top of these functions. This file includes only the
+// library (include/), and the JSON reader when nlohmann_json is there.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <functional>
-#include <map>
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "../../tools/gpuaff/commands.hpp"
 #include "gpuaff/apply/process.hpp"
 #include "gpuaff/apply/scoped_affinity.hpp"
+#include "gpuaff/doctor/verdict.hpp"
+#include "gpuaff/launch/front.hpp"
 #include "gpuaff/launch/launcher.hpp"
+#include "gpuaff/launch/options.hpp"
+#include "gpuaff/launch/plan_variable.hpp"
 #include "gpuaff/policy/threads.hpp"
 #include "gpuaff/version.hpp"
+#if GPUAFF_PYTHON_HAS_JSON
+#include "gpuaff/source/json.hpp"
+#endif
 
 namespace py = pybind11;
 using namespace gpuaff;
@@ -28,16 +38,17 @@ using namespace gpuaff;
 namespace {
 
 /// A library error on its way to Python: the translator below raises the
-/// gpuaff.Error subclass of its Errc with the library's message.
+/// gpuaff.Error subclass of its Errc with the message in Python's spelling.
 struct PyError {
   Error error;
+  bool usage = true;  ///< a usage mistake (fallback='unbound' never covers one)
 };
 
-[[noreturn]] void raise(const Error& e) { throw PyError{e}; }
+[[noreturn]] void raise(const Error& e, bool usage = true) { throw PyError{e, usage}; }
 
 template <class T>
 T value_or_raise(Result<T> r) {
-  if (!r) raise(r.error());
+  if (!r) raise(r.error(), r.error().code() == Errc::invalid_argument);
   return std::move(*r);
 }
 
@@ -61,112 +72,78 @@ const char* errc_name(Errc c) {
   return "system_error";
 }
 
-/// What a plan is asked with: the CLI's options (one struct, filled by the
-/// keyword table below) and the memory policy of exec.
-struct Request {
-  cli::PlanOptions plan{};
-  MemPolicy membind = MemPolicy::none;
-  bool target_named = false;
-};
-
-std::string text_of(std::string_view key, py::handle v) {
-  if (!py::isinstance<py::str>(v)) usage(std::string(key) + "=" + std::string(py::repr(v)) + " must be a str");
-  return v.cast<std::string>();
+Readers python_readers() {
+#if GPUAFF_PYTHON_HAS_JSON
+  return Readers{.json = &read_json_topology};
+#else
+  return Readers{};
+#endif
 }
 
-/// Whether `v` is an int (not a bool) in [0, last], compared as Python ints (no overflow).
-bool int_in(py::handle v, long long last) {
-  if (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v)) return false;
-  py::object o = py::reinterpret_borrow<py::object>(v);
-  return py::int_(0) <= o && o <= py::int_(last);
-}
+bool takes_python(const OptionInfo& o) { return (o.commands & for_python) != 0 && o.set != nullptr; }
 
-int count_of(std::string_view key, py::handle v) {
-  if (!int_in(v, 999999999)) usage(std::string(key) + "=" + std::string(py::repr(v)).substr(0, 40) + " must be a non-negative int");
-  return v.cast<int>();
-}
-
-/// A count where 0 would mean "all" or "no limit" on the command line: there,
-/// leaving the option out says that, so an explicit 0 is a mistake.
-int positive_of(std::string_view key, py::handle v) {
-  int n = count_of(key, v);
-  if (n == 0) usage(std::string(key) + "=0 is not a count; leave it out (None) for every GPU / no limit");
-  return n;
-}
-
-bool flag_of(std::string_view key, py::handle v) {
-  if (!py::isinstance<py::bool_>(v)) usage(std::string(key) + "=" + std::string(py::repr(v)) + " must be True or False");
-  return v.cast<bool>();
-}
-
-template <class E, std::size_t N>
-E choice_of(std::string_view key, py::handle v, const std::array<Choice<E>, N>& choices) {
-  return value_or_raise(parse_choice(key, text_of(key, v), choices));
-}
-
-using Setter = std::function<void(Request&, std::string_view, py::handle)>;
-
-void nvidia_given(Request& r, const char* flag) { r.plan.nvidia_flags.emplace_back(flag); }
-
-/// Every keyword a plan takes, one row each, named like the CLI's flags
-/// (`--min-cores` is min_cores=). A launch option added to PlanOptions is one
-/// more row here.
-const std::map<std::string, Setter, std::less<>>& option_table() {
-  static const std::map<std::string, Setter, std::less<>> table{
-      {"gpu", [](Request& r, auto k, auto v) { r.plan.gpu = count_of(k, v), r.target_named = true; }},
-      {"pci", [](Request& r, auto k, auto v) { r.plan.pci = text_of(k, v), r.target_named = true; }},
-      {"local_rank", [](Request& r, auto k, auto v) { r.target_named |= r.plan.local_rank = flag_of(k, v); }},
-      {"policy", [](Request& r, auto k, auto v) { r.plan.policy = text_of(k, v); }},
-      // The NVIDIA-mode options also record that they were given, so that a
-      // policy they do not apply to refuses them (check_nvidia_options_apply).
-      {"scope", [](Request& r, auto k, auto v) { r.plan.nvidia.scope = choice_of(k, v, scope_choices), nvidia_given(r, "--scope"); }},
-      {"smt", [](Request& r, auto k, auto v) { r.plan.nvidia.smt = choice_of(k, v, smt_choices), nvidia_given(r, "--smt"); }},
-      {"balanced", [](Request& r, auto k, auto v) { r.plan.nvidia.balanced = flag_of(k, v), nvidia_given(r, "--balanced"); }},
-      {"min_cores", [](Request& r, auto k, auto v) { r.plan.nvidia.min_cores = count_of(k, v), nvidia_given(r, "--min-cores"); }},
-      {"max_cores", [](Request& r, auto k, auto v) { r.plan.nvidia.max_cores = positive_of(k, v), nvidia_given(r, "--max-cores"); }},
-      {"nproc", [](Request& r, auto k, auto v) { r.plan.nproc = positive_of(k, v); }},
-      {"share", [](Request& r, auto k, auto v) { r.plan.share = choice_of(k, v, share_choices); }},
-      {"baseline", [](Request& r, auto k, auto v) { r.plan.baseline = choice_of(k, v, baseline_choices); }},
-      {"unreachable", [](Request& r, auto k, auto v) { r.plan.unreachable = choice_of(k, v, unreachable_choices); }},
-      {"unknown_node", [](Request& r, auto k, auto v) { r.plan.unknown_node = text_of(k, v); }},
-      {"visible_devices", [](Request& r, auto k, auto v) { r.plan.source.visible.list = text_of(k, v); }},
-      {"root", [](Request& r, auto k, auto v) { r.plan.source.root = text_of(k, v); }},
-      {"topology", [](Request& r, auto k, auto v) { r.plan.source.topology_file = text_of(k, v); }},
-      {"membind", [](Request& r, auto k, auto v) { r.membind = choice_of(k, v, membind_choices); }},
-  };
-  return table;
-}
-
-std::string option_names() {
+std::string keyword_names() {
   std::string s;
-  for (const auto& [name, set] : option_table()) s += (s.empty() ? "" : ", ") + name;
+  for (const auto& o : launch_options)
+    if (takes_python(o)) s += (s.empty() ? "" : ", ") + std::string(o.key);
   return s;
 }
 
-/// The request the keywords name; None leaves an option at its default.
-/// Errors (InvalidArgument): an unknown keyword, a value of the wrong type or
-/// word, root= with topology=, more than one of gpu=, pci=, local_rank=True.
-Request request_of(const py::kwargs& kw) {
-  Request r;
-  int targets = 0;
+std::string shown(py::handle v) { return std::string(py::repr(v)).substr(0, 40); }
+
+/// The text the command line would give for a keyword's value, checked for
+/// the Python type the row's type stands for.
+std::string text_of(const OptionInfo& o, py::handle v) {
+  std::string key(o.key);
+  switch (o.type) {
+    case OptionType::flag:
+      if (!py::isinstance<py::bool_>(v)) usage(key + "=" + shown(v) + " must be True or False");
+      return v.cast<bool>() ? "true" : "false";
+    case OptionType::count:
+    case OptionType::positive:
+      if (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v))
+        usage(key + "=" + shown(v) + " must be an int");
+      return py::str(v).cast<std::string>();
+    case OptionType::fraction:
+      if (!py::isinstance<py::float_>(v) && !py::isinstance<py::int_>(v)) usage(key + "=" + shown(v) + " must be a number");
+      return py::str(v).cast<std::string>();
+    case OptionType::text:
+    case OptionType::path:
+    case OptionType::choice:
+      if (!py::isinstance<py::str>(v)) usage(key + "=" + shown(v) + " must be a str");
+      return v.cast<std::string>();
+  }
+  return {};
+}
+
+/// The options the keywords name; None leaves an option at its default.
+/// Errors (InvalidArgument): an unknown keyword, a value of the wrong type,
+/// and every check of set_option and check_options.
+LaunchOptions options_of(const py::kwargs& kw, std::initializer_list<std::string_view> only = {}) {
+  LaunchOptions o;
   for (auto [key, value] : kw) {
     std::string k = key.cast<std::string>();
-    auto row = option_table().find(k);
-    if (row == option_table().end()) usage("unknown option '" + k.substr(0, 40) + "'; use " + option_names());
+    const OptionInfo* row = find_option(k);
+    bool allowed = only.size() == 0 || std::find(only.begin(), only.end(), k) != only.end();
+    if (row == nullptr || !takes_python(*row) || !allowed) {
+      std::string valid;
+      if (only.size() == 0) valid = keyword_names();
+      else
+        for (auto n : only) valid += (valid.empty() ? "" : ", ") + std::string(n);
+      usage("unknown option '" + k.substr(0, 40) + "'; use " + valid);
+    }
     if (value.is_none()) continue;
-    row->second(r, k, value);
-    if (k == "gpu" || k == "pci" || (k == "local_rank" && r.plan.local_rank)) targets += 1;
+    auto set = set_option(o, k, text_of(*row, value));
+    if (!set) raise(set.error());
   }
-  if (!r.plan.source.root.empty() && !r.plan.source.topology_file.empty())
-    usage("root= and topology= both name a machine; pass one of them");
-  if (targets > 1) usage("gpu=, pci= and local_rank=True each name the device; pass one of them");
-  return r;
+  if (auto ok = check_options(o); !ok) raise(ok.error());
+  return o;
 }
 
 /// A plan with what applying it needs to know.
 struct Plan {
   LaunchPlan plan;
-  bool foreign = false;  ///< read from a root or a JSON file, not this machine
+  LaunchOptions options;
 
   std::string memory_words() const { return std::string(name_of(membind_choices, plan.membind)); }
 };
@@ -186,9 +163,11 @@ CpuSet cpus_of(py::handle v, std::string_view what) {
   }
   CpuSet s;
   for (py::handle id : py::iter(v)) {
-    if (!int_in(id, CpuSet::capacity - 1))
-      usage(std::string(what) + ": " + std::string(py::repr(id)).substr(0, 40) + " is not a CPU id (0.." +
-            std::to_string(CpuSet::capacity - 1) + ")");
+    bool ok = py::isinstance<py::int_>(id) && !py::isinstance<py::bool_>(id) &&
+              py::int_(0) <= py::reinterpret_borrow<py::object>(id) &&
+              py::reinterpret_borrow<py::object>(id) <= py::int_(CpuSet::capacity - 1);
+    if (!ok)
+      usage(std::string(what) + ": " + shown(id) + " is not a CPU id (0.." + std::to_string(CpuSet::capacity - 1) + ")");
     s.set(id.cast<int>());
   }
   return s;
@@ -204,6 +183,44 @@ py::dict binding_dict(const ProcessBinding& b) {
   return d;
 }
 
+py::dict verdict_dict(const Verdict& v) {
+  const Expectation& e = v.expected;
+  py::dict d;
+  d["pid"] = v.pid;
+  d["gpu"] = e.gpu;
+  d["pci"] = e.pci;
+  d["gpu_source"] = spell_options(e.gpu_source, Spelling::python);
+  d["plan_from"] = e.origin == PlanOrigin::recorded ? "GPUAFF_PLAN" : e.origin == PlanOrigin::options ? "options" : "guess";
+  d["policy"] = std::string(to_string(e.policy));
+  d["expected_cpus"] = set_of(e.cpus);
+  d["memory_nodes"] = set_of(e.memory_nodes);
+  d["healthy"] = v.healthy();
+  py::list threads;
+  for (std::size_t i = 0; i < v.threads.size(); ++i) {
+    py::dict t;
+    t["tid"] = v.threads[i].tid;
+    t["name"] = v.threads[i].name;
+    t["cpus"] = set_of(v.threads[i].cpus);
+    t["inside"] = static_cast<bool>(v.inside[i]);
+    threads.append(t);
+  }
+  d["threads"] = threads;
+  py::dict pages;
+  for (const auto& [node, n] : v.pages) pages[py::int_(node)] = n;
+  d["pages_by_node"] = pages;
+  d["local_fraction"] = v.total > 0 ? py::object(py::float_(v.local_fraction())) : py::object(py::none());
+  py::list env;
+  for (const auto& s : v.environment) env.append(py::make_tuple(s.name, s.value, std::string(s.why)));
+  d["environment"] = env;
+  py::list problems;
+  for (const auto& p : v.problems) problems.append(spell_options(p, Spelling::python));
+  d["problems"] = problems;
+  py::list notes;
+  for (const auto& n : v.notes) notes.append(spell_options(n, Spelling::python));
+  d["notes"] = notes;
+  return d;
+}
+
 /// The calling thread's binding for a `with` block (ScopedAffinity), restored
 /// on exit on the same thread.
 class ThreadGuard {
@@ -214,7 +231,8 @@ class ThreadGuard {
       py::gil_scoped_release nogil;
       g = ScopedAffinity::create(cpus, memory);
     }
-    guard_.emplace(std::move(value_or_raise(std::move(g))));
+    if (!g) raise(g.error(), false);
+    guard_.emplace(std::move(*g));
   }
   void restore() {
     if (!guard_) return;
@@ -224,19 +242,36 @@ class ThreadGuard {
       r = guard_->restore();
     }
     guard_.reset();
-    if (!r) raise(r.error());
+    if (!r) raise(r.error(), false);
   }
 
  private:
   std::optional<ScopedAffinity> guard_;
 };
 
+const char* type_name(OptionType t) {
+  switch (t) {
+    case OptionType::flag: return "flag";
+    case OptionType::count: return "count";
+    case OptionType::positive: return "positive";
+    case OptionType::text: return "text";
+    case OptionType::path: return "path";
+    case OptionType::choice: return "choice";
+    case OptionType::fraction: return "fraction";
+  }
+  return "text";
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_gpuaff, m) {
-  m.doc() = "gpuaff's C++ launch layer (use the gpuaff package, not this module)";
+  m.doc() = "gpuaff's C++ front door (use the gpuaff package, not this module)";
   m.attr("__version__") = version_string;
-  m.attr("option_names") = py::cast(option_names());
+  m.attr("option_names") = py::cast(keyword_names());
+  m.attr("plan_variable") = std::string(plan_variable);
+  std::vector<std::string> policies;
+  for (const PolicyInfo& p : policy_registry) policies.emplace_back(p.name);
+  m.attr("policy_names") = policies;
 
   // Never destroyed: the translator may run until the interpreter is gone.
   static auto* error_classes = new py::object(py::dict());
@@ -246,14 +281,31 @@ PYBIND11_MODULE(_gpuaff, m) {
       if (p) std::rethrow_exception(p);
     } catch (const PyError& e) {
       py::object cls = error_classes->attr("get")(errc_name(e.error.code()), py::reinterpret_borrow<py::object>(PyExc_RuntimeError));
-      py::object exc = cls(std::string(e.error.message()));
+      py::object exc = cls(spell_options(e.error.message(), Spelling::python));
       exc.attr("code") = errc_name(e.error.code());
       exc.attr("sys_errno") = e.error.sys_errno();
+      exc.attr("usage_mistake") = e.usage;
       if (e.error.sys_errno() != 0 && PyObject_IsInstance(exc.ptr(), PyExc_OSError) == 1)
         exc.attr("errno") = e.error.sys_errno();
       PyErr_SetObject(cls.ptr(), exc.ptr());
     }
   });
+
+  m.def("options", [] {
+    py::list out;
+    for (const auto& o : launch_options) {
+      if (!takes_python(o)) continue;
+      py::dict d;
+      d["key"] = std::string(o.key);
+      d["flag"] = std::string(o.flag);
+      d["type"] = type_name(o.type);
+      d["value_name"] = std::string(o.value_name);
+      d["default"] = std::string(o.default_text);
+      d["help"] = std::string(o.help);
+      out.append(d);
+    }
+    return out;
+  }, "The keywords plan() takes, one dict each, from the library's option table.");
 
   py::class_<Plan>(m, "Plan", "One process's binding, computed and checked before anything is applied.")
       .def_property_readonly("cpus", [](const Plan& p) { return set_of(p.plan.cpus); }, "the CPUs (a set of ids)")
@@ -270,18 +322,35 @@ PYBIND11_MODULE(_gpuaff, m) {
                              [](const Plan& p) { return recommended_threads(p.plan.topo, p.plan.cpus); },
                              "physical cores in the binding (OMP_NUM_THREADS)")
       .def_property_readonly("origin", [](const Plan& p) { return std::string(p.plan.topo.origin.view()); })
-      .def_property_readonly("foreign", [](const Plan& p) { return p.foreign; },
+      .def_property_readonly("foreign", [](const Plan& p) { return p.options.machine.another_machine(); },
                              "planned from a root or JSON file: CPUs are checked against this machine before applying")
+      .def_property_readonly("gpu_source", [](const Plan& p) { return spell_options(p.plan.device_source, Spelling::python); },
+                             "where the device choice came from: 'LOCAL_RANK=3', 'gpu=3'")
+      .def_property_readonly("warnings", [](const Plan& p) {
+        std::vector<std::string> out;
+        for (const auto& w : p.plan.warnings) out.push_back(spell_options(w, Spelling::python));
+        return out;
+      }, "settings that are likely not what was meant; they change nothing")
+      .def_property_readonly("environment", [](const Plan& p) {
+        py::dict env;
+        for (const auto& [name, value] : p.plan.env) env[py::str(name)] = value;
+        if (p.options.omp_threads) env["OMP_NUM_THREADS"] = std::to_string(recommended_threads(p.plan.topo, p.plan.cpus));
+        env[py::str(std::string(plan_variable))] = plan_variable_value(p.plan);
+        return env;
+      }, "the variables bind() sets in os.environ once applied: GPUAFF_PLAN, the NIC variables (nic_env), OMP_NUM_THREADS (omp_threads)")
+      .def_property_readonly("fallback", [](const Plan& p) { return std::string(name_of(fallback_choices, p.options.fallback)); })
       .def(
           "apply",
           [](const Plan& p) {
+            OnRefused on_refused = p.options.fallback == Fallback::unbound ? OnRefused::cpu_only : OnRefused::error;
             Result<ProcessBinding> done = Unexpected(Error());
             {
               py::gil_scoped_release nogil;
-              done = apply_plan(p.plan, OnRefused::error,
-                                p.foreign ? PlannedOn::another_machine : PlannedOn::this_machine);
+              done = apply_plan(p.plan, on_refused,
+                                p.options.machine.another_machine() ? PlannedOn::another_machine : PlannedOn::this_machine);
             }
-            return binding_dict(value_or_raise(std::move(done)));
+            if (!done) raise(done.error(), false);  // what the machine refuses
+            return binding_dict(*done);
           },
           "Binds every thread of this process (and this thread's memory policy), as `gpuaff exec` does; "
           "on failure nothing stays changed.")
@@ -294,35 +363,40 @@ PYBIND11_MODULE(_gpuaff, m) {
   m.def(
       "plan",
       [](const py::kwargs& kw) {
-        Request r = request_of(kw);
-        if (!r.target_named) usage("name the device: gpu=N, pci='BDF' or local_rank=True");
+        LaunchOptions o = options_of(kw);
+        if (!o.gpu && !o.pci && !o.local_rank) usage("name the device: gpu=N, pci='BDF' or local_rank=True");
         Result<LaunchPlan> made = Unexpected(Error());
+        LaunchStage stage = LaunchStage::plan;
         {
           py::gil_scoped_release nogil;
-          made = cli::plan_binding(r.plan, r.membind);
+          made = gpuaff::plan(o, process_environment(), python_readers(), &stage);
         }
-        return Plan{value_or_raise(std::move(made)), cli::reads_another_machine(r.plan.source)};
+        if (!made) raise(made.error(), usage_mistake(made.error(), stage));
+        return Plan{std::move(*made), std::move(o)};
       },
       "The binding the keywords name (see gpuaff.plan).");
 
   m.def(
+      "check_apply",
+      [](const py::kwargs& kw) {
+        auto ok = check_apply_options(options_of(kw));
+        if (!ok) raise(ok.error());
+      },
+      "The checks of options that are to be applied (bind, bound, use_executable).");
+
+  m.def(
       "gpus",
       [](const py::kwargs& kw) {
-        for (auto [key, value] : kw) {
-          std::string k = key.cast<std::string>();
-          if (k != "root" && k != "topology" && k != "visible_devices")
-            usage("gpus() takes root=, topology= and visible_devices=, not '" + k.substr(0, 40) + "'");
-        }
-        Request r = request_of(kw);
-        cli::SourceOptions source = r.plan.source;
+        LaunchOptions o = options_of(kw, {"root", "topology", "source", "visible_devices"});
         Result<Topology> topo = Unexpected(Error());
+        LaunchStage stage = LaunchStage::machine;
         {
           py::gil_scoped_release nogil;
-          topo = cli::load_topology(source);
+          topo = load(o, process_environment(), python_readers(), SysfsDetail::binding, &stage);
         }
-        Topology t = value_or_raise(std::move(topo));
+        if (!topo) raise(topo.error(), usage_mistake(topo.error(), stage));
         py::list out;
-        for (const Gpu& g : t.gpus) {
+        for (const Gpu& g : topo->gpus) {
           py::dict d;
           d["index"] = g.index;
           d["pci"] = std::string(g.address().to_string().view());
@@ -333,6 +407,28 @@ PYBIND11_MODULE(_gpuaff, m) {
         return out;
       },
       "The visible GPUs of the machine the keywords name (root=, topology=, visible_devices=).");
+
+  m.def(
+      "doctor",
+      [](int pid, py::object min_local, const py::kwargs& kw) {
+        LaunchOptions o = options_of(kw);
+        DoctorOptions d;
+        if (!min_local.is_none()) {
+          if (!py::isinstance<py::float_>(min_local) && !(py::isinstance<py::int_>(min_local) && !py::isinstance<py::bool_>(min_local)))
+            usage("min_local=" + shown(min_local) + " must be a number between 0 and 1");
+          d.min_local = min_local.cast<double>();
+          if (!(d.min_local >= 0.0 && d.min_local <= 1.0)) usage("min_local=" + shown(min_local) + " is not between 0 and 1");
+        }
+        Result<Verdict> v = Unexpected(Error());
+        {
+          py::gil_scoped_release nogil;
+          v = examine_process(pid, o, d, python_readers());
+        }
+        if (!v) raise(v.error(), v.error().code() == Errc::invalid_argument);
+        return verdict_dict(*v);
+      },
+      py::arg("pid"), py::arg("min_local") = py::none(),
+      "Checks a running process against its GPUAFF_PLAN, or the plan the keywords give its GPU.");
 
   m.def("local_rank", [] {
     return value_or_raise(local_rank(process_environment())).value;
@@ -353,7 +449,8 @@ PYBIND11_MODULE(_gpuaff, m) {
           py::gil_scoped_release nogil;
           done = bind_process(set, memory);
         }
-        return binding_dict(value_or_raise(std::move(done)));
+        if (!done) raise(done.error(), false);
+        return binding_dict(*done);
       },
       py::arg("cpus"), py::arg("membind") = "none", py::arg("memory_nodes") = py::none(),
       "Binds every thread of this process to `cpus` (a cpulist or ids); on failure every thread is put back.");

@@ -261,13 +261,3 @@ TEST_CASE("the launcher's local size stands for nproc when nproc is not given") 
   CHECK(over.error().code() == Errc::invalid_argument);
   CHECK(message(over.error()).find("OMPI_COMM_WORLD_LOCAL_SIZE=9") != std::string::npos);
 }
-
-TEST_CASE("NVIDIA-mode flags under a PyTorch policy are a usage error naming the policies they apply to") {
-  auto e = gpuaff::check_nvidia_options_apply(PolicyKind::exclusive, {"--smt"});
-  REQUIRE(!e);
-  CHECK(e.error().code() == Errc::invalid_argument);
-  CHECK(message(e.error()).find("--smt does not apply to --policy exclusive") == 0);
-  CHECK(message(e.error()).find("unique-contiguous") != std::string::npos);
-  CHECK(gpuaff::check_nvidia_options_apply(PolicyKind::unique_contiguous, {"--smt", "--max-cores"}));
-  CHECK(gpuaff::check_nvidia_options_apply(PolicyKind::node, {}));
-}
