@@ -265,6 +265,10 @@ class CpuSet {
   int used_ = 0;
 };
 
+/// A set of NUMA node ids (memory binding, a GPU's memory nodes). Node ids are
+/// small integers, so the CPU set type serves.
+using NodeSet = CpuSet;
+
 // ---- implementation ---------------------------------------------------------
 
 namespace detail {

@@ -315,6 +315,125 @@ TEST_CASE("doctor: the GPU from the process's own rank variable, and its fightin
   CHECK(j["environment"][0]["value"] == "close");
 }
 
+namespace {
+
+/// `gpuaff exec ARGS -- sleep 60` started with `env`, once it has become `sleep`.
+pid_t exec_sleeping(std::vector<std::string> args, std::vector<std::string> env) {
+  std::string exe = cli_test::exe();
+  args.insert(args.begin(), {exe, "exec"});
+  for (const char* a : {"--", "sleep", "60"}) args.emplace_back(a);
+  env.emplace_back("PATH=/usr/bin:/bin");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    ::execve(exe.c_str(), argv.data(), envp.data());
+    ::_exit(201);
+  }
+  for (int i = 0; i < 2000; ++i) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+    std::string comm;
+    std::getline(in, comm);
+    if (comm == "sleep") break;
+    ::usleep(1000);
+  }
+  return pid;
+}
+
+void end(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+}
+
+}  // namespace
+
+TEST_CASE("doctor --pid alone checks the plan exec applied: an exclusive rank that drifted inside its node is unhealthy") {
+  if (!cli_test::cpus_allowed_here({0, 1})) return;
+  // exec --policy exclusive gives GPU 0 CPU 0 (one core each for the node's two
+  // GPUs) and leaves that plan in the command's GPUAFF_PLAN.
+  pid_t pid = exec_sleeping({"--root", two_nic_root(), "--policy", "exclusive", "--gpu", "0"}, {});
+  Run healthy = tool({"doctor", "--pid", std::to_string(pid), "--format", "json"});
+  INFO(healthy.out, healthy.err);
+  CHECK(healthy.rc == 0);
+  // Then it drifts to CPU 1: still its NUMA node, but GPU 1's share.
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(1, &one);
+  REQUIRE(::sched_setaffinity(pid, sizeof one, &one) == 0);
+  Run r = tool({"doctor", "--pid", std::to_string(pid), "--format", "json"});
+  Run text = tool({"doctor", "--pid", std::to_string(pid)});
+  // With --policy node the guess would call it healthy: the whole node is 0-1.
+  Run guessed = tool({"doctor", "--root", two_nic_root(), "--policy", "node", "--gpu", "0", "--pid", std::to_string(pid)});
+  end(pid);
+  INFO(r.out, r.err);
+  REQUIRE(r.rc == 7);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["plan_from"] == "GPUAFF_PLAN");
+  CHECK(j["policy"] == "exclusive");
+  CHECK(j["expected_cpus"] == "0");
+  CHECK(j["gpu"] == 0);
+  CHECK(j["gpu_source"] == "gpu=0");
+  CHECK(j["threads"][0]["cpus"] == "1");
+  CHECK(j["healthy"] == false);
+  CHECK(text.out.find("plan: checked against the plan it was bound with (GPUAFF_PLAN)") != std::string::npos);
+  CHECK(text.out.find("(0000:17:00.0, --gpu 0)") != std::string::npos);
+  CHECK(guessed.rc == 0);
+}
+
+TEST_CASE("doctor says it is guessing when the process carries no plan") {
+  if (!cli_test::cpus_allowed_here({0, 1})) return;
+  // A rank started without gpuaff: LOCAL_RANK=0, pinned to CPU 0, no GPUAFF_PLAN.
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    pin_process(0);
+    std::string e1 = "LOCAL_RANK=0";
+    char* envp[] = {e1.data(), nullptr};
+    char sleep_path[] = "/bin/sleep";
+    char sixty[] = "60";
+    char* argv[] = {sleep_path, sixty, nullptr};
+    ::execve(sleep_path, argv, envp);
+    ::_exit(201);
+  }
+  for (int i = 0; i < 2000; ++i) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+    std::string comm;
+    std::getline(in, comm);
+    if (comm == "sleep") break;
+    ::usleep(1000);
+  }
+  Run guess = tool({"doctor", "--root", two_nic_root(), "--pid", std::to_string(pid), "--format", "json"});
+  Run given = tool({"doctor", "--root", two_nic_root(), "--policy", "exclusive", "--pid", std::to_string(pid), "--format", "json"});
+  end(pid);
+  INFO(guess.out, guess.err);
+  REQUIRE(guess.rc == 0);  // policy node: the whole node 0-1
+  auto j = nlohmann::json::parse(guess.out);
+  CHECK(j["plan_from"] == "guess");
+  CHECK(j["expected_cpus"] == "0-1");
+  REQUIRE(j["notes"].size() == 1);
+  CHECK(j["notes"][0].get<std::string>().find("a guess") != std::string::npos);
+  CHECK(j["notes"][0].get<std::string>().find("--policy node") != std::string::npos);
+  REQUIRE(given.rc == 0);
+  CHECK(nlohmann::json::parse(given.out)["plan_from"] == "options");
+}
+
+TEST_CASE("doctor blames the process's own rank variable, not a --gpu nobody passed") {
+  if (!cli_test::cpus_allowed_here({0, 1})) return;
+  pid_t pid = exec_sleeping({"--root", two_nic_root(), "--local-rank"}, {"LOCAL_RANK=1"});
+  // doctor with another visibility: the process's LOCAL_RANK=1 names a GPU that
+  // one visible GPU does not have.
+  Run r = tool({"doctor", "--root", two_nic_root(), "--visible-devices", "0", "--pid", std::to_string(pid)});
+  end(pid);
+  INFO(r.out, r.err);
+  CHECK(r.rc == 4);
+  CHECK(r.err.find("LOCAL_RANK=1") != std::string::npos);
+  CHECK(r.err.find("(--gpu") == std::string::npos);
+}
+
 TEST_CASE("doctor: a missing process and a process without rank variable are errors") {
   Run gone = doctor(999999999, {"--gpu", "0"});
   CHECK(gone.rc == 4);

@@ -141,6 +141,7 @@ TEST_CASE("no message of the library names a command-line flag") {
     if (!o.flag.empty()) flags.emplace_back(o.flag);
   for (const auto& o : gpuaff::cli::cli_options) flags.emplace_back(o.flag);
   int headers = 0;
+  std::vector<std::string> named_flags;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(std::filesystem::path(GPUAFF_SOURCE_DIR) / "include")) {
     if (entry.path().extension() != ".hpp") continue;
     ++headers;
@@ -152,9 +153,10 @@ TEST_CASE("no message of the library names a command-line flag") {
         bool named = at != std::string::npos &&
                      (at + flag.size() == lit.size() || !(std::isalnum(static_cast<unsigned char>(lit[at + flag.size()])) ||
                                                           lit[at + flag.size()] == '-'));
-        CHECK_MESSAGE(!named, entry.path().string(), ": \"", lit, "\" names ", flag);
+        if (named) named_flags.push_back(entry.path().string() + ": \"" + lit + "\" names " + flag);
       }
   }
+  CHECK(named_flags == std::vector<std::string>{});
   CHECK(headers > 40);  // the scan saw the library
 }
 

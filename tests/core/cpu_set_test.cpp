@@ -1,6 +1,6 @@
 // CpuSet: set algebra, iteration, and the kernel's cpulist and mask syntax.
 #include <gpuaff/cpu_set.hpp>
-#include <gpuaff/apply/cpu_buffer.hpp>
+#include <gpuaff/os/cpu_buffer.hpp>
 
 #include <dirent.h>
 #include <sys/stat.h>

@@ -53,7 +53,7 @@ TEST_CASE("every row's flag is its key with dashes, keys are unique, and every r
     for (char& c : flag)
       if (c == '_') c = '-';
     CHECK_MESSAGE(row.flag == flag, row.key);
-    CHECK_MESSAGE(row.set != nullptr, row.key);
+    CHECK_MESSAGE((row.set != nullptr), row.key);
     CHECK_MESSAGE(!row.help.empty(), row.key);
   }
 }
@@ -238,13 +238,14 @@ TEST_CASE("every failure says at which stage it happened, and whether it is a us
     CHECK(stage == LaunchStage::device);
     CHECK(p.error().code() == Errc::not_found);
   }
-  SUBCASE("a JSON topology without a JSON reader: unsupported, naming what to include") {
+  SUBCASE("a JSON topology without a JSON reader: a usage mistake, naming what to include") {
     LaunchOptions o;
     REQUIRE(gpuaff::set_option(o, "topology", gpuaff_test::fixture("dgx-h100.json")));
     o.gpu = 0;
     auto p = gpuaff::plan(o, env_of({}), {}, &stage);
     REQUIRE(!p);
-    CHECK(p.error().code() == Errc::unsupported);
+    CHECK(p.error().code() == Errc::invalid_argument);
+    CHECK(gpuaff::usage_mistake(p.error(), stage));
     CHECK(message(p.error()).find("gpuaff/source/json.hpp") != std::string::npos);
   }
 }

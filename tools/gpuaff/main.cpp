@@ -1,8 +1,10 @@
 // gpuaff: bind GPU processes to the right CPUs and NUMA memory.
 // This file only wires the command line (CLI11) to the commands (bind.cpp,
-// topo.cpp, exec.cpp, record.cpp); the word lists, rank variables, policy
-// names and exit codes come from the tables they are defined in. The CLI
-// contract is docs/cli.md and docs/contract.md section 3.
+// topo.cpp, exec.cpp, record.cpp, doctor.cpp): every flag is registered from
+// the option tables (the library's launch_options, cli_options.hpp) and set
+// through the library's set_option; policy names and exit codes come from the
+// tables they are defined in. The CLI contract is docs/cli.md and
+// docs/contract.md sections 3 and 5.
 
 #include <array>
 #include <cstdlib>

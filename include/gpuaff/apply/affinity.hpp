@@ -12,37 +12,17 @@
 #include <string>
 #include <string_view>
 
-#include "gpuaff/apply/cpu_buffer.hpp"
-#include "gpuaff/apply/syscalls.hpp"
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/detail/errno.hpp"
+#include "gpuaff/os/cpu_buffer.hpp"
+#include "gpuaff/os/syscalls.hpp"
+#include "gpuaff/os/thread_mask.hpp"
 #include "gpuaff/result.hpp"
 
 namespace gpuaff {
 inline namespace v0 {
 
 namespace detail {
-
-/// Largest mask tried for sched_getaffinity (bits); far beyond any kernel's NR_CPUS.
-inline constexpr int max_affinity_bits = 1 << 20;
-
-inline std::string thread_name(pid_t tid) { return tid == 0 ? std::string("the calling thread") : "thread " + std::to_string(tid); }
-
-/// The raw mask of thread `tid` (0: the calling thread), of whatever size the kernel needs.
-/// Errors: Errc::not_found (ESRCH: the thread exited), Errc::system_error.
-inline Result<AllocatedCpuSet> read_affinity(pid_t tid) {
-  for (int bits = CPU_SETSIZE; bits <= max_affinity_bits; bits *= 2) {
-    AllocatedCpuSet mask(bits);
-    if (sys().get_affinity(tid, mask.bytes(), mask.get()) == 0) return mask;
-    int e = errno;
-    if (e == EINVAL) continue;  // the kernel's mask is larger than ours
-    if (e == ESRCH) return Unexpected(make_sys_error(Errc::not_found, e, thread_name(tid), " no longer exists (ESRCH)"));
-    return Unexpected(make_sys_error(Errc::system_error, e, "cannot read the CPU affinity of ", thread_name(tid),
-                                     " (sched_getaffinity: ", errno_text(e), ")"));
-  }
-  return Unexpected(make_sys_error(Errc::out_of_range, EINVAL, "cannot read the CPU affinity of ", thread_name(tid),
-                                   ": the kernel wants a mask of more than ", max_affinity_bits, " CPUs"));
-}
 
 /// Writes a raw mask, returning 0 or the errno.
 inline int write_affinity(pid_t tid, const AllocatedCpuSet& mask) {
@@ -100,19 +80,6 @@ inline Result<void> check_binding_set(const CpuSet& cpus) {
 }
 
 }  // namespace detail
-
-/// The calling thread's CPU affinity.
-/// Errors: Errc::system_error when sched_getaffinity fails; Errc::out_of_range
-/// when the mask names a CPU id >= CpuSet::capacity.
-inline Result<CpuSet> thread_affinity() {
-  GPUAFF_TRY(AllocatedCpuSet raw, detail::read_affinity(0));
-  CpuSet s = raw.to_cpu_set();
-  for (int id = CpuSet::capacity; id < raw.cpus(); ++id)
-    if (CPU_ISSET_S(static_cast<std::size_t>(id), raw.bytes(), raw.get()))
-      return fail(Errc::out_of_range, "the calling thread may run on CPU ", id, ", beyond the ",
-                  static_cast<int>(CpuSet::capacity), " CPUs gpuaff supports");
-  return s;
-}
 
 /// Binds the calling thread to exactly `cpus`; threads it creates afterwards
 /// inherit the mask. On any error the thread's mask is unchanged.

@@ -23,9 +23,6 @@
 namespace gpuaff {
 inline namespace v0 {
 
-/// A set of NUMA node ids (the same bit set as CPUs).
-using NodeSet = CpuSet;
-
 /// Where the memory a thread allocates comes from.
 ///
 /// Naming: `first_touch` is the kernel's MPOL_LOCAL (numactl --localalloc):
@@ -39,10 +36,6 @@ enum class MemPolicy {
   bind,         ///< only the given nodes; allocation fails rather than spill over (numactl --membind)
   preferred,   ///< the first given node, falling back to others when it is full
   interleave,  ///< round-robin over the given nodes, page by page
-  /// The earlier name of first_touch, kept so that code using it still
-  /// builds and means what it meant; it is not the command line's "local"
-  /// (see above): new code writes first_touch, or bind for `--membind local`.
-  local = first_touch,
 };
 
 /// What to do when the kernel refuses the memory policy (EPERM, ENOSYS, EINVAL).

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gpuaff/cpu_set.hpp"
+#include "gpuaff/detail/errno.hpp"
 #include "gpuaff/detail/fs.hpp"
 #include "gpuaff/detail/parse.hpp"
 #include "gpuaff/launch/launcher.hpp"
@@ -109,7 +110,7 @@ inline std::map<int, long long> parse_numa_maps(std::string_view text) {
   if (err == EACCES || err == EPERM)
     return unexpected(make_sys_error(Errc::permission_denied, err, "cannot read /proc/", pid, "/", what,
                                      ": permission denied; run doctor as the process's user or as root"));
-  return unexpected(make_sys_error(Errc::io_error, err, "cannot read /proc/", pid, "/", what, " (errno ", err, ")"));
+  return unexpected(make_sys_error(Errc::io_error, err, "cannot read /proc/", pid, "/", what, ": ", detail::errno_text(err)));
 }
 
 }  // namespace detail

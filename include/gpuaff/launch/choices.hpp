@@ -117,10 +117,6 @@ inline Result<MemPolicy> parse_membind(std::string_view s) { return parse_choice
 inline Result<BindFormat> parse_bind_format(std::string_view s) { return parse_choice("format", s, bind_format_choices); }
 inline Result<TopoFormat> parse_topo_format(std::string_view s) { return parse_choice("format", s, topo_format_choices); }
 inline Result<ColorMode> parse_color(std::string_view s) { return parse_choice("color", s, color_choices); }
-inline Result<Baseline> parse_baseline(std::string_view s) { return parse_choice("baseline", s, baseline_choices); }
-inline Result<Unreachable> parse_unreachable(std::string_view s) {
-  return parse_choice("unreachable", s, unreachable_choices);
-}
 inline Result<Fallback> parse_fallback(std::string_view s) { return parse_choice("fallback", s, fallback_choices); }
 
 /// `--unknown-node error|node0|N`: how a GPU whose PCI numa_node is -1 is

@@ -137,8 +137,8 @@ inline Result<bool> option_flag(std::string_view key, std::string_view text) {
 
 inline Result<std::string> option_path(std::string_view key, std::string_view text) {
   if (text.empty())
-    return fail(Errc::invalid_argument, key, "='' is not a path (an unset variable?); leave ", key,
-                " unset for its default");
+    return fail(Errc::invalid_argument, key,
+                "='' is not a path (an unset variable?); leave the option out for its default");
   if (text.find('\0') != std::string_view::npos)
     return fail(Errc::invalid_argument, key, " holds a NUL byte, which no path can hold");
   return std::string(text);

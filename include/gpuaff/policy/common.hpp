@@ -25,10 +25,6 @@
 namespace gpuaff {
 inline namespace v0 {
 
-/// A set of NUMA node ids (for memory binding). Node ids are small integers,
-/// so the CPU set type serves.
-using NodeSet = CpuSet;
-
 /// What to do with a GPU whose PCI numa_node is -1 and whose node cannot be
 /// inferred (see resolve_gpu_node).
 enum class UnknownNode {
@@ -138,13 +134,6 @@ constexpr Result<int> check_gpu(const Topology& topo, int gpu, const JobOptions&
     return fail(Errc::invalid_argument, "GPU ", gpu, " does not take part in the job: nproc=", n, " makes GPUs 0-",
                 n - 1, " the job's GPUs; raise nproc=N or pick a lower GPU");
   return n;
-}
-
-/// The allowed (usable) CPUs of node `id`; empty when the node does not exist,
-/// is memory-only, or lies wholly outside the allowed set.
-constexpr CpuSet node_allowed(const Topology& topo, int id) {
-  const NumaNode* n = topo.find_node(id);
-  return n == nullptr ? CpuSet{} : n->cpus & topo.usable();
 }
 
 /// Words of a CpuSet (64 CPUs each).

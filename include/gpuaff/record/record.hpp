@@ -125,7 +125,7 @@ inline Result<RecordSummary> record_topology(const RecordOptions& options) {
     std::vector<std::string> names;
     if (int e = from.list(detail::nvidia_driver_gpus, names); e != 0)
       return unexpected(make_sys_error(Errc::io_error, e, "cannot list '", detail::nvidia_driver_gpus, "' in '",
-                                       options.root, "' (errno ", e, ")"));
+                                       options.root, "': ", detail::errno_text(e)));
     names.emplace_back();  // the directory itself
     for (const std::string& n : names) {
       if (!n.empty() && !PciAddress::parse(n)) continue;

@@ -171,7 +171,7 @@ inline Result<std::optional<std::vector<PciAddress>>> hwloc_driver_gpus(const st
   std::vector<std::string> names;
   if (int e = dir.list(nvidia_driver_gpus, names); e != 0)
     return Unexpected<Error>(make_sys_error(Errc::io_error, e, "cannot list '", path_under(root, nvidia_driver_gpus),
-                                            "' (errno ", e, ")"));
+                                            "': ", detail::errno_text(e)));
   return Out(driver_gpu_addresses(names));
 }
 

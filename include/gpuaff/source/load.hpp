@@ -87,13 +87,13 @@ inline Result<Topology> read_machine(const LoadRequest& r, const std::vector<Pci
     return fail(Errc::invalid_argument, "source=", s.reader.substr(0, 40), " is not a reader; use source=sysfs or source=hwloc");
   if (s.wants_hwloc()) {
     if (r.readers.hwloc == nullptr)
-      return fail(Errc::unsupported, "reading through hwloc (", s.hwloc_xml.empty() ? "source=hwloc" : "hwloc_xml=FILE",
+      return fail(Errc::invalid_argument, "reading through hwloc (", s.hwloc_xml.empty() ? "source=hwloc" : "hwloc_xml=FILE",
                   ") needs libhwloc, which this program does not load; run gpuaff-hwloc, or read with source=sysfs");
     return r.readers.hwloc(s, extra_pci);
   }
   if (!s.topology.empty()) {
     if (r.readers.json == nullptr)
-      return fail(Errc::unsupported, "reading topology=", s.topology.substr(0, 80),
+      return fail(Errc::invalid_argument, "reading topology=", s.topology.substr(0, 80),
                   " needs the JSON reader (gpuaff/source/json.hpp, target gpuaff::json), which this program does "
                   "not include; read a root instead (root=DIR)");
     return r.readers.json(s.topology);

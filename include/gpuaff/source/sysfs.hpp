@@ -96,8 +96,8 @@
 #include <utility>
 #include <vector>
 
-#include "gpuaff/apply/affinity.hpp"
 #include "gpuaff/cpu_set.hpp"
+#include "gpuaff/os/thread_mask.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/source.hpp"
 #include "gpuaff/source/nics.hpp"
