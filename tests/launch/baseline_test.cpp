@@ -140,7 +140,7 @@ TEST_CASE("--baseline affinity keeps the launcher's narrow mask and warns; cgrou
   REQUIRE_MESSAGE(narrow, (narrow ? "" : message(narrow.error())));
   CHECK(narrow->cpus == cpus("0,112"));  // the one core mpirun left
   REQUIRE(narrow->warnings.size() == 1);
-  CHECK(narrow->warnings[0].find("--baseline cgroup") != std::string::npos);
+  CHECK(narrow->warnings[0].find("baseline=cgroup") != std::string::npos);
   CHECK(narrow->warnings[0].find("--bind-to none") != std::string::npos);
 
   r.baseline = Baseline::cgroup;
@@ -161,7 +161,7 @@ TEST_CASE("a rank pre-bound away from its GPU's node fails under affinity and bi
   LaunchRequest r{.gpu = 5, .policy = {.kind = PolicyKind::node}, .cgroup = cgroup(root)};
   auto fails = gpuaff::make_plan(load(root), r);
   REQUIRE(!fails);
-  CHECK(message(fails.error()).find("--unreachable nearest") != std::string::npos);
+  CHECK(message(fails.error()).find("unreachable=nearest") != std::string::npos);
   r.baseline = Baseline::cgroup;
   auto ok = gpuaff::make_plan(load(root), r);
   REQUIRE(ok);
@@ -186,7 +186,7 @@ TEST_CASE("--unreachable nearest gives a pod on the far socket the allowed CPUs 
   LaunchRequest r{.gpu = 0, .policy = {.kind = PolicyKind::node}};
   auto refused = gpuaff::make_plan(load(root), r);
   REQUIRE(!refused);
-  CHECK(message(refused.error()).find("--unreachable nearest") != std::string::npos);
+  CHECK(message(refused.error()).find("unreachable=nearest") != std::string::npos);
 
   r.unreachable = Unreachable::nearest;
   for (PolicyKind k : {PolicyKind::node, PolicyKind::exclusive, PolicyKind::unique_contiguous}) {

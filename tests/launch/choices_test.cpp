@@ -22,11 +22,11 @@ TEST_CASE("an unknown word is an error naming the option, the word and the choic
   auto r = gpuaff::parse_membind("first-touch");
   REQUIRE(!r);
   CHECK(r.error().code() == Errc::invalid_argument);
-  CHECK(r.error().message() == "--membind 'first-touch' is not valid; use none|local|bind|preferred|interleave");
+  CHECK(r.error().message() == "membind=first-touch is not valid; use none|local|bind|preferred|interleave");
   CHECK(!gpuaff::parse_membind("Local"));  // words are case-sensitive, as the command line's
   auto f = gpuaff::parse_bind_format("yaml");
   REQUIRE(!f);
-  CHECK(f.error().message() == "--format 'yaml' is not valid; use cpulist|mask|numactl|json");
+  CHECK(f.error().message() == "format=yaml is not valid; use cpulist|mask|numactl|json");
 }
 
 TEST_CASE("every other option word parses to its value") {
@@ -63,6 +63,8 @@ TEST_CASE("--unknown-node is error, node0, or a node id, kept beside the job's o
     auto r = gpuaff::parse_unknown_node(bad);
     INFO(bad);
     REQUIRE(!r);
-    CHECK(r.error().message() == "--unknown-node '" + bad + "' is not valid; use error, node0 or a NUMA node id such as 1");
+    // The library's words: the option as unknown_node=VALUE ('' for an empty one).
+    CHECK(r.error().message() ==
+          "unknown_node=" + (bad.empty() ? std::string("''") : bad) + " is not valid; use error, node0 or a NUMA node id such as 1");
   }
 }

@@ -126,7 +126,7 @@ TEST_CASE("eight one-GPU processes on a DGX H100 with --share machine get the fu
     auto alone = plan(one, LaunchRequest{.gpu = 0, .policy = {.kind = PolicyKind::exclusive}});
     CHECK(alone.cpus == cores(56 * (i / 4), 56, 112));
     REQUIRE(alone.warnings.size() == 1);
-    CHECK(alone.warnings[0].find("--share machine") != std::string::npos);
+    CHECK(alone.warnings[0].find("share=machine") != std::string::npos);
     slices.push_back(p.cpus);
   }
   check_pairwise_disjoint(slices);
@@ -217,7 +217,7 @@ TEST_CASE("--share machine applies to the splitting policies only, without --npr
       t, LaunchRequest{.gpu = 0, .policy = {.kind = PolicyKind::exclusive}, .job = {.nproc = 1}, .share = Share::machine});
   REQUIRE_FALSE(n);
   CHECK(n.error().code() == Errc::invalid_argument);
-  CHECK(std::string(n.error().message()).find("--nproc 1") != std::string::npos);
+  CHECK(std::string(n.error().message()).find("nproc=1") != std::string::npos);
 }
 
 TEST_CASE("a MIG container: CUDA_VISIBLE_DEVICES=MIG-<uuid> is the one GPU the driver lists") {

@@ -86,7 +86,7 @@ TEST_CASE("set_option applies the command line's checks, in the library's words"
   };
   for (const Case& c : {Case{"nproc", "0", "nproc=0 is not allowed: at least 1"},
                         Case{"nproc", "x", "nproc=x is not a positive integer"},
-                        Case{"gpu", "99999999999", "gpu=99999999999 is out of range"},
+                        Case{"gpu", "99999999999", "gpu=99999999999 is out of range: at most 2147483647"},
                         Case{"max_cores", "0", "max_cores=0 is not allowed"},
                         Case{"root", "", "root='' is not a path"},
                         Case{"topology", "", "topology='' is not a path"},
@@ -120,12 +120,12 @@ TEST_CASE("NVIDIA-mode options under a PyTorch policy are a usage error, even at
   auto e = gpuaff::check_options(o);
   REQUIRE(!e);
   CHECK(e.error().code() == Errc::invalid_argument);
-  CHECK(message(e.error()).find("balanced= does not apply to policy=exclusive") == 0);
+  CHECK(message(e.error()).find("balanced=true does not apply to policy=exclusive") == 0);
   CHECK(message(e.error()).find("unique-contiguous") != std::string::npos);
   CHECK(gpuaff::spell_options(message(e.error()), Spelling::command_line).find(
             "--balanced does not apply to --policy exclusive") == 0);
   CHECK(gpuaff::spell_options(message(e.error()), Spelling::python).find(
-            "balanced= does not apply to policy='exclusive'") == 0);
+            "balanced=True does not apply to policy='exclusive'") == 0);
   REQUIRE(gpuaff::set_option(o, "policy", "unique-contiguous"));
   CHECK(gpuaff::check_options(o));
 }
@@ -284,3 +284,4 @@ TEST_CASE("a GPUAFF_PLAN that gpuaff did not write is refused, naming the variab
   REQUIRE(later);  // unknown fields of a later v1 are ignored
   CHECK(later->cpus.to_list() == "0-3");
 }
+

@@ -55,7 +55,7 @@ TEST_CASE("a GPU index beyond the visible GPUs names them and where the index ca
   REQUIRE(!by_flag);
   CHECK(by_flag.error().code() == Errc::not_found);
   std::string m(by_flag.error().message());
-  CHECK(m.find("no GPU 8 (--gpu 8): 8 visible in ") == 0);
+  CHECK(m.find("no GPU 8 (gpu=8): 8 visible in ") == 0);
   CHECK(m.find("7 0000:a0:1d.0") != std::string::npos);
   CHECK(m.find("pick one of them") != std::string::npos);
 
@@ -63,7 +63,7 @@ TEST_CASE("a GPU index beyond the visible GPUs names them and where the index ca
   REQUIRE(!by_rank);
   std::string r(by_rank.error().message());
   CHECK(r.find("no GPU 9 (LOCAL_RANK=9)") == 0);
-  CHECK(r.find("use --gpu 0") != std::string::npos);
+  CHECK(r.find("use gpu=0") != std::string::npos);
 
   gpuaff::Topology none = p4d();
   none.gpus.clear();

@@ -131,7 +131,7 @@ inline Result<JobOptions> parse_unknown_node(std::string_view s, JobOptions job 
   } else if (int n = detail::parse_count(s); n >= 0) {
     job.assume_node = n;
   } else {
-    return fail(Errc::invalid_argument, "unknown_node=", s.substr(0, 40), " is not valid; use error, node0 or a NUMA node id such as 1");
+    return fail(Errc::invalid_argument, "unknown_node=", s.empty() ? std::string_view("''") : s.substr(0, 40), " is not valid; use error, node0 or a NUMA node id such as 1");
   }
   return job;
 }

@@ -115,18 +115,20 @@ inline Unexpected<Error> bad_option(std::string_view key, std::string_view text,
   return fail(Errc::invalid_argument, option_word(key, text.empty() ? std::string_view("''") : text), " is not ", what);
 }
 
-/// A decimal integer of at most 9 digits, at least `least`.
+/// A decimal integer (digits only) of at most INT_MAX, at least `least`.
 inline Result<int> option_int(std::string_view key, std::string_view text, int least) {
-  int v = parse_count(text);
-  if (v < 0) {
-    if (!text.empty() && is_decimal(text))
-      return fail(Errc::invalid_argument, option_word(key, text), " is out of range: at most 999999999");
+  if (text.empty() || !is_decimal(text))
     return bad_option(key, text, least > 0 ? "a positive integer" : "a non-negative integer");
-  }
+  std::string_view digits = text.substr(std::min(text.find_first_not_of('0'), text.size()));
+  constexpr std::string_view max = "2147483647";
+  if (digits.size() > max.size() || (digits.size() == max.size() && digits > max))
+    return fail(Errc::invalid_argument, option_word(key, text), " is out of range: at most ", max);
+  long long v = 0;
+  if (!digits.empty()) leading_number(digits, 10, 2147483647LL, v);
   if (v < least)
     return fail(Errc::invalid_argument, option_word(key, text), " is not allowed: at least ", least,
                 " (leave it unset for its default)");
-  return v;
+  return static_cast<int>(v);
 }
 
 inline Result<bool> option_flag(std::string_view key, std::string_view text) {
@@ -318,7 +320,10 @@ inline Result<void> check_options(const LaunchOptions& o) {
       std::string modes;
       for (const PolicyInfo& p : policy_registry)
         if (p.nvidia_options) modes += (modes.empty() ? "" : ", ") + std::string(p.name);
-      return fail(Errc::invalid_argument, key, "= does not apply to policy=", to_string(o.policy.kind),
+      // A flag names its value (balanced=false is --no-balanced); the others need none.
+      std::string word = key == "balanced" ? (o.policy.nvidia.balanced ? "balanced=true" : "balanced=false")
+                                           : std::string(key) + "=";
+      return fail(Errc::invalid_argument, word, " does not apply to policy=", to_string(o.policy.kind),
                   "; it applies to ", modes, " only: leave it unset or pick one of those policies");
     }
   }

@@ -88,7 +88,8 @@ inline Result<Topology> read_machine(const LoadRequest& r, const std::vector<Pci
   if (s.wants_hwloc()) {
     if (r.readers.hwloc == nullptr)
       return fail(Errc::invalid_argument, "reading through hwloc (", s.hwloc_xml.empty() ? "source=hwloc" : "hwloc_xml=FILE",
-                  ") needs libhwloc, which this program does not load; run gpuaff-hwloc, or read with source=sysfs");
+                  ") needs libhwloc, which this program does not load; run the same command with gpuaff-hwloc "
+                  "(docs/hwloc.md), or read with source=sysfs");
     return r.readers.hwloc(s, extra_pci);
   }
   if (!s.topology.empty()) {
