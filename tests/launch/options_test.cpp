@@ -285,3 +285,29 @@ TEST_CASE("a GPUAFF_PLAN that gpuaff did not write is refused, naming the variab
   CHECK(later->cpus.to_list() == "0-3");
 }
 
+TEST_CASE("reserve_os_cores takes the lowest cores of every node out before the shares are computed") {
+  LaunchOptions o = on_dgx();
+  REQUIRE(gpuaff::set_option(o, "reserve_os_cores", "2"));
+  REQUIRE(gpuaff::set_option(o, "gpu", "0"));
+  auto node = gpuaff::plan(o, env_of({}));
+  REQUIRE(node);
+  // Node 0 keeps cores 2-55 (threads 2-55 and 114-167): cores 0 and 1 are the OS's.
+  CHECK(node->cpus.to_list() == "2-55,114-167");
+  REQUIRE(gpuaff::set_option(o, "policy", "exclusive"));
+  // 54 cores left for 4 GPUs: 14, 14, 13, 13 (the remainder to the lowest GPUs).
+  auto g0 = gpuaff::plan(o, env_of({}));
+  REQUIRE(g0);
+  CHECK(g0->cpus.to_list() == "2-15,114-127");
+  o.gpu = 3;
+  auto g3 = gpuaff::plan(o, env_of({}));
+  REQUIRE(g3);
+  CHECK(g3->cpus.to_list() == "43-55,155-167");
+  o.gpu = 4;  // node 1 reserves its own two lowest cores, 56-57
+  auto g4 = gpuaff::plan(o, env_of({}));
+  REQUIRE(g4);
+  CHECK(g4->cpus.to_list() == "58-71,170-183");
+  auto bad = gpuaff::set_option(o, "reserve_os_cores", "-1");
+  REQUIRE(!bad);
+  CHECK(gpuaff::spell_options(message(bad.error()), Spelling::command_line) ==
+        "--reserve-os-cores -1 is not a non-negative integer");
+}

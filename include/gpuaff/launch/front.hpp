@@ -127,6 +127,7 @@ inline Result<LaunchRequest> launch_request(const LaunchOptions& o, const Enviro
   LaunchRequest r{.pci = o.pci, .gpu = o.gpu.value_or(0), .policy = o.policy, .job = o.job, .membind = o.membind};
   r.baseline = o.baseline;
   r.unreachable = o.unreachable;
+  r.reserve_os_cores = o.reserve_os_cores;
   r.share = o.share;
   r.cuda_device_order = env("CUDA_DEVICE_ORDER").value_or(std::string());
   r.nic_env = o.nic_env;

@@ -51,6 +51,7 @@ struct LaunchOptions {
   Share share = Share::visible;
   Baseline baseline = Baseline::affinity;
   Unreachable unreachable = Unreachable::error;
+  int reserve_os_cores = 0;          ///< lowest physical cores of every node kept for the OS
   // Memory and what the command is given.
   MemPolicy membind = MemPolicy::none;
   MemNodes mem_nodes = MemNodes::cpu;
@@ -197,6 +198,7 @@ GPUAFF_OPTION_SETTER(set_unknown_node, { GPUAFF_TRY(o.job, parse_unknown_node(t,
 GPUAFF_OPTION_SETTER(set_share, { GPUAFF_TRY(o.share, option_choice("share", t, share_choices)); })
 GPUAFF_OPTION_SETTER(set_baseline, { GPUAFF_TRY(o.baseline, option_choice("baseline", t, baseline_choices)); })
 GPUAFF_OPTION_SETTER(set_unreachable, { GPUAFF_TRY(o.unreachable, option_choice("unreachable", t, unreachable_choices)); })
+GPUAFF_OPTION_SETTER(set_reserve_os_cores, { GPUAFF_TRY(o.reserve_os_cores, option_int("reserve_os_cores", t, 0)); })
 GPUAFF_OPTION_SETTER(set_membind, { GPUAFF_TRY(o.membind, option_choice("membind", t, membind_choices)); })
 GPUAFF_OPTION_SETTER(set_mem_nodes, { GPUAFF_TRY(o.mem_nodes, option_choice("mem_nodes", t, mem_nodes_choices)); })
 GPUAFF_OPTION_SETTER(set_nic_env, { GPUAFF_TRY(o.nic_env, option_flag("nic_env", t)); })
@@ -210,7 +212,7 @@ inline constexpr unsigned every_plan_command = for_bind | for_exec | for_topo | 
 }  // namespace detail
 
 /// Every option of a launch, in the order --help and the docs show them.
-inline const std::array<OptionInfo, 25> launch_options{{
+inline const std::array<OptionInfo, 26> launch_options{{
     {"root", "--root", "DIR", OptionType::path, detail::every_plan_command, "this machine",
      "read the machine from a recorded root (a directory laid out like /, made by gpuaff record)", detail::set_root},
     {"topology", "--topology", "FILE.json", OptionType::path, detail::every_plan_command, "",
@@ -266,6 +268,10 @@ inline const std::array<OptionInfo, 25> launch_options{{
      "when no allowed CPU is on the GPU's node (a pod on the other socket): error, or nearest (the allowed CPUs "
      "of the closest node(s) by NUMA distance)",
      detail::set_unreachable},
+    {"reserve_os_cores", "--reserve-os-cores", "N", OptionType::count, detail::launch_commands | for_doctor, "0",
+     "take the N lowest-numbered physical cores of every NUMA node (all their threads) out before any share is "
+     "computed: cores kept for the OS, interrupts and daemons",
+     detail::set_reserve_os_cores},
     {"membind", "--membind", "none|local|bind|preferred|interleave", OptionType::choice, detail::launch_commands, "none",
      "memory policy over the GPU's node(s): none (the kernel's first touch), local (strict, as numactl's "
      "membind does; bind is a synonym), preferred, interleave",

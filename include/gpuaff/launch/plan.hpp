@@ -49,6 +49,9 @@ struct LaunchRequest {
   /// Baseline::cgroup; under Baseline::affinity it only feeds a warning.
   std::optional<CgroupCpuset> cgroup{};
   Unreachable unreachable = Unreachable::error;  ///< when no allowed CPU is on the target's node
+  /// The lowest-numbered physical cores of every NUMA node (all their threads)
+  /// taken out of the allowed set before any share is computed.
+  int reserve_os_cores = 0;
   /// Share::machine: the policy splits the GPU's node among every GPU of the host
   /// (Topology::host_gpus), so that processes that each see one GPU get disjoint
   /// slices; only for the policies that split (splits_among_gpus), without
@@ -148,6 +151,23 @@ inline std::string narrowed_mask_warning(const Topology& topo, const std::option
   return "this process may run on CPUs " + usable.to_list() + " only, narrower than its cgroup's " + wide.to_list() +
          " (" + cgroup->cpus_file + "): a launcher or taskset bound it first; pass baseline=cgroup to draw from "
          "the cgroup, or start it unbound (mpirun --bind-to none, srun --cpu-bind=none)";
+}
+
+/// Takes the `n` lowest-numbered physical cores of every NUMA node (all their
+/// threads) out of the allowed set: cores a site keeps for the OS. The cores
+/// are the node's online cores, whether or not this process may use them, so
+/// every process of the machine reserves the same ones.
+inline void reserve_os_cores(Topology& topo, int n) {
+  if (n <= 0) return;
+  for (const NumaNode& node : topo.nodes) {
+    int taken = 0;
+    for (const Core& c : topo.cores) {  // sorted by lowest thread
+      if (taken == n) break;
+      if (!c.threads.intersects(node.cpus)) continue;
+      topo.allowed -= c.threads;
+      ++taken;
+    }
+  }
 }
 
 /// The nodes with allowed CPUs closest to `node` by its SLIT distances
@@ -343,6 +363,7 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
   } else if (std::string w = detail::narrowed_mask_warning(topo, request.cgroup); !w.empty()) {
     plan.warnings.push_back(std::move(w));
   }
+  detail::reserve_os_cores(topo, request.reserve_os_cores);
   if (auto w = device_order_warning(detail::process_gpus_with_ids(topo), request.cuda_device_order))
     plan.warnings.push_back(*w);
   if (request.pci) {
