@@ -50,7 +50,9 @@ int main(int argc, char** argv) {
   MemoryOptions memory;
   if (const char* word = variable("GPUAFF_MEMBIND")) {
     auto policy = parse_choice("GPUAFF_MEMBIND", word, membind_choices);
-    if (!policy) return fail(policy.error().message());
+    if (!policy)
+      return fail("GPUAFF_MEMBIND '" + std::string(word).substr(0, 40) + "' is not valid; use " +
+                  choice_names(membind_choices, "|"));
     memory.policy = *policy;
   }
   if (memory.policy != MemPolicy::none) {

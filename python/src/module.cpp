@@ -102,7 +102,7 @@ std::string text_of(const OptionInfo& o, py::handle v) {
     case OptionType::count:
     case OptionType::positive:
       if (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v))
-        usage(key + "=" + shown(v) + " must be an int");
+        usage(key + "=" + shown(v) + (o.type == OptionType::count ? " must be a non-negative int" : " must be a positive int"));
       return py::str(v).cast<std::string>();
     case OptionType::fraction:
       if (!py::isinstance<py::float_>(v) && !py::isinstance<py::int_>(v)) usage(key + "=" + shown(v) + " must be a number");
@@ -392,7 +392,7 @@ PYBIND11_MODULE(_gpuaff, m) {
         LaunchStage stage = LaunchStage::machine;
         {
           py::gil_scoped_release nogil;
-          topo = load(o, process_environment(), python_readers(), SysfsDetail::binding, &stage);
+          topo = load(o, process_environment(), python_readers(), SysfsDetail::full, &stage);
         }
         if (!topo) raise(topo.error(), usage_mistake(topo.error(), stage));
         py::list out;

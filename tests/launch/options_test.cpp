@@ -91,7 +91,7 @@ TEST_CASE("set_option applies the command line's checks, in the library's words"
                         Case{"root", "", "root='' is not a path"},
                         Case{"topology", "", "topology='' is not a path"},
                         Case{"pci", "", "pci='' names no device"},
-                        Case{"pci", "zz:00.0", "pci=zz:00.0: "},
+                        Case{"pci", "zz:00.0", "pci=zz:00.0 is not a PCI address"},
                         Case{"policy", "exclusiv", "unknown policy 'exclusiv'"},
                         Case{"unknown_node", "node9x", "unknown_node=node9x is not valid"},
                         Case{"balanced", "yes", "balanced=yes is not true or false"},
@@ -160,6 +160,8 @@ TEST_CASE("option words are spelled for the command line and for Python, and not
                 "LOCAL_RANK=3 is more than nproc=2"},
            Case{"the policy gives GPU 3 no CPU", "the policy gives GPU 3 no CPU", "the policy gives GPU 3 no CPU"},
            Case{"pass root=/ or a directory", "pass --root / or a directory", "pass root='/' or a directory"},
+           Case{"scope=socket: NUMA node 1", "--scope socket: NUMA node 1", "scope='socket': NUMA node 1"},
+           Case{"pci=0000:17:00.0 is not", "--pci 0000:17:00.0 is not", "pci='0000:17:00.0' is not"},
            Case{"CUDA_VISIBLE_DEVICES=0 x_policy=node", "CUDA_VISIBLE_DEVICES=0 x_policy=node",
                 "CUDA_VISIBLE_DEVICES=0 x_policy=node"},
        }) {

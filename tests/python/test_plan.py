@@ -104,26 +104,26 @@ def test_local_rank_and_size(root, clean_env):
 def test_membind_words(root, clean_env):
     assert gpuaff.plan(gpu=0, root=root, membind="local").membind == "local"
     assert gpuaff.plan(gpu=0, root=root, membind="bind").membind == "local"  # a synonym
-    with pytest.raises(gpuaff.InvalidArgument, match="membind 'near' is not valid; use none|local"):
+    with pytest.raises(gpuaff.InvalidArgument, match="membind='near' is not valid; use one of none, local"):
         gpuaff.plan(gpu=0, root=root, membind="near")
 
 
 @pytest.mark.parametrize("kw,cls,builtin,text", [
-    ({"gpu": 0, "polcy": "node"}, gpuaff.InvalidArgument, ValueError, "unknown option 'polcy'; use balanced"),
+    ({"gpu": 0, "polcy": "node"}, gpuaff.InvalidArgument, ValueError, "unknown option 'polcy'; use root, topology"),
     ({"gpu": 0, "policy": "nodes"}, gpuaff.InvalidArgument, ValueError, "unknown policy 'nodes'"),
     ({"gpu": "0"}, gpuaff.InvalidArgument, ValueError, "gpu='0' must be a non-negative int"),
-    ({"gpu": -1}, gpuaff.InvalidArgument, ValueError, "gpu=-1 must be a non-negative int"),
+    ({"gpu": -1}, gpuaff.InvalidArgument, ValueError, "gpu=-1 is not a non-negative integer"),
     ({"gpu": True}, gpuaff.InvalidArgument, ValueError, "gpu=True must be a non-negative int"),
-    ({"gpu": 10**30}, gpuaff.InvalidArgument, ValueError, "gpu=1000000000000000000000000000000 must be"),
-    ({"gpu": 0, "nproc": 1.5}, gpuaff.InvalidArgument, ValueError, "nproc=1.5 must be a non-negative int"),
+    ({"gpu": 10**30}, gpuaff.InvalidArgument, ValueError, "gpu=1000000000000000000000000000000 is out of range: at most 2147483647"),
+    ({"gpu": 0, "nproc": 1.5}, gpuaff.InvalidArgument, ValueError, "nproc=1.5 must be a positive int"),
     ({"gpu": 0, "balanced": 1}, gpuaff.InvalidArgument, ValueError, "balanced=1 must be True or False"),
-    ({"gpu": 0, "smt": "two"}, gpuaff.InvalidArgument, ValueError, "smt 'two' is not valid; use all|one"),
+    ({"gpu": 0, "smt": "two"}, gpuaff.InvalidArgument, ValueError, "smt='two' is not valid; use one of all, one"),
     ({"gpu": 0, "pci": "0000:97:00.0"}, gpuaff.InvalidArgument, ValueError, "each name the device"),
     ({"policy": "node"}, gpuaff.InvalidArgument, ValueError, "name the device: gpu=N"),
-    ({"gpu": 2}, gpuaff.NotFound, LookupError, r"no GPU 2 \(--gpu 2\): 2 visible"),
+    ({"gpu": 2}, gpuaff.NotFound, LookupError, r"no GPU 2 \(gpu=2\): 2 visible"),
     ({"pci": "0000:00:09.0"}, gpuaff.NotFound, LookupError, "0000:00:09.0"),
-    ({"pci": "zz"}, gpuaff.InvalidArgument, ValueError, "--pci"),
-    ({"gpu": 0, "unknown_node": "north"}, gpuaff.InvalidArgument, ValueError, "--unknown-node 'north'"),
+    ({"pci": "zz"}, gpuaff.InvalidArgument, ValueError, "pci='zz' is not a PCI address"),
+    ({"gpu": 0, "unknown_node": "north"}, gpuaff.InvalidArgument, ValueError, "unknown_node='north' is not valid"),
     ({"gpu": 0, "visible_devices": "7"}, gpuaff.Error, Exception, "7"),
 ])
 def test_errors(root, clean_env, kw, cls, builtin, text):
@@ -134,12 +134,12 @@ def test_errors(root, clean_env, kw, cls, builtin, text):
 
 
 def test_gpus_takes_machine_options_only(root, clean_env):
-    with pytest.raises(gpuaff.InvalidArgument, match="gpus\\(\\) takes root=, topology= and visible_devices=, not 'policy'"):
+    with pytest.raises(gpuaff.InvalidArgument, match="unknown option 'policy'; use root, topology, source, visible_devices"):
         gpuaff.gpus(root=root, policy="node")
 
 
 def test_machine_errors(root, tmp_path, clean_env):
-    with pytest.raises(gpuaff.InvalidArgument, match="root= and topology="):
+    with pytest.raises(gpuaff.InvalidArgument, match="each name a machine"):
         gpuaff.plan(gpu=0, root=root, topology=str(tmp_path / "t.json"))
     with pytest.raises(gpuaff.IoError) as info:
         gpuaff.plan(gpu=0, root=str(tmp_path / "missing"))
@@ -190,12 +190,33 @@ def test_deployment_options(clean_env):
     # The contract's deployment options are keywords too, with the CLI's words
     # and usage rules. The DGX H100's GPU 0 is on node 0 (CPUs 0-55,112-167).
     assert gpuaff.plan(gpu=0, root=DGX_H100, baseline="affinity", unreachable="error").cpulist == "0-55,112-167"
-    with pytest.raises(gpuaff.InvalidArgument, match="share machine"):
+    # Errors name keywords as Python writes them, never the command line's flags.
+    with pytest.raises(gpuaff.InvalidArgument, match="share='machine' applies to the policies that split"):
         gpuaff.plan(gpu=0, root=DGX_H100, policy="node", share="machine")
-    with pytest.raises(gpuaff.InvalidArgument, match="--smt"):
+    with pytest.raises(gpuaff.InvalidArgument, match="smt= does not apply to policy='exclusive'"):
         gpuaff.plan(gpu=0, root=DGX_H100, policy="exclusive", smt="one")
     for key in ("nproc", "max_cores"):
         with pytest.raises(gpuaff.InvalidArgument, match=key + "=0"):
             gpuaff.plan(gpu=0, root=DGX_H100, policy="single", **{key: 0})
     with pytest.raises(gpuaff.InvalidArgument, match="baseline"):
         gpuaff.plan(gpu=0, root=DGX_H100, baseline="cgroups")
+
+
+def test_every_option_of_bind_and_exec_is_a_keyword(root, clean_env):
+    # nic_env, mem_nodes, fallback and omp_threads, which plan() once refused.
+    p = gpuaff.plan(gpu=0, root=root, fallback="unbound", omp_threads=True, mem_nodes="socket", membind="local")
+    assert p.fallback == "unbound"
+    assert p.environment["OMP_NUM_THREADS"] == str(p.recommended_threads)
+    assert p.environment[gpuaff.PLAN_VARIABLE].startswith("v1 gpu=0 pci=0000:17:00.0 from=gpu=0 policy=node")
+    with pytest.raises(gpuaff.NotFound, match="nic_env=True: "):
+        gpuaff.plan(gpu=0, root=root, nic_env=True)  # this root has no RDMA NIC: the CLI's error, Python's words
+    with pytest.raises(gpuaff.InvalidArgument, match="mem_nodes='gpu' has no effect without a memory policy"):
+        gpuaff.bind(gpu=0, root=root, mem_nodes="gpu")
+
+
+@pytest.mark.parametrize("kw", [{"pci": ""}, {"root": ""}, {"topology": ""}, {"root": "/x\0junk"},
+                                {"visible_devices": "\0"}])
+def test_empty_and_nul_strings_are_refused_as_the_cli_refuses_them(clean_env, kw):
+    with pytest.raises(gpuaff.InvalidArgument):
+        gpuaff.plan(gpu=0, **kw) if "pci" not in kw else gpuaff.plan(**kw)
+

@@ -179,7 +179,7 @@ GPUAFF_OPTION_SETTER(set_gpu, {
 GPUAFF_OPTION_SETTER(set_pci, {
   if (t.empty()) return fail(Errc::invalid_argument, "pci='' names no device (an unset variable?); give a PCI address such as 0000:17:00.0");
   auto a = PciAddress::parse(t);
-  if (!a) return fail(Errc::invalid_argument, "pci=", t.substr(0, 60), ": ", a.error().message());
+  if (!a) return fail(Errc::invalid_argument, "pci=", t.substr(0, 60), " is not a PCI address (", a.error().message(), ")");
   o.pci = *a;
 })
 GPUAFF_OPTION_SETTER(set_local_rank, { GPUAFF_TRY(o.local_rank, option_flag("local_rank", t)); })
@@ -387,6 +387,8 @@ inline std::string spell_options(std::string_view message, Spelling spelling,
       vend = close == std::string_view::npos ? message.size() : close + 1;
     } else if (assigned) {
       while (vend < message.size() && std::string_view(" ,;)\"").find(message[vend]) == std::string_view::npos) ++vend;
+      // A ':' or '.' that ends the value ends the phrase ("scope=socket: node 1"), not the value.
+      while (vend > v && (message[vend - 1] == ':' || message[vend - 1] == '.')) --vend;
     }
     std::string_view value = message.substr(v, vend - v);
     bool quoted_already = !value.empty() && value.front() == '\'';
