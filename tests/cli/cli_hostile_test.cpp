@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "run_tool.hpp"
+#include "support/check.hpp"
 
 using cli_test::Run;
 using cli_test::tool;
@@ -277,4 +278,16 @@ TEST_CASE("record keeps a file's permission bits, never wider than 0644") {
   CHECK((mode("sys/devices/system/node/node0/cpulist") & ~(fs::perms::owner_read | fs::perms::owner_write |
                                                            fs::perms::group_read | fs::perms::others_read)) ==
         fs::perms::none);
+}
+
+TEST_CASE("a result that cannot be written (a full disk) is an error, never an empty success") {
+  // /dev/full refuses every write with ENOSPC: what a script saving a binding on a full disk sees.
+  for (std::string command : {"bind --gpu 0", "bind --gpu all --format json", "topo", "topo --format json"}) {
+    Run r = cli_test::run_program("/bin/sh", {"-c", cli_test::exe() + " " + command + " --root " +
+                                                        gpuaff_test::fixture("dgx-h100") + " >/dev/full"});
+    INFO(command, ": ", r.err);
+    CHECK(r.rc == 6);
+    CHECK(r.one_error_line());
+    CHECK(r.err.find("cannot write the result to stdout: ENOSPC") != std::string::npos);
+  }
 }

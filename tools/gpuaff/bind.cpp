@@ -95,14 +95,12 @@ int run_bind(const BindArgs& args) {
       for (const auto& p : *plans) out += std::to_string(p.visible_gpu) + ' ' + format_plan(p, args) + '\n';
     }
     if (!plans->empty()) print_warnings(plans->front());
-    write_stdout(out);
-    return exit_ok;
+    return write_result(out);
   }
   auto plan = gpuaff::plan(o, process_environment(), cli_readers());
   if (!plan) return report_error(plan.error());
   print_warnings(*plan);
-  write_stdout(format_plan(*plan, args) + '\n');
-  return exit_ok;
+  return write_result(format_plan(*plan, args) + '\n');
 }
 
 }  // namespace gpuaff::cli

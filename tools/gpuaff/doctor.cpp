@@ -103,8 +103,8 @@ int run_doctor(const DoctorArgs& args) {
     return report_error(make_error(Errc::invalid_argument, "gpu=all is for bind: doctor checks one process; name its GPU with gpu=N"));
   auto v = examine_process(args.pid, args.options, DoctorOptions{.min_local = args.min_local}, cli_readers());
   if (!v) return report_error(v.error());
-  write_stdout(args.format == TopoFormat::json ? json_of(*v) + '\n' : text_of(*v));
-  return v->healthy() ? exit_ok : exit_unhealthy;
+  return write_result(args.format == TopoFormat::json ? json_of(*v) + '\n' : text_of(*v),
+                      v->healthy() ? exit_ok : exit_unhealthy);
 }
 
 }  // namespace gpuaff::cli

@@ -76,8 +76,7 @@ int print_dry_run(const LaunchPlan& plan, const ExecArgs& args) {
   j["command"] = args.command;
   j["plan_variable"] = plan_variable_value(plan);
   if (args.options.omp_threads) j["omp_num_threads"] = recommended_threads(plan.topo, plan.cpus);
-  write_stdout(j.dump(2) + '\n');
-  return exit_ok;
+  return write_result(j.dump(2) + '\n');
 }
 
 }  // namespace

@@ -113,6 +113,17 @@ std::optional<std::string> cli_value(const Given& g, std::string_view key) {
   return std::nullopt;
 }
 
+/// Sets `target` from the CLI-only choice option `key` when it was given.
+/// Errors: Errc::invalid_argument for a word that is not one of `choices`.
+template <class E, std::size_t N>
+gpuaff::Result<void> take_choice(const Given& g, std::string_view key, const std::array<gpuaff::Choice<E>, N>& choices,
+                                 E& target) {
+  if (auto text = cli_value(g, key)) {
+    GPUAFF_TRY(target, gpuaff::parse_choice(key, *text, choices));
+  }
+  return {};
+}
+
 /// "gpuaff: <what>; see 'gpuaff <command> --help'" for a parse error.
 int usage_error(const CLI::App& app, const CLI::Error& e) {
   std::string where = "gpuaff";
@@ -230,27 +241,17 @@ int main(int argc, char** argv) try {
   if (bind->parsed()) {
     BindArgs args;
     if (auto ok = fill(bind_given, args.options); !ok) return fail_usage(ok.error());
-    if (auto f = cli_value(bind_given, "format")) {
-      auto v = gpuaff::parse_choice("format", *f, gpuaff::bind_format_choices);
-      if (!v) return fail_usage(v.error());
-      args.format = *v;
-    }
+    if (auto ok = take_choice(bind_given, "format", gpuaff::bind_format_choices, args.format); !ok)
+      return fail_usage(ok.error());
     return run_bind(args);
   }
   if (topo->parsed()) {
     TopoArgs args;
     if (auto ok = fill(topo_given, args.options); !ok) return fail_usage(ok.error());
     if (auto ok = gpuaff::check_options(args.options); !ok) return fail_usage(ok.error());
-    if (auto f = cli_value(topo_given, "format")) {
-      auto v = gpuaff::parse_choice("format", *f, gpuaff::topo_format_choices);
-      if (!v) return fail_usage(v.error());
-      args.format = *v;
-    }
-    if (auto c = cli_value(topo_given, "color")) {
-      auto v = gpuaff::parse_choice("color", *c, gpuaff::color_choices);
-      if (!v) return fail_usage(v.error());
-      args.color = *v;
-    }
+    if (auto ok = take_choice(topo_given, "format", gpuaff::topo_format_choices, args.format); !ok)
+      return fail_usage(ok.error());
+    if (auto ok = take_choice(topo_given, "color", gpuaff::color_choices, args.color); !ok) return fail_usage(ok.error());
     return run_topo(args);
   }
   if (exec->parsed()) {
@@ -281,11 +282,8 @@ int main(int argc, char** argv) try {
     int p = gpuaff::detail::parse_count(*pid);
     if (p <= 0) return fail_usage(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--pid '", std::string_view(*pid).substr(0, 40), "' is not a process id (a positive integer)"));
     args.pid = p;
-    if (auto f = cli_value(doctor_given, "format")) {
-      auto v = gpuaff::parse_choice("format", *f, gpuaff::topo_format_choices);
-      if (!v) return fail_usage(v.error());
-      args.format = *v;
-    }
+    if (auto ok = take_choice(doctor_given, "format", gpuaff::topo_format_choices, args.format); !ok)
+      return fail_usage(ok.error());
     if (auto m = cli_value(doctor_given, "min_local")) {
       char* end = nullptr;
       double f = std::strtod(m->c_str(), &end);

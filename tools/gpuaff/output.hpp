@@ -3,12 +3,14 @@
 // stderr ("gpuaff: <what is wrong>; <what to do>") and the exit code of the
 // error's class.
 
+#include <cerrno>
 #include <cstdio>
 #include <string>
 #include <string_view>
 
 #include "cli_options.hpp"
 #include "exit_codes.hpp"
+#include "gpuaff/detail/errno.hpp"
 #include "gpuaff/result.hpp"
 
 namespace gpuaff::cli {
@@ -21,9 +23,19 @@ inline void print_line(std::FILE* f, std::string_view text) {
   std::fflush(f);
 }
 
-inline void write_stdout(std::string_view text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
+/// Writes a command's result on stdout and returns `code`, or, when it cannot
+/// be written (a full disk, a closed pipe), says so on stderr and returns
+/// exit_system: a script that saves a binding must never get an empty file
+/// and success.
+inline int write_result(std::string_view text, int code = exit_ok) {
+  errno = 0;
+  bool whole = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+  bool flushed = std::fflush(stdout) == 0;
+  if (whole && flushed) return code;
+  int e = errno != 0 ? errno : EIO;
+  print_line(stderr, "gpuaff: cannot write the result to stdout: " + detail::errno_text(e) +
+                         "; check the file or pipe it goes to (a full disk?) and run again");
+  return exit_system;
 }
 
 /// Prints "gpuaff: <message>" on stderr, options spelled as flags, and

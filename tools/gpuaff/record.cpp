@@ -29,10 +29,9 @@ int record_to_tar(const RecordArgs& args, const std::vector<PciAddress>& extra) 
   std::error_code ec;
   std::filesystem::remove_all(scratch, ec);
   if (!tar) return report_error(tar.error());
-  write_stdout("recorded " + std::to_string(summary->files) + " files and " + std::to_string(summary->symlinks) +
-               " symlinks from " + args.root + " into " + args.out + "; replay with: mkdir r && tar -xf " + args.out +
-               " -C r && gpuaff topo --root r\n");
-  return exit_ok;
+  return write_result("recorded " + std::to_string(summary->files) + " files and " + std::to_string(summary->symlinks) +
+                      " symlinks from " + args.root + " into " + args.out + "; replay with: mkdir r && tar -xf " +
+                      args.out + " -C r && gpuaff topo --root r\n");
 }
 
 }  // namespace
@@ -53,10 +52,9 @@ int run_record(const RecordArgs& args) {
   auto summary = record_topology(RecordOptions{
       .out_dir = args.out, .root = args.root, .extra_pci = extra, .allow_non_empty = args.force});
   if (!summary) return report_error(summary.error());
-  write_stdout("recorded " + std::to_string(summary->files) + " files and " + std::to_string(summary->symlinks) +
-               " symlinks from " + args.root + " into " + args.out + "; replay with: gpuaff topo --root " + args.out +
-               '\n');
-  return exit_ok;
+  return write_result("recorded " + std::to_string(summary->files) + " files and " + std::to_string(summary->symlinks) +
+                      " symlinks from " + args.root + " into " + args.out + "; replay with: gpuaff topo --root " +
+                      args.out + '\n');
 }
 
 }  // namespace gpuaff::cli

@@ -39,8 +39,7 @@ int run_topo(const TopoArgs& args) {
   auto topo = load(args.options, process_environment(), cli_readers(), SysfsDetail::full);
   if (!topo) return report_error(topo.error());
   if (args.format == TopoFormat::json) {
-    write_stdout(to_json(*topo) + '\n');
-    return exit_ok;
+    return write_result(to_json(*topo) + '\n');
   }
   ReportOptions o;
   o.color = use_color(args.color) ? Color::always : Color::never;
@@ -58,8 +57,7 @@ int run_topo(const TopoArgs& args) {
     o.inferred_nodes.push_back(resolve_gpu_node(*topo, static_cast<int>(g), JobOptions{.nproc = job->nproc}));
   }
   o.job = job_line(args.options);
-  write_stdout(render_report(*topo, o));
-  return exit_ok;
+  return write_result(render_report(*topo, o));
 }
 
 }  // namespace gpuaff::cli
