@@ -385,6 +385,36 @@ TEST_CASE("doctor --pid alone checks the plan exec applied: an exclusive rank th
   CHECK(guessed.rc == 0);
 }
 
+TEST_CASE("doctor's text holds no control byte from the process: its thread names and environment are escaped") {
+  if (!cli_test::cpus_allowed_here({0, 1})) return;
+  // An environment value with a newline that would forge a "healthy" line and a
+  // terminal escape that would set the window title, in a variable doctor prints.
+  pid_t pid = exec_sleeping({"--root", two_nic_root(), "--policy", "exclusive", "--gpu", "0"},
+                            {"OMP_PLACES=x\nhealthy\n\x1b]0;owned\x07"});
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(1, &one);
+  REQUIRE(::sched_setaffinity(pid, sizeof one, &one) == 0);  // drifted: not healthy
+  Run r = tool({"doctor", "--pid", std::to_string(pid)});
+  end(pid);
+  // A thread name that would clear the screen (a process names its own threads).
+  Child c([] {
+    pin_process(1);
+    ::pthread_setname_np(::pthread_self(), "\x1b[2Jevil");
+  });
+  Run named = tool({"doctor", "--root", two_nic_root(), "--policy", "exclusive", "--gpu", "0", "--pid", std::to_string(c.pid)});
+  INFO(r.out);
+  CHECK(r.rc == 7);
+  CHECK(r.out.find('\x1b') == std::string::npos);
+  CHECK(r.out.find('\x07') == std::string::npos);
+  CHECK(r.out.find("\nhealthy\n") == std::string::npos);  // the only verdict line is the real one
+  CHECK(r.out.find("NOT healthy:") != std::string::npos);
+  CHECK(r.out.find("OMP_PLACES=x\\x0ahealthy\\x0a\\x1b]0;owned\\x07") != std::string::npos);
+  CHECK(named.rc == 7);
+  CHECK(named.out.find('\x1b') == std::string::npos);
+  CHECK(named.out.find("'\\x1b[2Jevil'") != std::string::npos);
+}
+
 TEST_CASE("doctor says it is guessing when the process carries no plan") {
   if (!cli_test::cpus_allowed_here({0, 1})) return;
   // A rank started without gpuaff: LOCAL_RANK=0, pinned to CPU 0, no GPUAFF_PLAN.

@@ -21,12 +21,17 @@ std::string_view origin_name(PlanOrigin o) {
   return "guess";
 }
 
+/// Text that came from the process (its thread names, its environment, its
+/// GPUAFF_PLAN) or from a recording, safe on an administrator's terminal:
+/// control characters as \xHH, so a newline cannot forge a line.
+std::string safe(std::string_view text) { return detail::escape_control(text); }
+
 std::string text_of(const Verdict& v) {
   const Expectation& e = v.expected;
-  std::string out = "pid " + std::to_string(v.pid) + ": GPU " + std::to_string(e.gpu) + " (" + e.pci + ", " +
-                    cli_spelling(e.gpu_source) + "), policy " + std::string(to_string(e.policy)) + ": expected CPUs " +
+  std::string out = "pid " + std::to_string(v.pid) + ": GPU " + std::to_string(e.gpu) + " (" + safe(e.pci) + ", " +
+                    safe(cli_spelling(e.gpu_source)) + "), policy " + std::string(to_string(e.policy)) + ": expected CPUs " +
                     e.cpus.to_list() + ", memory node(s) " + e.memory_nodes.to_list() + '\n';
-  for (const auto& n : v.notes) out += "plan: " + cli_spelling(n) + '\n';
+  for (const auto& n : v.notes) out += "plan: " + safe(cli_spelling(n)) + '\n';
   std::size_t drifted = 0;
   for (bool b : v.inside) drifted += b ? 0 : 1;
   out += "threads: " + std::to_string(v.threads.size()) + ", " + std::to_string(v.threads.size() - drifted) +
@@ -35,7 +40,7 @@ std::string text_of(const Verdict& v) {
     if (v.inside[i]) continue;
     const auto& t = v.threads[i];
     std::string_view who = thread_owner(t.name);
-    out += "  tid " + std::to_string(t.tid) + " '" + t.name + "'" + (who.empty() ? "" : " (" + std::string(who) + ")") +
+    out += "  tid " + std::to_string(t.tid) + " '" + safe(t.name) + "'" + (who.empty() ? "" : " (" + std::string(who) + ")") +
            ": CPUs " + t.cpus.to_list() + '\n';
   }
   out += "memory: " + std::to_string(v.total) + " resident pages";
@@ -49,12 +54,13 @@ std::string text_of(const Verdict& v) {
     out += ")";
   }
   out += '\n';
-  for (const auto& s : v.environment) out += "environment: " + s.name + "=" + s.value + " (" + std::string(s.why) + ")\n";
+  for (const auto& s : v.environment)
+    out += "environment: " + safe(s.name) + "=" + safe(s.value) + " (" + std::string(s.why) + ")\n";
   if (v.healthy()) {
     out += "healthy\n";
   } else {
     out += "NOT healthy:\n";
-    for (const auto& pr : v.problems) out += "  " + cli_spelling(pr) + '\n';
+    for (const auto& pr : v.problems) out += "  " + safe(cli_spelling(pr)) + '\n';
   }
   return out;
 }

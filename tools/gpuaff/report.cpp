@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "gpuaff/detail/parse.hpp"
 #include "gpuaff/version.hpp"
 
 namespace gpuaff::cli {
@@ -186,7 +187,7 @@ std::string bindings_table(const Topology& topo, const ReportOptions& o) {
 std::string render_report(const Topology& topo, const ReportOptions& o) {
   std::string out;
   out += "gpuaff " + std::string(version_string) + " topology report\n";
-  out += "origin:        " + std::string(topo.origin.view()) + '\n';
+  out += "origin:        " + detail::escape_control(topo.origin.view()) + '\n';
   CpuSet usable = topo.usable();
   out += "CPUs online:   " + list_or(topo.online, "(none)") + " (" + std::to_string(topo.online.count()) + ")\n";
   out += "CPUs allowed:  " + list_or(topo.allowed, "(none)") + " (" + std::to_string(topo.allowed.count()) +
@@ -228,7 +229,7 @@ std::string render_report(const Topology& topo, const ReportOptions& o) {
       rows.push_back({std::to_string(g.index), std::string(g.address().to_string().view()),
                       hex(g.pci.vendor, 4).substr(2) + ":" + hex(g.pci.device, 4).substr(2), node,
                       g.pci.has_local_cpus ? list_or(g.pci.local_cpus, "(none)") : std::string("-"),
-                      g.uuid.size() == 0 ? std::string("-") : std::string(g.uuid.view())});
+                      g.uuid.size() == 0 ? std::string("-") : detail::escape_control(g.uuid.view())});
     }
     out += render_table(rows, "  ");
   }

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuaff/detail/parse.hpp"
 #include "gpuaff/launch/nics.hpp"
 #include "report.hpp"
 
@@ -13,8 +14,9 @@ namespace {
 /// The name people use for a NIC: its RDMA name, else its interface, else its address.
 std::string nic_name(const Topology& topo, const PciAddress& a) {
   const Nic* n = topo.find_nic(a);
-  if (n != nullptr && !n->rdma_names.empty()) return std::string(n->rdma_names.front().view());
-  if (n != nullptr && !n->net_names.empty()) return std::string(n->net_names.front().view());
+  // Names come from a recording: escaped, so that a crafted one cannot drive the terminal.
+  if (n != nullptr && !n->rdma_names.empty()) return detail::escape_control(n->rdma_names.front().view());
+  if (n != nullptr && !n->net_names.empty()) return detail::escape_control(n->net_names.front().view());
   return std::string(a.to_string().view());
 }
 
@@ -38,8 +40,8 @@ std::string nics_section(const Topology& topo, const std::function<std::string(c
   std::vector<std::vector<std::string>> rows{{"pci", "node", "rdma", "names"}};
   for (const auto& n : topo.nics) {
     std::string names;
-    for (const auto& x : n.rdma_names) names += (names.empty() ? "" : " ") + std::string(x.view());
-    for (const auto& x : n.net_names) names += (names.empty() ? "" : " ") + std::string(x.view());
+    for (const auto& x : n.rdma_names) names += (names.empty() ? "" : " ") + detail::escape_control(x.view());
+    for (const auto& x : n.net_names) names += (names.empty() ? "" : " ") + detail::escape_control(x.view());
     rows.push_back({std::string(n.address.to_string().view()),
                     n.numa_node < 0 ? std::string("unknown (-1)") : std::to_string(n.numa_node),
                     n.rdma() ? "port " + std::to_string(n.rdma_port) : std::string("-"),
