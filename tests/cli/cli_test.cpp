@@ -430,3 +430,38 @@ TEST_CASE("--help for every command shows examples and exit codes; --version") {
   CHECK(v.rc == 0);
   CHECK(v.out == std::string("gpuaff ") + GPUAFF_VERSION_STRING + "\n");
 }
+
+TEST_CASE("typos get a 'did you mean' for commands, flags, policies and option words") {
+  struct Case {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  const std::string root = fixture("dgx-h100");
+  for (const Case& c : {Case{{"bnd", "--gpu", "0"}, "unknown command 'bnd'; did you mean bind?"},
+                        Case{{"bind", "--root", root, "--gpu", "0", "--polcy", "exclusive"},
+                             "unknown option '--polcy'; did you mean --policy?"},
+                        Case{{"bind", "--root", root, "--gpu", "0", "--policy", "exclusiv"},
+                             "unknown policy 'exclusiv'; did you mean exclusive?"},
+                        Case{{"bind", "--root", root, "--gpu", "0", "--policy", "excl"},
+                             "unknown policy 'excl'; did you mean exclusive?"},
+                        Case{{"bind", "--root", root, "--gpu", "0", "--baseline", "cgroups"},
+                             "--baseline cgroups is not valid; did you mean cgroup?"},
+                        Case{{"topo", "--root", root, "--colour", "never"}, "unknown option '--colour'; did you mean --color?"},
+                        Case{{"bind", "--root", root, "--gpu", "0", "--frobnicate"}, "unknown option '--frobnicate' see"}}) {
+    Run r = tool(c.args);
+    INFO(r.err);
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    CHECK(r.one_error_line());
+    CHECK(r.err.find(c.says) != std::string::npos);
+  }
+}
+
+TEST_CASE("exec names the missing '--' when COMMAND's own option was read as gpuaff's") {
+  Run r = tool({"exec", "--root", fixture("dgx-h100"), "--gpu", "0", "python3", "-c", "print(1)"});
+  INFO(r.err);
+  CHECK(r.rc == 2);
+  CHECK(r.one_error_line());
+  CHECK(r.err.find("'-c' follows the command 'python3'") != std::string::npos);
+  CHECK(r.err.find("-- python3 -c") != std::string::npos);
+}

@@ -21,6 +21,7 @@
 
 #include "cli_options.hpp"
 #include "commands.hpp"
+#include "gpuaff/detail/suggest.hpp"
 #include "exit_codes.hpp"
 #include "gpuaff/version.hpp"
 #include "output.hpp"
@@ -133,6 +134,40 @@ int usage_error(const CLI::App& app, const CLI::Error& e) {
   return exit_usage;
 }
 
+/// The flags `app` takes, for "did you mean".
+std::vector<std::string> flags_of(const CLI::App& app) {
+  std::vector<std::string> out;
+  for (const CLI::Option* o : app.get_options())
+    for (const std::string& name : o->get_lnames()) out.push_back("--" + name);
+  return out;
+}
+
+/// The error for arguments `app` did not take: an unknown flag (with the
+/// closest known one), or, for exec, an option of COMMAND written without the
+/// '--' that ends gpuaff's own options.
+int unexpected_arguments(const CLI::App& app, const std::vector<std::string>& extra,
+                         const std::vector<std::string>& command) {
+  const std::string& first = extra.front();
+  std::string where = "gpuaff " + app.get_name();
+  std::string line;
+  if (app.get_name() == "exec" && !command.empty()) {
+    line = "'" + first + "' follows the command '" + command.front() +
+           "' but was read as gpuaff's own option; end gpuaff's options with '--': " + where + " [options] -- " +
+           command.front() + " " + first + " ...";
+  } else if (first.rfind("--", 0) == 0) {
+    std::string name = first.substr(0, first.find('='));
+    std::vector<std::string> flags = flags_of(app);
+    std::vector<std::string_view> views(flags.begin(), flags.end());
+    std::string_view guess = gpuaff::detail::closest(name, views);
+    line = "unknown option '" + name + "'" + (guess.empty() ? std::string() : "; did you mean " + std::string(guess) + "?") +
+           " see '" + where + " --help'";
+  } else {
+    line = "unexpected argument '" + first + "'; see '" + where + " --help'";
+  }
+  print_line(stderr, "gpuaff: " + line);
+  return exit_usage;
+}
+
 /// "bind, topo, exec or record": the commands, for messages.
 std::string command_names(const CLI::App& app) {
   std::vector<const CLI::App*> subs = app.get_subcommands({});
@@ -223,11 +258,17 @@ int main(int argc, char** argv) try {
     return exit_usage;
   }
   if (argv[1][0] != '-' && !is_command(argv[1])) {
-    std::string line = "gpuaff: " + one_line(std::string("unknown command '") + argv[1] + "'; use " +
-                                             command_names(app) + " (see 'gpuaff --help')") + "\n";
+    std::vector<std::string_view> commands;
+    for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
+    std::string_view guess = gpuaff::detail::closest(argv[1], commands);
+    std::string line = "gpuaff: " + one_line(std::string("unknown command '") + argv[1] + "'; " +
+                                             (guess.empty() ? std::string() : "did you mean " + std::string(guess) + "? ") +
+                                             "use " + command_names(app) + " (see 'gpuaff --help')") + "\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     return exit_usage;
   }
+  // Arguments no option takes are checked below, to say what was meant.
+  for (CLI::App* sub : {bind, topo, exec, record, doctor}) sub->allow_extras();
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -238,6 +279,13 @@ int main(int argc, char** argv) try {
   }
 
   auto fail_usage = [](const gpuaff::Error& e) { return report_error(e); };
+  for (CLI::App* sub : {bind, topo, exec, record, doctor}) {
+    if (!sub->parsed()) continue;
+    std::vector<std::string> extra;
+    for (const std::string& a : sub->remaining())
+      if (a != "--") extra.push_back(a);  // the separator before exec's COMMAND
+    if (!extra.empty()) return unexpected_arguments(*sub, extra, exec_args.command);
+  }
   if (bind->parsed()) {
     BindArgs args;
     if (auto ok = fill(bind_given, args.options); !ok) return fail_usage(ok.error());

@@ -24,6 +24,7 @@
 
 #include "gpuaff/apply/fallback.hpp"
 #include "gpuaff/apply/mempolicy.hpp"
+#include "gpuaff/detail/suggest.hpp"
 #include "gpuaff/launch/choices.hpp"
 #include "gpuaff/policy/dispatch.hpp"
 #include "gpuaff/result.hpp"
@@ -149,8 +150,14 @@ inline Result<std::string> option_path(std::string_view key, std::string_view te
 
 template <class E, std::size_t N>
 Result<E> option_choice(std::string_view key, std::string_view text, const std::array<Choice<E>, N>& choices) {
-  for (const auto& c : choices)
-    if (c.name == text) return c.value;
+  std::array<std::string_view, N> words{};
+  for (std::size_t i = 0; i < N; ++i) {
+    if (choices[i].name == text) return choices[i].value;
+    words[i] = choices[i].name;
+  }
+  if (std::string_view guess = closest(text, words); !guess.empty())
+    return fail(Errc::invalid_argument, option_word(key, text), " is not valid; did you mean ", guess, "? use one of ",
+                choice_names(choices, ", "));
   return fail(Errc::invalid_argument, option_word(key, text), " is not valid; use one of ", choice_names(choices, ", "));
 }
 

@@ -433,7 +433,7 @@ inline Result<void> check_cpus_exist(const LaunchPlan& plan, const CpuSet& onlin
   if (plan.cpus.is_subset_of(online)) return {};
   return fail(Errc::empty_result, "CPUs ", (plan.cpus - online).to_list(), " of the binding (planned from ",
               plan.topo.origin.view(), ") do not exist here (online: ", online.to_list(),
-              "); plan from this machine (leave root and topology unset) or run it where those CPUs exist");
+              "); plan from this machine (leave out root=DIR and topology=FILE) or run it where those CPUs exist");
 }
 
 /// Where a plan was made, for apply_plan.
@@ -465,7 +465,7 @@ inline Result<ProcessBinding> apply_plan(const LaunchPlan& plan, OnRefused on_re
   if (now != plan.cpus) {
     return fail(Errc::empty_result, "the kernel bound this process to CPUs ", now.to_list(), " instead of ",
                 plan.cpus.to_list(), " (a cgroup cpuset or container limit excludes the others); plan from this "
-                "machine (leave root and topology unset) or widen the container's CPU set");
+                "machine (leave out root=DIR and topology=FILE) or widen the container's CPU set");
   }
   return applied;
 }

@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "gpuaff/detail/suggest.hpp"
 #include "gpuaff/policy/context.hpp"
 #include "gpuaff/policy/core_complex.hpp"
 #include "gpuaff/policy/exclusive.hpp"
@@ -170,6 +171,12 @@ constexpr FixedString<1024> policy_help() {
 constexpr Result<PolicyKind> parse_policy(std::string_view name) {
   for (const PolicyInfo& p : policy_registry)
     if (name == p.name || (!p.alternate.empty() && name == p.alternate)) return p.kind;
+  std::array<std::string_view, policy_registry.size()> names{};
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = policy_registry[i].name;
+  std::string_view guess = detail::closest(name, names);
+  if (!guess.empty())
+    return fail(Errc::invalid_argument, "unknown policy '", name.substr(0, 40), "'; did you mean ", guess,
+                "? valid policies: ", policy_names());
   return fail(Errc::invalid_argument, "unknown policy '", name.substr(0, 40), "'; valid policies: ", policy_names());
 }
 
