@@ -60,7 +60,7 @@ constexpr std::string_view to_string(Errc c) {
 /// human sentence naming the file or value and what to do about it.
 class Error {
  public:
-  static constexpr std::size_t max_message = 640;
+  static constexpr std::size_t max_message = 1024;
   using Message = FixedString<max_message>;
 
   constexpr Error() = default;

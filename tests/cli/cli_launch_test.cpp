@@ -199,3 +199,20 @@ TEST_CASE("a recording keeps the cgroup cpuset, so --baseline cgroup replays it"
   CHECK(std::filesystem::exists(pod_out / "sys/fs/cgroup/cpuset/cpuset.effective_cpus"));
   CHECK(bind_ok({"--root", pod_out.string(), "--gpu", "4", "--baseline", "cgroup"}) == "56-63,168-175\n");
 }
+
+TEST_CASE("a policy that fails inside a launcher's narrowed mask names the fix: --baseline cgroup or an unbound start") {
+  // mpirun bound the recorded rank to core 0 (0,112) of a 224-CPU machine:
+  // exclusive splits node 0's one allowed core among its four GPUs, and GPU 1
+  // gets nothing. The fix is not another policy but the launcher's binding.
+  Run r = tool({"bind", "--root", narrowed, "--gpu", "1", "--policy", "exclusive"});
+  INFO(r.err);
+  CHECK(r.rc == 5);
+  CHECK(r.out.empty());
+  CHECK(r.one_error_line());
+  CHECK(r.err.find("narrower than its cgroup's 0-223") != std::string::npos);
+  CHECK(r.err.find("pass --baseline cgroup") != std::string::npos);
+  CHECK(r.err.find("mpirun --bind-to none") != std::string::npos);
+  // With the cgroup as baseline it binds: node 0's 56 cores split four ways, GPU 1 the second quarter.
+  CHECK(bind_ok({"--root", narrowed, "--gpu", "1", "--policy", "exclusive", "--baseline", "cgroup"}) ==
+        "14-27,126-139\n");
+}

@@ -360,9 +360,17 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
   GPUAFF_TRY_VOID(detail::check_machine_share(request));  // a usage mistake first, before what the machine says
   if (request.baseline == Baseline::cgroup) {
     GPUAFF_TRY_VOID(detail::use_cgroup_baseline(topo, request.cgroup));
-  } else if (std::string w = detail::narrowed_mask_warning(topo, request.cgroup); !w.empty()) {
-    plan.warnings.push_back(std::move(w));
   }
+  // A launcher that bound the process first (mpirun's cores, srun's
+  // --cpu-bind) is the usual cause of a binding that cannot be made: say so
+  // in the warning, and in the error when the policy fails.
+  std::string narrowed = request.baseline == Baseline::affinity ? detail::narrowed_mask_warning(topo, request.cgroup)
+                                                                 : std::string();
+  if (!narrowed.empty()) plan.warnings.push_back(narrowed);
+  auto explained = [&narrowed](Error e) {
+    if (!narrowed.empty()) e.append("; " + narrowed);
+    return Unexpected<Error>(e);
+  };
   detail::reserve_os_cores(topo, request.reserve_os_cores);
   if (auto w = device_order_warning(detail::process_gpus_with_ids(topo), request.cuda_device_order))
     plan.warnings.push_back(*w);
@@ -388,11 +396,11 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
     // A policy that reaches beyond the node (socket) may still succeed; only
     // a failure on a node without allowed CPUs is "unreachable".
     auto node = resolve_gpu_node(plan.topo, plan.gpu, plan.job);
-    if (!node || !detail::node_unreachable(plan.topo, *node)) return Unexpected<Error>(cpus.error());
+    if (!node || !detail::node_unreachable(plan.topo, *node)) return explained(cpus.error());
     if (request.unreachable == Unreachable::error) {
       Error e = cpus.error();
       e.append("; or pass unreachable=nearest to use the allowed CPUs of the closest node(s)");
-      return Unexpected<Error>(e);
+      return explained(e);
     }
     plan.node = *node;
     GPUAFF_TRY(plan.nearest_nodes, detail::nearest_allowed_nodes(plan.topo, plan.node));
