@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -289,5 +290,66 @@ TEST_CASE("a result that cannot be written (a full disk) is an error, never an e
     CHECK(r.rc == 6);
     CHECK(r.one_error_line());
     CHECK(r.err.find("cannot write the result to stdout: ENOSPC") != std::string::npos);
+  }
+}
+
+TEST_CASE("record --out FILE.tar opens nothing planted beside it: a FIFO or a hard link named like its scratch file") {
+  fs::path root = fresh_root("record-beside");
+  for (bool fifo : {true, false}) {
+    fs::path dir = cli_test::temp_dir(fifo ? "record-beside-fifo" : "record-beside-link");
+    fs::path tar = dir / "node.tar";
+    // FILE.tar.partial: the name the archive was once written through.
+    fs::path planted = dir / "node.tar.partial";
+    fs::path victim = dir / "victim";
+    cli_test::write_file(victim, "keep me\n");
+    if (fifo) REQUIRE(::mkfifo(planted.c_str(), 0644) == 0);
+    else fs::create_hard_link(victim, planted);
+    Run r = tool({"record", "--root", root.string(), "--out", tar.string()});
+    INFO(r.err);
+    CHECK(r.rc == 0);  // run_tool's 30 s kill makes a hang fail
+    CHECK(fs::is_regular_file(tar));
+    CHECK(fs::file_size(tar) > 0);
+    CHECK(cli_test::slurp(victim.string()) == "keep me\n");
+    CHECK((fifo ? fs::is_fifo(planted) : fs::hard_link_count(victim) == 2));
+    // Nothing else is left beside it: no scratch recording, no partial archive.
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
+    std::sort(left.begin(), left.end());
+    CHECK(left == std::vector<std::string>{"node.tar", "node.tar.partial", "victim"});
+  }
+}
+
+TEST_CASE("an interrupted record --out FILE.tar leaves no scratch recording behind") {
+  fs::path root = fresh_root("record-signal");
+  fs::path dir = cli_test::temp_dir("record-signal-out");
+  std::string exe = cli_test::exe();
+  std::string out = (dir / "node.tar").string();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl(exe.c_str(), exe.c_str(), "record", "--root", root.c_str(), "--out", out.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Interrupt it as soon as its scratch folder appears (or it has finished).
+  for (int i = 0; i < 5000; ++i) {
+    bool scratch = false;
+    for (const auto& e : fs::directory_iterator(dir)) scratch |= e.path().filename().string().rfind(".gpuaff-record-", 0) == 0;
+    if (scratch) break;
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      pid = -1;
+      break;
+    }
+    ::usleep(200);
+  }
+  if (pid > 0) {
+    ::kill(pid, SIGINT);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    CHECK((WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) == 0)));
+  }
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    CHECK_MESSAGE(name.rfind(".gpuaff-record-", 0) != 0, name);
+    CHECK_MESSAGE(name.find(".partial") == std::string::npos, name);
   }
 }

@@ -1,5 +1,6 @@
 // gpuaff record: copy the files gpuaff reads into a directory (or one tar
 // file), to replay with --root DIR anywhere.
+#include <signal.h>
 #include <stdlib.h>
 
 #include <cerrno>
@@ -15,9 +16,30 @@ namespace gpuaff::cli {
 
 namespace {
 
+/// Holds off SIGINT, SIGTERM and SIGHUP while it lives: a signal that comes
+/// while the scratch recording exists is delivered once it has been removed,
+/// so an interrupted `record` leaves nothing behind and still ends as the
+/// signal says.
+class SignalsHeld {
+ public:
+  SignalsHeld() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, s);
+    ::sigprocmask(SIG_BLOCK, &set, &before_);
+  }
+  ~SignalsHeld() { ::sigprocmask(SIG_SETMASK, &before_, nullptr); }
+  SignalsHeld(const SignalsHeld&) = delete;
+  SignalsHeld& operator=(const SignalsHeld&) = delete;
+
+ private:
+  sigset_t before_{};
+};
+
 /// `record --out FILE.tar`: the recording is made in a scratch directory beside
 /// FILE.tar, written into that one tar file, and the directory removed.
 int record_to_tar(const RecordArgs& args, const std::vector<PciAddress>& extra) {
+  SignalsHeld held;
   std::filesystem::path parent = std::filesystem::path(args.out).parent_path();
   std::string scratch = (parent.empty() ? std::filesystem::path(".") : parent) / ".gpuaff-record-XXXXXX";
   if (::mkdtemp(scratch.data()) == nullptr) {

@@ -124,24 +124,28 @@ inline void strip_trailing(std::string& s) {
   s.resize(e);
 }
 
+/// Writes all of `data` to `fd`. Returns 0 or errno; a write that makes no
+/// progress (returns 0) is EIO rather than a loop.
+inline int write_all(int fd, std::string_view data) {
+  for (std::size_t done = 0; done < data.size();) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return EIO;
+    done += static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
 /// Writes `data` to `path` (created or truncated, mode 0644). A symlink at
 /// `path` is never written through (ELOOP), so a link planted in an output
 /// directory cannot redirect a write elsewhere. Returns 0 or errno.
 inline int write_whole_file(const std::string& path, std::string_view data) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return errno;
-  std::size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      return e;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return ::close(fd) == 0 ? 0 : errno;
+  int e = write_all(fd, data);
+  if (::close(fd) != 0 && e == 0) e = errno;
+  return e;
 }
 
 /// mkdir -p. Returns 0 or errno.
@@ -264,12 +268,7 @@ inline int write_file_at(int dir_fd, const std::string& name, std::string_view d
   std::string tmp = "." + name + ".partial-" + std::to_string(::getpid());
   int fd = ::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd < 0) return errno;
-  int e = 0;
-  for (std::size_t done = 0; e == 0 && done < data.size();) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno != EINTR) e = errno;
-    if (n > 0) done += static_cast<std::size_t>(n);
-  }
+  int e = write_all(fd, data);
   if (::close(fd) != 0 && e == 0) e = errno;
   if (e == 0 && ::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) e = errno;
   if (e != 0) ::unlinkat(dir_fd, tmp.c_str(), 0);

@@ -16,6 +16,9 @@
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
 #include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -26,6 +29,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "gpuaff/detail/fs.hpp"
@@ -137,10 +141,75 @@ inline Result<std::vector<TarEntry>> tar_entries(const std::filesystem::path& di
 
 }  // namespace detail
 
+/// The largest archive write_tar writes: a recording is a few MiB; a tree far
+/// beyond that is not a machine's description (a root pointed at the wrong
+/// place, or files that grow while they are read).
+inline constexpr std::uint64_t max_archive_bytes = std::uint64_t{256} << 20;
+
+namespace detail {
+
+/// The archive being written: a file write_tar created itself beside its final
+/// name (never an existing one: a FIFO or a hard link planted there is not
+/// opened), written through a small buffer, removed unless committed.
+class TarFile {
+ public:
+  /// Errors: Errc::io_error naming the directory when the file cannot be created.
+  static Result<TarFile> create(const std::filesystem::path& final_path) {
+    TarFile t;
+    t.path_ = final_path.string() + ".partial-XXXXXX";
+    t.fd_ = ::mkostemp(t.path_.data(), O_CLOEXEC);
+    if (t.fd_ < 0)
+      return fail(Errc::io_error, "cannot create a file beside '", final_path.string(), "': ", errno_text(errno),
+                  "; check that its directory exists and is writable");
+    ::fchmod(t.fd_, 0644);
+    return t;
+  }
+  TarFile(TarFile&& o) noexcept : path_(std::move(o.path_)), fd_(std::exchange(o.fd_, -1)), buffer_(std::move(o.buffer_)) {}
+  TarFile& operator=(TarFile&&) = delete;
+  ~TarFile() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+      ::unlink(path_.c_str());
+    }
+  }
+
+  /// Appends bytes. Returns 0 or errno.
+  int put(const char* data, std::size_t n) {
+    buffer_.append(data, n);
+    return buffer_.size() >= (std::size_t{1} << 20) ? flush() : 0;
+  }
+  /// Writes what is buffered, closes the file and renames it to `final_path`.
+  /// Returns 0 or errno (the file is removed then).
+  int commit(const std::filesystem::path& final_path) {
+    int e = flush();
+    if (::close(std::exchange(fd_, -1)) != 0 && e == 0) e = errno;
+    if (e == 0 && ::rename(path_.c_str(), final_path.c_str()) != 0) e = errno;
+    if (e != 0) ::unlink(path_.c_str());
+    return e;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  TarFile() = default;
+  int flush() {
+    int e = write_all(fd_, buffer_);
+    buffer_.clear();
+    return e;
+  }
+  std::string path_;
+  int fd_ = -1;
+  std::string buffer_;
+};
+
+}  // namespace detail
+
 /// Writes the tree under `dir` into the tar file `tar_path` (see the top of
-/// this file). An existing `tar_path` is an error unless `overwrite`.
+/// this file), streamed into a file it creates beside `tar_path` (mkostemp:
+/// nothing already there is opened) and renamed into place once complete. An
+/// existing `tar_path` is an error unless `overwrite`.
 /// Errors: Errc::invalid_argument (`dir` is not a directory, `tar_path` exists
 /// or is a directory, the tree holds a device, FIFO or socket),
+/// Errc::out_of_range (the archive would pass max_archive_bytes),
 /// Errc::io_error (a file cannot be listed, read or written). On error no
 /// partial tar file is left behind.
 inline Result<TarSummary> write_tar(const std::filesystem::path& dir, const std::filesystem::path& tar_path,
@@ -156,14 +225,15 @@ inline Result<TarSummary> write_tar(const std::filesystem::path& dir, const std:
                 "' exists; choose a new name, or pass force=true to overwrite it");
   auto entries = detail::tar_entries(dir);
   if (!entries) return unexpected(entries.error());
+  GPUAFF_TRY(detail::TarFile out, detail::TarFile::create(tar_path));
 
-  // The archive is built in memory (a recording is a few MiB) and written
-  // once, through the project's one file layer, beside its final name.
-  std::string out;
   TarSummary summary;
+  int write_error = 0;
+  bool too_big = false;
   auto put = [&](const char* data, std::size_t n) {
-    out.append(data, n);
     summary.bytes += n;
+    if (summary.bytes > max_archive_bytes) too_big = true;
+    if (write_error == 0 && !too_big) write_error = out.put(data, n);
   };
   auto pad = [&](std::uint64_t n) {
     static constexpr std::array<char, detail::tar_block> zeros{};
@@ -171,6 +241,7 @@ inline Result<TarSummary> write_tar(const std::filesystem::path& dir, const std:
     if (rest != 0) put(zeros.data(), detail::tar_block - rest);
   };
   for (const auto& e : *entries) {
+    if (too_big || write_error != 0) break;
     // Names and link targets beyond ustar's 100 bytes go into a pax header before the entry.
     std::string pax;
     if (e.name.size() > 100) pax += detail::pax_record("path", e.name);
@@ -196,24 +267,20 @@ inline Result<TarSummary> write_tar(const std::filesystem::path& dir, const std:
       ++summary.symlinks;
     }
   }
+  if (too_big)
+    return fail(Errc::out_of_range, "the recording of '", dir.string(), "' is larger than ",
+                static_cast<long long>(max_archive_bytes >> 20),
+                " MiB, which no machine's description is; check the root it was made from");
   // Two zero blocks end the archive; tar programs write in records of 20 blocks.
   constexpr std::uint64_t record = 20 * detail::tar_block;
   std::array<char, detail::tar_block> zeros{};
   put(zeros.data(), zeros.size());
   put(zeros.data(), zeros.size());
   while (summary.bytes % record != 0) put(zeros.data(), zeros.size());
-  std::filesystem::path partial = tar_path;
-  partial += ".partial";
-  if (int err = detail::write_whole_file(partial.string(), out); err != 0) {
-    std::filesystem::remove(partial, ec);
-    return fail(Errc::io_error, "cannot write '", partial.string(), "': ", detail::errno_text(err),
+  if (write_error == 0) write_error = out.commit(tar_path);
+  if (write_error != 0)
+    return fail(Errc::io_error, "cannot write '", tar_path.string(), "': ", detail::errno_text(write_error),
                 "; check that its directory is writable and has space");
-  }
-  std::filesystem::rename(partial, tar_path, ec);
-  if (ec) {
-    std::filesystem::remove(partial, ec);
-    return fail(Errc::io_error, "cannot rename '", partial.string(), "' to '", tar_path.string(), "': ", ec.message());
-  }
   return summary;
 }
 
