@@ -353,3 +353,30 @@ TEST_CASE("an interrupted record --out FILE.tar leaves no scratch recording behi
     CHECK_MESSAGE(name.find(".partial") == std::string::npos, name);
   }
 }
+
+TEST_CASE("record's replay hint is shell-quoted: a pasted hint runs nothing a name smuggled in") {
+  fs::path root = fresh_root("record-quote");
+  fs::path dir = cli_test::temp_dir("record-quote-out");
+  fs::path out = dir / "node;$(id)'x";
+  Run r = tool({"record", "--root", root.string(), "--out", out.string()});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  // The hint names the folder as one single-quoted word ('\'' for the quote inside).
+  CHECK(r.out.find("replay with: gpuaff topo --root '" + dir.string() + "/node;$(id)'\\''x'\n") != std::string::npos);
+  // And a shell reading that word gets the folder back, running nothing.
+  std::string hint = r.out.substr(r.out.find("--root ") + 7);
+  hint.pop_back();
+  Run sh = cli_test::run_program("/bin/sh", {"-c", "printf '%s' " + hint});
+  CHECK(sh.out == out.string());
+}
+
+TEST_CASE("a NUMA node id beyond any Linux machine is refused, and a too long command name says so") {
+  fs::path root = fresh_root("limits");
+  Run node = tool({"bind", "--root", root.string(), "--gpu", "0", "--unknown-node", "99999"});
+  CHECK(node.rc == 2);
+  CHECK(node.err.find("--unknown-node 99999 is beyond the largest NUMA node id") != std::string::npos);
+  Run longname = tool({"exec", "--gpu", "0", "--root", root.string(), "--fallback", "unbound", "--", std::string(5000, 'x')});
+  CHECK(longname.rc == 126);
+  CHECK(longname.err.find("ENAMETOOLONG") != std::string::npos);
+  CHECK(longname.err.find("longer than the system allows") != std::string::npos);
+}

@@ -31,8 +31,12 @@ int exec_command(const std::vector<std::string>& command) {
   ::execvp(argv[0], argv.data());
   int e = errno;
   bool missing = e == ENOENT || e == ENOTDIR;
-  print_line(stderr, "gpuaff: cannot run '" + command.front() + "': " + detail::errno_text(e) +
-                         (missing ? "; check the command name and PATH" : "; check that it is an executable file"));
+  std::string_view hint = missing              ? "; check the command name and PATH"
+                          : e == ENAMETOOLONG ? "; the command's name or path is longer than the system allows"
+                          : e == E2BIG        ? "; its arguments and environment are larger than the system allows"
+                                              : "; check that it is an executable file";
+  std::string name = command.front().size() > 120 ? command.front().substr(0, 117) + "..." : command.front();
+  print_line(stderr, "gpuaff: cannot run '" + name + "': " + detail::errno_text(e) + std::string(hint));
   return missing ? exit_command_not_found : exit_cannot_execute;
 }
 

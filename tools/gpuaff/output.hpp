@@ -23,6 +23,20 @@ inline void print_line(std::FILE* f, std::string_view text) {
   std::fflush(f);
 }
 
+/// `text` as one word a POSIX shell reads back as is: unchanged when it holds
+/// only characters no shell treats specially, else in single quotes (a quote
+/// inside written '\''), so that a pasted hint runs nothing a name smuggled in.
+inline std::string shell_quote(std::string_view text) {
+  bool plain = !text.empty();
+  for (char c : text)
+    plain = plain && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      std::string_view("_./:=@%+-,").find(c) != std::string_view::npos);
+  if (plain) return std::string(text);
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 /// Writes a command's result on stdout and returns `code`, or, when it cannot
 /// be written (a full disk, a closed pipe), says so on stderr and returns
 /// exit_system: a script that saves a binding must never get an empty file

@@ -53,7 +53,7 @@ int record_to_tar(const RecordArgs& args, const std::vector<PciAddress>& extra) 
   if (!tar) return report_error(tar.error());
   return write_result("recorded " + std::to_string(summary->files) + " files and " + std::to_string(summary->symlinks) +
                       " symlinks from " + args.root + " into " + args.out + "; replay with: mkdir r && tar -xf " +
-                      args.out + " -C r && gpuaff topo --root r\n");
+                      shell_quote(args.out) + " -C r && gpuaff topo --root r\n");
 }
 
 }  // namespace
@@ -76,7 +76,7 @@ int run_record(const RecordArgs& args) {
   if (!summary) return report_error(summary.error());
   return write_result("recorded " + std::to_string(summary->files) + " files and " + std::to_string(summary->symlinks) +
                       " symlinks from " + args.root + " into " + args.out + "; replay with: gpuaff topo --root " +
-                      args.out + '\n');
+                      shell_quote(args.out) + '\n');
 }
 
 }  // namespace gpuaff::cli

@@ -7,6 +7,8 @@
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
 #include <algorithm>
+#include <unistd.h>
+
 #include <cerrno>
 #include <map>
 #include <optional>
@@ -107,9 +109,15 @@ inline std::map<int, long long> parse_numa_maps(std::string_view text) {
   if (err == ENOENT || err == ESRCH)
     return unexpected(make_sys_error(Errc::not_found, err, "no process ", pid, " (/proc/", pid, "/", what,
                                      " is missing); check the PID with ps"));
-  if (err == EACCES || err == EPERM)
+  if (err == EACCES || err == EPERM) {
+    if (::geteuid() == 0)
+      return unexpected(make_sys_error(Errc::permission_denied, err, "cannot read /proc/", pid, "/", what,
+                                       ": permission denied even to root (a hidepid mount of /proc, a security "
+                                       "module, or a process of another PID namespace); run doctor where the "
+                                       "process is visible, such as inside its container"));
     return unexpected(make_sys_error(Errc::permission_denied, err, "cannot read /proc/", pid, "/", what,
                                      ": permission denied; run doctor as the process's user or as root"));
+  }
   return unexpected(make_sys_error(Errc::io_error, err, "cannot read /proc/", pid, "/", what, ": ", detail::errno_text(err)));
 }
 

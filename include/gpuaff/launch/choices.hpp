@@ -129,6 +129,10 @@ inline Result<JobOptions> parse_unknown_node(std::string_view s, JobOptions job 
   } else if (s == "node0") {
     job.unknown_node = UnknownNode::node0;
   } else if (int n = detail::parse_count(s); n >= 0) {
+    // Linux numbers at most 1024 nodes (NODES_SHIFT is at most 10).
+    if (n > 1023)
+      return fail(Errc::invalid_argument, "unknown_node=", s.substr(0, 40),
+                  " is beyond the largest NUMA node id Linux has (1023); name a node of this machine");
     job.assume_node = n;
   } else {
     return fail(Errc::invalid_argument, "unknown_node=", s.empty() ? std::string_view("''") : s.substr(0, 40), " is not valid; use error, node0 or a NUMA node id such as 1");
