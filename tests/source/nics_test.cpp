@@ -332,6 +332,36 @@ TEST_CASE("binding detail reads no NIC; a class entry without a PCI device is sk
   CHECK(t->gpus[0].nics[0].path == PciPath::phb);
 }
 
+TEST_CASE("a NIC name no kernel gives is left out with a note; port numbers past 255 are no ports") {
+  // A recording that names its HCA "mlx5_0,mlx5_5" would become two HCAs in
+  // NCCL_IB_HCA; a port "300" would saturate to 255 if it were taken.
+  gpuaff_test::TempTree tree;
+  gpuaff_test::add_cpu(tree, 0, "0", 0, "0", "0");
+  tree.write("sys/devices/system/cpu/online", "0\n");
+  gpuaff_test::add_node(tree, 0, "0", "10");
+  tree.write("sys/devices/system/node/online", "0\n");
+  gpuaff_test::add_pci(tree, "0000:00:03.0", "0x030200", "0x10de", "0", "0");
+  gpuaff_test::add_pci(tree, "0000:00:04.0", "0x020700", "0x15b3", "0", "0");
+  gpuaff_test::add_pci(tree, "0000:00:05.0", "0x020700", "0x15b3", "0", "0");
+  std::string bad = "mlx5_0,mlx5_5";
+  tree.write("sys/devices/pci0000:00/0000:00:04.0/infiniband/" + bad + "/ports/1/link_layer", "InfiniBand\n");
+  tree.link("sys/devices/pci0000:00/0000:00:04.0/infiniband/" + bad + "/device", "../../../0000:00:04.0");
+  tree.link("sys/class/infiniband/" + bad, "../../devices/pci0000:00/0000:00:04.0/infiniband/" + bad);
+  tree.write("sys/devices/pci0000:00/0000:00:05.0/infiniband/mlx5_1/ports/300/link_layer", "InfiniBand\n");
+  tree.write("sys/devices/pci0000:00/0000:00:05.0/infiniband/mlx5_1/ports/2/link_layer", "InfiniBand\n");
+  tree.link("sys/devices/pci0000:00/0000:00:05.0/infiniband/mlx5_1/device", "../../../0000:00:05.0");
+  tree.link("sys/class/infiniband/mlx5_1", "../../devices/pci0000:00/0000:00:05.0/infiniband/mlx5_1");
+  auto t = SysfsSource(SysfsOptions{.root = tree.root(), .visible = {.use_environment = false}}).load();
+  REQUIRE_MESSAGE(t.has_value(), t.error().message());
+  REQUIRE(t->nics.size() == 2);
+  CHECK(t->nics[0].rdma_names.empty());  // the crafted name is no RDMA device of 00:04.0
+  REQUIRE(t->nics[1].rdma_names.size() == 1);
+  CHECK(t->nics[1].rdma_port == 2);  // 300 is no InfiniBand port; 2 is the first one
+  bool noted = false;
+  for (const auto& n : t->notes) noted |= n.find("sys/class/infiniband/mlx5_0,mlx5_5") != std::string::npos;
+  CHECK(noted);
+}
+
 TEST_CASE("--mem-nodes: the GPU's own memory nodes, or every CPU node of its socket") {
   using gpuaff::LaunchRequest;
   using gpuaff::MemNodes;

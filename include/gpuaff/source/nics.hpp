@@ -129,6 +129,17 @@ inline Result<std::optional<PciAddress>> class_entry_device(SysfsReader& r, cons
   return std::optional<PciAddress>();
 }
 
+/// Whether `name` is one the kernel gives a network or RDMA interface: letters,
+/// digits, '_', '.', '-'. Anything else would change the meaning of the lists
+/// the names go into (NCCL_IB_HCA's ',' and ':', UCX's '^').
+constexpr bool interface_name_ok(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+      return false;
+  return true;
+}
+
 /// Adds the names of sys/class/CLASS entries to the NICs they belong to.
 inline Result<void> read_class_names(SysfsReader& r, Topology& t, std::string_view cls, bool rdma) {
   std::string s;
@@ -137,6 +148,11 @@ inline Result<void> read_class_names(SysfsReader& r, Topology& t, std::string_vi
   std::sort(names.begin(), names.end());
   for (const auto& name : names) {
     if (name.size() > FixedString<64>::capacity) continue;
+    if (!interface_name_ok(name)) {
+      t.notes.push_back(dir + "/" + escape_control(name) +
+                        ": not a name the kernel gives an interface (only letters, digits, '_', '.', '-'); left out");
+      continue;
+    }
     GPUAFF_TRY(auto a, class_entry_device(r, dir + "/" + name));
     if (!a) continue;
     auto nic = std::find_if(t.nics.begin(), t.nics.end(), [&](const Nic& n) { return n.address == *a; });
@@ -150,7 +166,8 @@ inline Result<void> read_class_names(SysfsReader& r, Topology& t, std::string_vi
       int first = 0;
       for (const auto& p : ports) {
         long long v = 0;
-        if (!p.empty() && leading_number(p, 10, 255, v) == p.size() && v > 0 && (first == 0 || v < first))
+        // InfiniBand port numbers are 1-255 (an 8-bit field); others are not ports.
+        if (!p.empty() && leading_number(p, 10, 1 << 20, v) == p.size() && v > 0 && v <= 255 && (first == 0 || v < first))
           first = static_cast<int>(v);
       }
       if (first > 0) {
