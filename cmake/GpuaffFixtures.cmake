@@ -10,6 +10,8 @@
 # stamp per root; archives are CMAKE_CONFIGURE_DEPENDS, so a build after
 # `git pull` re-runs this); a root whose archive is gone is removed.
 
+include("${CMAKE_CURRENT_LIST_DIR}/GpuaffCheckArchive.cmake")
+
 set(GPUAFF_FIXTURES_DIR "${PROJECT_BINARY_DIR}/fixtures")
 set(_gpuaff_fixture_stamps "${PROJECT_BINARY_DIR}/CMakeFiles/gpuaff_fixtures")
 
@@ -27,6 +29,7 @@ foreach(_archive IN LISTS _gpuaff_fixture_archives)
     file(READ "${_stamp}" _extracted)
   endif()
   if(NOT _extracted STREQUAL _hash OR NOT IS_DIRECTORY "${GPUAFF_FIXTURES_DIR}/${_name}/sys")
+    gpuaff_check_fixture_archive("${_archive}")  # before anything is removed or written
     file(REMOVE_RECURSE "${GPUAFF_FIXTURES_DIR}/${_name}")
     file(ARCHIVE_EXTRACT INPUT "${_archive}" DESTINATION "${GPUAFF_FIXTURES_DIR}/${_name}")
     file(WRITE "${_stamp}" "${_hash}")
