@@ -40,7 +40,8 @@ class CpuSet {
     for (int id : ids) set(id);
   }
 
-  /// The CPUs first..last, both included.
+  /// The CPUs first..last, both included, as far as they lie in [0, capacity)
+  /// (a range outside it, or with last < first, gives the empty set).
   static constexpr CpuSet range(int first, int last) {
     CpuSet s;
     s.set_range(first, last);
@@ -71,9 +72,12 @@ class CpuSet {
     if (valid_id(id)) words_[word(id)] &= ~(std::uint64_t{1} << bit(id));
     return *this;
   }
+  /// Adds first..last, both included, clipped to [0, capacity): this is public
+  /// API, so ids out of range are left out at run time, never written past the array.
   constexpr CpuSet& set_range(int first, int last) {
-    assert(first <= last && valid_id(first) && valid_id(last));
-    for (int id = first; id <= last && id < capacity; ++id) {
+    if (first < 0) first = 0;
+    if (last >= capacity) last = capacity - 1;
+    for (int id = first; id <= last; ++id) {
       if (bit(id) == 0 && id + word_bits - 1 <= last) {
         words_[word(id)] = ~std::uint64_t{0};
         if (word(id) >= used_) used_ = word(id) + 1;
@@ -392,7 +396,9 @@ inline std::string CpuSet::to_mask(int min_bits) const {
   int words32 = bits <= 0 ? 1 : (bits + 31) / 32;
   std::string out;
   for (int w = words32 - 1; w >= 0; --w) {
-    std::uint32_t v = static_cast<std::uint32_t>(words_[static_cast<std::size_t>(w / 2)] >> ((w % 2) * 32));
+    // A mask wider than the set (min_bits beyond capacity) is zero-filled, never read past the words.
+    std::uint64_t word64 = w / 2 < capacity / 64 ? words_[static_cast<std::size_t>(w / 2)] : 0;
+    std::uint32_t v = static_cast<std::uint32_t>(word64 >> ((w % 2) * 32));
     for (int shift = 28; shift >= 0; shift -= 4) out += "0123456789abcdef"[(v >> shift) & 0xf];
     if (w > 0) out += ',';
   }

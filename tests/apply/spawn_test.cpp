@@ -240,3 +240,40 @@ TEST_CASE("spawn_callable takes a move-only callable and runs it in the child") 
   REQUIRE(s);
   CHECK(s->exit_code == 7);
 }
+
+TEST_CASE("spawn_callable gives the child the streams the options name, as spawn does") {
+  int fds[2];
+  REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
+  gpuaff::SpawnOptions o;
+  o.stdout_fd = fds[1];
+  auto child = gpuaff::spawn_callable([] {
+    const char text[] = "from the child\n";
+    return write(1, text, sizeof text - 1) == static_cast<ssize_t>(sizeof text - 1) ? 0 : 3;
+  }, o);
+  close(fds[1]);
+  REQUIRE(child);
+  std::string out;
+  char buf[256];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  close(fds[0]);
+  auto s = child->wait();
+  REQUIRE(s);
+  CHECK(s->exit_code == 0);
+  CHECK(out == "from the child\n");
+}
+
+TEST_CASE("a redirection that cannot be set up starts no child") {
+  gpuaff::SpawnOptions o;
+  o.stdout_fd = 1 << 20;  // no such descriptor: posix_spawn's dup2 fails in the child
+  auto child = gpuaff::spawn({"true"}, o);
+  if (child) {
+    // glibc reports a failed dup2 of the file actions as a spawn error; a child that started anyway
+    // must not have run with the inherited stdout.
+    auto s = child->wait();
+    REQUIRE(s);
+    CHECK(s->exit_code != 0);
+  } else {
+    CHECK(child.error().code() != gpuaff::Errc::not_found);
+  }
+}

@@ -276,3 +276,20 @@ TEST_CASE("every cpulist and mask in this machine's sysfs and in the fixtures ro
   }
   MESSAGE("round-tripped " << lists << " cpulists and " << masks << " masks");
 }
+
+TEST_CASE("ranges and masks outside the 8192 CPUs never touch memory outside the set") {
+  using gpuaff::CpuSet;
+  // Public API: out-of-range arguments are clipped at run time, not only asserted.
+  CHECK(CpuSet::range(-5, 3) == CpuSet::range(0, 3));
+  CHECK(CpuSet::range(-70, -1).empty());
+  CHECK(CpuSet::range(8190, 9000).to_list() == "8190-8191");
+  CHECK(CpuSet::range(5, 2).empty());
+  CpuSet s;
+  s.set_range(-1000, 1);
+  CHECK(s.to_list() == "0-1");
+  // A mask wider than the set is zero-filled: 8192 + 64 bits, 258 words of 32 bits.
+  std::string wide = CpuSet{0}.to_mask(CpuSet::capacity + 64);
+  CHECK(wide.size() == 258 * 9 - 1);
+  CHECK(wide.substr(wide.size() - 8) == "00000001");
+  CHECK(wide.substr(0, 9) == "00000000,");
+}

@@ -198,3 +198,33 @@ TEST_CASE("online CPUs from the cpuN directories when cpu/online, present and po
   CHECK(topo.online == CpuSet::parse_list("0-2,4-7").value());
   CHECK(has_note(topo, {"sys/devices/system/cpu/online is missing", "cpuN directories", "(0-7)", "minus CPUs 3"}));
 }
+
+TEST_CASE("a link target longer than 256 bytes is followed whole, by openat2 and by the user-space resolver") {
+  // sysfs reports a link's st_size as 0, so a buffer sized from it (or any
+  // fixed size) cut long targets silently. A GPU behind a deep bridge chain
+  // has such a target. (A test tree's filesystem reports the real st_size, so
+  // this guards against a fixed or too small buffer, not sysfs's 0 itself.)
+  TempTree t;
+  base(t);
+  std::string deep = "sys/devices/pci0000:10";
+  for (int i = 0; i < 12; ++i) deep += "/0000:1" + std::to_string(i % 10) + ":0" + std::to_string(i % 10) + ".0-bridge-level";
+  std::string gpu = deep + "/0000:10:00.0/";
+  t.remove(pci_dir + "0000:10:00.0");
+  t.write(gpu + "class", "0x030200\n");
+  t.write(gpu + "vendor", "0x10de\n");
+  t.write(gpu + "device", "0x2330\n");
+  t.write(gpu + "numa_node", "0\n");
+  t.write(gpu + "local_cpulist", "0-3\n");
+  std::string target = "../../../" + deep.substr(4) + "/0000:10:00.0";
+  REQUIRE(target.size() > 256);
+  t.link(pci_dir + "0000:10:00.0", target);
+  for (bool user_space : {false, true}) {
+    gpuaff::detail::sysfs_force_user_space_resolution = user_space;
+    auto topo = SysfsSource(SysfsOptions{.root = t.root(), .visible = {.use_environment = false}}).load();
+    gpuaff::detail::sysfs_force_user_space_resolution = false;
+    REQUIRE_MESSAGE(topo, (topo ? "" : std::string(topo.error().message())));
+    REQUIRE(topo->gpus.size() == 2);
+    CHECK(topo->gpus[0].address().to_string().view() == "0000:10:00.0");
+    CHECK(topo->gpus[0].numa_node() == 0);
+  }
+}

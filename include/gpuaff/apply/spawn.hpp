@@ -248,10 +248,20 @@ inline Result<Child> spawn(const std::vector<std::string>& argv, const SpawnOpti
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
+  if (int e = posix_spawn_file_actions_init(&actions); e != 0)
+    return Unexpected(make_sys_error(Errc::system_error, e, "cannot prepare the redirections of '", argv[0], "' (",
+                                     detail::errno_text(e), ")"));
   const int fds[3] = {options.stdin_fd, options.stdout_fd, options.stderr_fd};
-  for (int target = 0; target < 3; ++target)
-    if (fds[target] >= 0) posix_spawn_file_actions_adddup2(&actions, fds[target], target);
+  // A redirection that cannot be set up stops the spawn: a child started with
+  // the inherited stream instead would write where it must not.
+  for (int target = 0; target < 3; ++target) {
+    if (fds[target] < 0) continue;
+    if (int e = posix_spawn_file_actions_adddup2(&actions, fds[target], target); e != 0) {
+      posix_spawn_file_actions_destroy(&actions);
+      return Unexpected(make_sys_error(Errc::invalid_argument, e, "cannot give '", argv[0], "' file descriptor ",
+                                       fds[target], " as its fd ", target, " (", detail::errno_text(e), ")"));
+    }
+  }
   pid_t pid = -1;
   int e = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -281,6 +291,11 @@ Result<Child> spawn_forked(Body& body, const SpawnOptions& options) {
   pid_t pid = ::fork();
   if (pid == 0) {
     ::close(report[0]);
+    // The streams the options name, as spawn() gives them; a failed dup2
+    // ends the child with 127 before the callable runs.
+    const int fds[3] = {options.stdin_fd, options.stdout_fd, options.stderr_fd};
+    for (int target = 0; target < 3; ++target)
+      if (fds[target] >= 0 && fds[target] != target && ::dup2(fds[target], target) < 0) ::_exit(127);
     // The text is written inside the handler: what() dies with the exception.
     auto report_exception = [fd = report[1]](const char* what) {
       // One write below PIPE_BUF: atomic, and never blocks on a full pipe.

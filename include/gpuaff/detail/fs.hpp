@@ -275,15 +275,31 @@ inline int write_file_at(int dir_fd, const std::string& name, std::string_view d
   return e;
 }
 
+/// The target of the symbolic link `name` in the directory open as `dir_fd`
+/// (AT_FDCWD: `name` from the working directory), whole: the buffer grows
+/// until the target fits, since sysfs reports a link's st_size as 0.
+/// Returns 0 or errno (ENAMETOOLONG past 64 KiB).
+inline int read_link_at(int dir_fd, const std::string& name, std::string& target) {
+  for (std::size_t size = 256; size <= (std::size_t{1} << 16); size *= 2) {
+    target.assign(size, '\0');
+    ssize_t n = ::readlinkat(dir_fd, name.c_str(), target.data(), target.size());
+    if (n < 0) return errno;
+    if (static_cast<std::size_t>(n) < size) {
+      target.resize(static_cast<std::size_t>(n));
+      return 0;
+    }
+  }
+  return ENAMETOOLONG;
+}
+
 /// Makes `name` in the directory open as `dir_fd` a symlink to `target`.
 /// Returns 0, EEXIST when it already is exactly that link, or errno.
 inline int make_symlink_at(int dir_fd, const std::string& name, const std::string& target) {
   if (::symlinkat(target.c_str(), dir_fd, name.c_str()) == 0) return 0;
   int e = errno;
   if (e != EEXIST) return e;
-  std::string existing(4096, '\0');
-  ssize_t n = ::readlinkat(dir_fd, name.c_str(), existing.data(), existing.size());
-  if (n < 0 || std::string_view(existing.data(), static_cast<std::size_t>(n)) != target) return e;
+  std::string existing;
+  if (read_link_at(dir_fd, name, existing) != 0 || existing != target) return e;
   return EEXIST;
 }
 
@@ -396,10 +412,8 @@ class RootResolver {
         continue;
       }
       if (++hops > max_links) return ELOOP;
-      std::string target(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 255) + 1, '\0');
-      ssize_t n = ::readlink(host.c_str(), target.data(), target.size());
-      if (n < 0) return errno;
-      target.resize(static_cast<std::size_t>(n));
+      std::string target;
+      if (int err = read_link_at(AT_FDCWD, host, target); err != 0) return err;
       if (links != nullptr) links->push_back({rel.empty() ? c : rel + "/" + c, target});
       if (!target.empty() && target[0] == '/') done.clear();  // re-root absolute targets
       parts.clear();
