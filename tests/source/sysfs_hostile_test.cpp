@@ -80,11 +80,12 @@ std::vector<Refused> refused() {
          t.remove("sys/devices/pci0000:90/0000:90:00.0/local_cpulist");
        },
        {node_root + "node2", pci_dir + "0000:90:00.0/numa_node", "local_cpulist"}},
-      {"a GPU on node 1 in a tree whose node directory is gone", [](TempTree& t) {
+      // A numa_node file exists only on kernels with NUMA: the node tree was lost.
+      {"GPUs on nodes 0 and 1 in a tree whose node directory is gone", [](TempTree& t) {
          t.remove("sys/devices/system/node");
          t.remove("sys/devices/pci0000:90/0000:90:00.0/local_cpulist");
        },
-       {node_root + "node1", pci_dir + "0000:90:00.0/numa_node"}},
+       {pci_dir + "0000:90:00.0/numa_node", "names NUMA node 1", "the recording lost its node tree"}},
   };
 }
 
@@ -227,4 +228,19 @@ TEST_CASE("a link target longer than 256 bytes is followed whole, by openat2 and
     CHECK(topo->gpus[0].address().to_string().view() == "0000:10:00.0");
     CHECK(topo->gpus[0].numa_node() == 0);
   }
+}
+
+TEST_CASE("no node directory, GPUs with local CPUs on nodes 0 and 1: refused, not read as one node of every CPU") {
+  // The stand-in node 0 of a kernel without NUMA would give GPU 0 both
+  // sockets (0-7); a numa_node file says the kernel has NUMA, so the recording
+  // lost its node tree.
+  TempTree t;
+  base(t);
+  TempTree::remove_all(t.root() + "/sys/devices/system/node");
+  auto topo = SysfsSource(SysfsOptions{.root = t.root(), .visible = {.use_environment = false}}).load();
+  REQUIRE(!topo);
+  CHECK(topo.error().code() == gpuaff::Errc::parse_error);
+  std::string m(topo.error().message());
+  CHECK(m.find("0000:90:00.0/numa_node: names NUMA node 1, but the tree has no sys/devices/system/node") !=
+        std::string::npos);
 }

@@ -642,6 +642,15 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology
     GPUAFF_TRY(long long v, r.integer(dir + "numa_node", s, -1, CpuSet::capacity - 1));
     d.numa_node = static_cast<int>(v);
   }
+  // A tree without a node directory reads as one node 0 holding every CPU (a
+  // kernel without NUMA, or a dump that left the directory out). A GPU or a
+  // named device on a node above 0 says the machine has more nodes than that:
+  // the recording lost its node tree, and node 0 (every CPU) is no device's
+  // node then, so nothing can be bound right from it.
+  if (d.numa_node > 0 && (d.is_gpu() || extra) && !r.is_directory("sys/devices/system/node"))
+    return r.bad(Errc::parse_error, dir + "numa_node", "names NUMA node ", d.numa_node,
+                 ", but the tree has no sys/devices/system/node: the kernel that wrote it has NUMA, so the recording "
+                 "lost its node tree and the device's CPUs are unknown; record the root again");
   bool lost_node = d.numa_node >= 0 && t.find_node(d.numa_node) == nullptr;
   // Binding detail: a known node places the device; local CPUs only help with -1.
   if (detail == SysfsDetail::full || d.numa_node < 0 || lost_node) {
