@@ -124,6 +124,18 @@ TEST_CASE("a malformed proc/self/cgroup or cpuset file is an error naming the fi
   auto c = gpuaff::read_cgroup_cpuset(empty.string());
   REQUIRE(!c);
   CHECK(message(c.error()).find("cpuset.cpus.effective") != std::string::npos);
+
+  // A malformed memory-node list is called one, not a list of CPUs.
+  auto mems = temp_root("bad-mems");
+  write(mems / "proc/self/cgroup", "0::/\n");
+  write(mems / "sys/fs/cgroup/cpuset.cpus.effective", "0-3\n");
+  write(mems / "sys/fs/cgroup/cpuset.mems.effective", "node0\n");
+  auto m = gpuaff::read_cgroup_cpuset(mems.string());
+  REQUIRE(!m);
+  CHECK(m.error().code() == Errc::parse_error);
+  CHECK(message(m.error()).find("cpuset.mems.effective: is not a list of NUMA node ids such as 0-1 (found 'node0')") !=
+        std::string::npos);
+  CHECK(message(m.error()).find("CPU") == std::string::npos);
 }
 
 TEST_CASE("this machine's cgroup cpuset, when there is one, holds the CPUs this thread may run on") {

@@ -113,7 +113,13 @@ inline Result<std::optional<CpuSet>> read_cgroup_set(SysfsReader& r, std::string
       std::string rel = dir + name;
       GPUAFF_TRY(bool have, r.get(rel, text));
       if (!have) continue;
-      GPUAFF_TRY(CpuSet set, r.cpus(rel, text, Form::list, Empty::error));
+      // A cpuset.*mems file lists memory nodes: say so, not "CPU id", when it is malformed.
+      bool nodes = std::string_view(name).find("mems") != std::string_view::npos;
+      auto parsed = r.cpus(rel, text, Form::list, Empty::error);
+      if (!parsed && nodes)
+        return r.bad(Errc::parse_error, rel, "is not a list of NUMA node ids such as 0-1 (found '",
+                     trim(text).substr(0, 40), "')");
+      GPUAFF_TRY(CpuSet set, std::move(parsed));
       file = rel;
       return std::optional<CpuSet>(set);
     }
