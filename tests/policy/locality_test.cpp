@@ -77,8 +77,8 @@ TEST_CASE("numa_node -1 that nothing settles is an error naming the device and t
                                  "GPU 0 (0000:10:00.0) does not say which NUMA node it is on (numa_node -1, "
                                  "local_cpulist 0-3 matches no single node of 2)"));
   GPUAFF_STATIC_CHECK(node_fails(unknown_two_nodes(), 0, Errc::unknown_locality,
-                                 "pass --unknown-node N to name its node, --unknown-node node0 for PyTorch's "
-                                 "behaviour, or --fallback unbound"));
+                                 "pass unknown_node=N to name its node, unknown_node=node0 for PyTorch's "
+                                 "behaviour, or fallback=unbound"));
   GPUAFF_STATIC_CHECK(fails(unknown_two_nodes(), 1, NodePolicy{}, Errc::unknown_locality, "GPU 1"));
 }
 
@@ -86,9 +86,9 @@ TEST_CASE("numa_node -1 with --unknown-node N: node N, which must exist") {
   GPUAFF_STATIC_CHECK(node_is(unknown_two_nodes(), 0, 1, {.assume_node = 1}));
   GPUAFF_STATIC_CHECK(binds(unknown_two_nodes(), 1, NodePolicy{}, "2-3", {.assume_node = 1}));
   GPUAFF_STATIC_CHECK(node_fails(unknown_two_nodes(), 0, Errc::invalid_argument,
-                                 "--unknown-node 5 names a NUMA node this machine does not have (nodes: 0-1)",
+                                 "unknown_node=5 names a NUMA node this machine does not have (nodes: 0-1)",
                                  {.assume_node = 5}));
-  GPUAFF_STATIC_CHECK(node_fails(unknown_two_nodes(), 0, Errc::invalid_argument, "--unknown-node -3",
+  GPUAFF_STATIC_CHECK(node_fails(unknown_two_nodes(), 0, Errc::invalid_argument, "unknown_node=-3",
                                  {.assume_node = -3}));
 }
 
@@ -114,11 +114,11 @@ TEST_CASE("GPU indices outside the visible GPUs or the job are errors") {
   GPUAFF_STATIC_CHECK(node_fails(p4d(), 8, Errc::not_found, "GPU 8 does not exist: 8 GPUs are visible (indices 0-7)"));
   GPUAFF_STATIC_CHECK(node_fails(p4d(), -1, Errc::not_found, "GPU -1 does not exist"));
   GPUAFF_STATIC_CHECK(node_fails(p4d(), 4, Errc::invalid_argument,
-                                 "GPU 4 does not take part in the job: --nproc 4 makes GPUs 0-3 the job's GPUs",
+                                 "GPU 4 does not take part in the job: nproc=4 makes GPUs 0-3 the job's GPUs",
                                  {.nproc = 4}));
-  GPUAFF_STATIC_CHECK(node_fails(p4d(), 0, Errc::invalid_argument, "--nproc 9 is more than the 8 visible GPUs",
+  GPUAFF_STATIC_CHECK(node_fails(p4d(), 0, Errc::invalid_argument, "nproc=9 is more than the 8 visible GPUs",
                                  {.nproc = 9}));
-  GPUAFF_STATIC_CHECK(node_fails(p4d(), 0, Errc::invalid_argument, "--nproc -1 is negative", {.nproc = -1}));
+  GPUAFF_STATIC_CHECK(node_fails(p4d(), 0, Errc::invalid_argument, "nproc=-1 is negative", {.nproc = -1}));
   constexpr auto none = [] { return regular_machine({}); };
   GPUAFF_STATIC_CHECK(node_fails(none(), 0, Errc::not_found, "no GPU is visible"));
 }

@@ -104,11 +104,11 @@ TEST_CASE("min_cores and max_cores act on physical cores") {
 }
 
 TEST_CASE("bad NVIDIA options are errors") {
-  GPUAFF_STATIC_CHECK(fails(p4d(), 0, AllPolicy{{.min_cores = -1}}, Errc::invalid_argument, "--min-cores -1"));
-  GPUAFF_STATIC_CHECK(fails(p4d(), 0, UniqueContiguousPolicy{{.max_cores = -2}}, Errc::invalid_argument, "--max-cores -2"));
+  GPUAFF_STATIC_CHECK(fails(p4d(), 0, AllPolicy{{.min_cores = -1}}, Errc::invalid_argument, "min_cores=-1"));
+  GPUAFF_STATIC_CHECK(fails(p4d(), 0, UniqueContiguousPolicy{{.max_cores = -2}}, Errc::invalid_argument, "max_cores=-2"));
   GPUAFF_STATIC_CHECK(fails(p4d(), 0, UniqueInterleavedPolicy{{.min_cores = 3, .max_cores = 2}}, Errc::invalid_argument,
-                            "above --max-cores 2"));
-  GPUAFF_STATIC_CHECK(fails(p4d(), 0, SinglePolicy{{.min_cores = 2}}, Errc::invalid_argument, "--min-cores 2"));
+                            "above max_cores=2"));
+  GPUAFF_STATIC_CHECK(fails(p4d(), 0, SinglePolicy{{.min_cores = 2}}, Errc::invalid_argument, "min_cores=2"));
 }
 
 // ---- a GPU's node without allowed CPU ---------------------------------------------
@@ -215,6 +215,6 @@ TEST_CASE("socket scope needs package information") {
     x.packages.clear();
     return x;
   };
-  GPUAFF_STATIC_CHECK(fails(t(), 0, UniqueContiguousPolicy{socket_scope}, Errc::not_found, "use --scope node"));
+  GPUAFF_STATIC_CHECK(fails(t(), 0, UniqueContiguousPolicy{socket_scope}, Errc::not_found, "use scope=node"));
   GPUAFF_STATIC_CHECK(binds(t(), 0, UniqueContiguousPolicy{}, "0-1"));
 }

@@ -154,7 +154,7 @@ TEST_CASE("exclusive: only the job's GPUs (--nproc) share the node") {
   constexpr JobOptions two{.nproc = 2};
   GPUAFF_STATIC_CHECK(binds(p4d(), 0, ExclusivePolicy{}, "0-11,48-59", two));
   GPUAFF_STATIC_CHECK(binds(p4d(), 1, ExclusivePolicy{}, "12-23,60-71", two));
-  GPUAFF_STATIC_CHECK(fails(p4d(), 2, ExclusivePolicy{}, Errc::invalid_argument, "--nproc 2", two));
+  GPUAFF_STATIC_CHECK(fails(p4d(), 2, ExclusivePolicy{}, Errc::invalid_argument, "nproc=2", two));
 }
 
 TEST_CASE("exclusive: fewer cores than GPUs names both counts") {

@@ -141,7 +141,7 @@ TEST_CASE("--visible-devices overrides the environment and indexes every GPU in 
   CHECK(buses(*u) == std::vector<int>{0x10});
   auto bad = select_visible_gpus(gs, VisibleDevices{.list = "3"});
   REQUIRE_FALSE(bad);
-  CHECK(std::string(bad.error().message()).find("--visible-devices") != std::string::npos);
+  CHECK(std::string(bad.error().message()).find("visible_devices") != std::string::npos);
 }
 
 TEST_CASE("the environment is read only through with_environment and from_environment") {

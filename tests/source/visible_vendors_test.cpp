@@ -154,7 +154,7 @@ TEST_CASE("a bare MIG-<uuid> names the process's one NVIDIA GPU, and is an error
   REQUIRE_FALSE(several);
   CHECK(several.error().code() == Errc::invalid_argument);
   CHECK(message(several).find("4 NVIDIA GPUs, not one") != std::string::npos);
-  CHECK(message(several).find("--visible-devices") != std::string::npos);
+  CHECK(message(several).find("visible_devices=LIST") != std::string::npos);
 }
 
 TEST_CASE("device_order_warning: only when CUDA's order is not PCI_BUS_ID and the NVIDIA GPUs differ") {
