@@ -380,3 +380,18 @@ TEST_CASE("a NUMA node id beyond any Linux machine is refused, and a too long co
   CHECK(longname.err.find("ENAMETOOLONG") != std::string::npos);
   CHECK(longname.err.find("longer than the system allows") != std::string::npos);
 }
+
+TEST_CASE("topo's text holds no control byte from the recording: a GPU UUID with a terminal escape is shown escaped") {
+  // The NVIDIA information file is the recording's: an OSC sequence in the
+  // UUID would set the window title (or worse) on the terminal of whoever
+  // looks at a bug report.
+  fs::path root = cli_test::temp_dir("uuid-escape");
+  fs::copy(gpuaff_test::fixture("dgx-h100"), root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  cli_test::write_file(root / "proc/driver/nvidia/gpus/0000:18:00.0/information",
+                       "Model: \t H100\nGPU UUID: \t GPU-\x1b]0;owned\x07-aaaa\n");
+  Run r = tool({"topo", "--root", root.string()});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(!has_control_byte(r.out));
+  CHECK(r.out.find("GPU-\\x1b]0;owned\\x07-aaaa") != std::string::npos);
+}
