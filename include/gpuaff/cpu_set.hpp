@@ -57,19 +57,19 @@ class CpuSet {
   static constexpr bool valid_id(int id) { return id >= 0 && id < capacity; }
 
   constexpr bool test(int id) const {
-    return valid_id(id) && ((words_[word(id)] >> bit(id)) & 1U) != 0;
+    return valid_id(id) && ((words_[at(word(id))] >> bit(id)) & 1U) != 0;
   }
   constexpr bool contains(int id) const { return test(id); }
   constexpr CpuSet& set(int id) {
     assert(valid_id(id));
     if (valid_id(id)) {
-      words_[word(id)] |= std::uint64_t{1} << bit(id);
+      words_[at(word(id))] |= std::uint64_t{1} << bit(id);
       if (word(id) >= used_) used_ = word(id) + 1;
     }
     return *this;
   }
   constexpr CpuSet& reset(int id) {
-    if (valid_id(id)) words_[word(id)] &= ~(std::uint64_t{1} << bit(id));
+    if (valid_id(id)) words_[at(word(id))] &= ~(std::uint64_t{1} << bit(id));
     return *this;
   }
   /// Adds first..last, both included, clipped to [0, capacity): this is public
@@ -79,7 +79,7 @@ class CpuSet {
     if (last >= capacity) last = capacity - 1;
     for (int id = first; id <= last; ++id) {
       if (bit(id) == 0 && id + word_bits - 1 <= last) {
-        words_[word(id)] = ~std::uint64_t{0};
+        words_[at(word(id))] = ~std::uint64_t{0};
         if (word(id) >= used_) used_ = word(id) + 1;
         id += word_bits - 1;
       } else {
@@ -89,19 +89,19 @@ class CpuSet {
     return *this;
   }
   constexpr void clear() {
-    for (int i = 0; i < used_; ++i) words_[i] = 0;
+    for (int i = 0; i < used_; ++i) words_[at(i)] = 0;
     used_ = 0;
   }
 
   constexpr int count() const {
     int n = 0;
-    for (int i = 0; i < used_; ++i) n += std::popcount(words_[i]);
+    for (int i = 0; i < used_; ++i) n += std::popcount(words_[at(i)]);
     return n;
   }
   constexpr int size() const { return count(); }
   constexpr bool empty() const {
     for (int i = 0; i < used_; ++i)
-      if (words_[i] != 0) return false;
+      if (words_[at(i)] != 0) return false;
     return true;
   }
   constexpr bool any() const { return !empty(); }
@@ -111,7 +111,7 @@ class CpuSet {
   /// Highest CPU, or -1 when empty.
   constexpr int last() const {
     for (int w = used_ - 1; w >= 0; --w)
-      if (words_[w] != 0) return w * word_bits + (word_bits - 1 - std::countl_zero(words_[w]));
+      if (words_[at(w)] != 0) return w * word_bits + (word_bits - 1 - std::countl_zero(words_[at(w)]));
     return -1;
   }
   /// The lowest CPU greater than `after`, or -1.
@@ -119,7 +119,7 @@ class CpuSet {
     int id = after + 1;
     if (id < 0) id = 0;
     while (id < used_ * word_bits) {
-      std::uint64_t w = words_[word(id)] >> bit(id);
+      std::uint64_t w = words_[at(word(id))] >> bit(id);
       if (w != 0) return id + std::countr_zero(w);
       id = (word(id) + 1) * word_bits;
     }
@@ -129,9 +129,9 @@ class CpuSet {
   constexpr int nth(int n) const {
     if (n < 0) return -1;
     for (int w = 0; w < used_; ++w) {
-      int c = std::popcount(words_[w]);
+      int c = std::popcount(words_[at(w)]);
       if (n < c) {
-        std::uint64_t x = words_[w];
+        std::uint64_t x = words_[at(w)];
         for (int i = 0; i < n; ++i) x &= x - 1;  // drop the n lowest bits
         return w * word_bits + std::countr_zero(x);
       }
@@ -143,8 +143,8 @@ class CpuSet {
   constexpr int index_of(int id) const {
     if (!test(id)) return -1;
     int n = 0;
-    for (int w = 0; w < word(id); ++w) n += std::popcount(words_[w]);
-    return n + std::popcount(words_[word(id)] & ((std::uint64_t{1} << bit(id)) - 1));
+    for (int w = 0; w < word(id); ++w) n += std::popcount(words_[at(w)]);
+    return n + std::popcount(words_[at(word(id))] & ((std::uint64_t{1} << bit(id)) - 1));
   }
   /// The first `n` CPUs in ascending order (all of them if n >= count()).
   constexpr CpuSet first_n(int n) const {
@@ -155,33 +155,33 @@ class CpuSet {
 
   constexpr bool is_subset_of(const CpuSet& o) const {
     for (int i = 0; i < used_; ++i)
-      if ((words_[i] & ~o.words_[i]) != 0) return false;
+      if ((words_[at(i)] & ~o.words_[at(i)]) != 0) return false;
     return true;
   }
   constexpr bool intersects(const CpuSet& o) const {
     for (int i = 0, n = used_ < o.used_ ? used_ : o.used_; i < n; ++i)
-      if ((words_[i] & o.words_[i]) != 0) return true;
+      if ((words_[at(i)] & o.words_[at(i)]) != 0) return true;
     return false;
   }
 
   constexpr CpuSet& operator|=(const CpuSet& o) {
-    for (int i = 0; i < o.used_; ++i) words_[i] |= o.words_[i];
+    for (int i = 0; i < o.used_; ++i) words_[at(i)] |= o.words_[at(i)];
     if (o.used_ > used_) used_ = o.used_;
     return *this;
   }
   constexpr CpuSet& operator&=(const CpuSet& o) {
-    for (int i = 0; i < used_; ++i) words_[i] &= o.words_[i];  // o's words past o.used_ are 0
+    for (int i = 0; i < used_; ++i) words_[at(i)] &= o.words_[at(i)];  // o's words past o.used_ are 0
     if (o.used_ < used_) used_ = o.used_;
     return *this;
   }
   constexpr CpuSet& operator^=(const CpuSet& o) {
-    for (int i = 0; i < o.used_; ++i) words_[i] ^= o.words_[i];
+    for (int i = 0; i < o.used_; ++i) words_[at(i)] ^= o.words_[at(i)];
     if (o.used_ > used_) used_ = o.used_;
     return *this;
   }
   /// Set difference.
   constexpr CpuSet& operator-=(const CpuSet& o) {
-    for (int i = 0, n = used_ < o.used_ ? used_ : o.used_; i < n; ++i) words_[i] &= ~o.words_[i];
+    for (int i = 0, n = used_ < o.used_ ? used_ : o.used_; i < n; ++i) words_[at(i)] &= ~o.words_[at(i)];
     return *this;
   }
   friend constexpr CpuSet operator|(CpuSet a, const CpuSet& b) { return a |= b; }
@@ -191,7 +191,7 @@ class CpuSet {
   friend constexpr bool operator==(const CpuSet& a, const CpuSet& b) {
     int n = a.used_ > b.used_ ? a.used_ : b.used_;  // both are 0 past their own used_
     for (int i = 0; i < n; ++i)
-      if (a.words_[i] != b.words_[i]) return false;
+      if (a.words_[at(i)] != b.words_[at(i)]) return false;
     return true;
   }
 
@@ -260,6 +260,8 @@ class CpuSet {
 
  private:
   static constexpr int word(int id) { return id / word_bits; }
+  // A word index (never negative here) as the array's size_type.
+  static constexpr std::size_t at(int word_index) { return static_cast<std::size_t>(word_index); }
   static constexpr int bit(int id) { return id % word_bits; }
 
   // Operations touch only words_[0, used_): on a 224-CPU machine that is 4 of

@@ -97,7 +97,7 @@ inline int read_whole_file(const std::string& path, std::string& out, int extra_
 inline int open_in_root(int root_fd, const std::string& rel, int flags) {
 #ifdef GPUAFF_HAVE_OPENAT2
   open_how how{};
-  how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
+  how.flags = static_cast<decltype(how.flags)>(flags | O_CLOEXEC);
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
   for (int tries = 0; tries < 16; ++tries) {
     long fd = ::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how);

@@ -21,7 +21,9 @@ class AllocatedCpuSet {
  public:
   /// A zeroed set able to hold ids < max(cpus, 1).
   explicit AllocatedCpuSet(int cpus = CPU_SETSIZE)
-      : cpus_(cpus < 1 ? 1 : cpus), set_(CPU_ALLOC(cpus_)), bytes_(CPU_ALLOC_SIZE(cpus_)) {
+      : cpus_(cpus < 1 ? 1 : cpus),
+        set_(CPU_ALLOC(static_cast<std::size_t>(cpus_))),
+        bytes_(CPU_ALLOC_SIZE(static_cast<std::size_t>(cpus_))) {
     if (set_ == nullptr) std::abort();  // allocation of a few hundred bytes failed
     CPU_ZERO_S(bytes_, set_);
   }
