@@ -34,11 +34,11 @@ step() { printf '\n=== %s ===\n' "$*"; }
 
 # Compile time is most of CI's time, and most of a translation unit's is the
 # header-only library's code, compiled again in every unit that uses it. So the
-# tests that build alike, whatever their folder, are one unit
-# (GPUAFF_TEST_GROUPS=all, tests/CMakeLists.txt), and every other target's
-# sources are one unit too (CMake's unity build: the tool's ten files, the
-# Python module's four), which their sources allow.
-unity=(-DGPUAFF_TEST_GROUPS=all -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0)
+# tests of a folder that build alike are one unit (GPUAFF_TEST_GROUPS, on by
+# default: tests/CMakeLists.txt), and every other target's sources are one unit
+# too (CMake's unity build: the tool's files, the Python module's), which their
+# sources allow.
+unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0)
 
 configure_build_test() {  # dir, build targets..., -- ctest args..., -- cmake args...
   local dir=$1; shift
@@ -76,10 +76,10 @@ step "3/4 TSan, threaded tests"
 # ("unexpected memory mapping"), so run without address-space randomisation where we may.
 ctest_prefix=(env)
 if setarch "$(uname -m)" -R true 2>/dev/null; then ctest_prefix=(setarch "$(uname -m)" -R); fi
-# Build only the threaded tests: one executable per test (GPUAFF_TEST_GROUPS=off),
+# Build only the threaded tests: one executable per test (GPUAFF_TEST_GROUPS=OFF),
 # so that a test's target, which has the test's name, is the executable it runs.
 timed configure quiet cmake -S . -B build/tsan "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
-  -DGPUAFF_WERROR=ON -DGPUAFF_SANITIZE=thread -DGPUAFF_BUILD_TOOLS=OFF -DGPUAFF_BUILD_EXAMPLES=OFF -DGPUAFF_TEST_GROUPS=off
+  -DGPUAFF_WERROR=ON -DGPUAFF_SANITIZE=thread -DGPUAFF_BUILD_TOOLS=OFF -DGPUAFF_BUILD_EXAMPLES=OFF -DGPUAFF_TEST_GROUPS=OFF
 mapfile -t tsan_tests < <(ctest --test-dir build/tsan -N -L threads | sed -n 's/^ *Test *#[0-9]*: *//p')
 ((${#tsan_tests[@]})) || { echo "no tests labelled threads" >&2; exit 1; }
 timed build cmake --build build/tsan -j "$jobs" --target "${tsan_tests[@]}"
