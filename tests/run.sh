@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The full test suite: every build configuration CI checks, one after another.
-#   1. default build, warnings as errors, every public header compiled alone, all tests
-#   2. AddressSanitizer + UndefinedBehaviorSanitizer build without hwloc (so it is also the
-#      "optional backend off" configuration), all tests but the QEMU guests and benchmarks
-#   3. ThreadSanitizer build, the tests labelled `threads`
+# The full test suite: every build configuration CI checks, one after another,
+# warnings as errors in each.
+#   1. Clang with AddressSanitizer + UndefinedBehaviorSanitizer: every unit test
+#      (doctest), the tool's and the examples' tests, every public header compiled alone
+#   2. GCC at -O1: the tool, the Python module, the examples and the benchmark as
+#      users build them; the launchers (torchrun, mpirun), QEMU guests, Python tests
+#   3. ThreadSanitizer: the tests labelled `threads`; configured without hwloc, so
+#      the optional backend is also checked off
 #   4. install, then build a consumer project with find_package(gpuaff)
-# Usage: tests/run.sh [quick]   (quick: configuration 1 only)
+# Usage: tests/run.sh [quick]   (quick: one GCC build of everything, all its tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${JOBS:-$(nproc)}
@@ -52,26 +55,32 @@ configure_build_test() {  # dir, build targets..., -- ctest args..., -- cmake ar
   timed test ctest --test-dir "$dir" --no-tests=error --output-on-failure -j "$jobs" "${ctest_args[@]}"
 }
 
-step "1/4 default build (hwloc if present; the Python module, required), all tests"
+# quick: one GCC build with everything (unit tests, the tool, Python, examples), all its tests.
+if [[ ${1:-} == quick ]]; then
+  step "quick: default build, all tests"
+  configure_build_test build/default all -- -- \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 \
+    -DGPUAFF_BUILD_BENCHMARKS=ON -DGPUAFF_BUILD_PYTHON=ON -DGPUAFF_BUILD_UNIT_TESTS=ON
+  exit 0
+fi
+
+step "1/4 Clang, ASan + UBSan: every unit test, the tool's and the examples' tests, each public header alone (hwloc if present)"
+# -O0 -g1: the sanitizer build compiles fastest unoptimised and still reports file
+# and line; Clang compiles it in half GCC's time, and a second compiler's warnings
+# (-Werror) come with it. Step 2 runs the launchers, QEMU and Python with the plain build.
+configure_build_test build/asan all all_verify_interface_header_sets -- -LE 'qemu|bench|integration' -- \
+  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1" \
+  -DGPUAFF_SANITIZE=address,undefined -DGPUAFF_TEST_STATIC_TWINS=OFF
+
+step "2/4 GCC, -O1: the tool, Python module, examples, benchmarks; launchers, QEMU guests, Python"
 # -O1 with assertions on and without debug info (which doubles compile time here);
-# benchmarks/run.sh builds its own optimised tree for figures. The header checks
-# build with everything else, so that they fill the build's idle slots.
-configure_build_test build/default all all_verify_interface_header_sets -- -- \
+# benchmarks/run.sh builds its own optimised tree for figures. The unit tests ran
+# in step 1 (GPUAFF_BUILD_UNIT_TESTS=OFF).
+configure_build_test build/default all -- -- \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 \
-  -DGPUAFF_BUILD_BENCHMARKS=ON -DGPUAFF_BUILD_PYTHON=ON
-[[ ${1:-} == quick ]] && exit 0
+  -DGPUAFF_BUILD_BENCHMARKS=ON -DGPUAFF_BUILD_PYTHON=ON -DGPUAFF_BUILD_UNIT_TESTS=OFF
 
-step "2/4 ASan + UBSan, without hwloc"
-# -O0 -g1: the sanitizer build compiles fastest unoptimised and still reports file and line.
-# Tests labelled source_tree check the source tree alone, the same in every build;
-# step 1 ran them.
-configure_build_test build/asan all -- -LE 'qemu|bench|source_tree' -- \
-  -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1" \
-  -DGPUAFF_SANITIZE=address,undefined \
-  -DGPUAFF_WITH_HWLOC=OFF \
-  -DGPUAFF_TEST_STATIC_TWINS=OFF
-
-step "3/4 TSan, threaded tests"
+step "3/4 TSan, threaded tests; configured without hwloc (the optional backend off)"
 # TSan's shadow memory needs a fixed layout: kernels with vm.mmap_rnd_bits=32 break it
 # ("unexpected memory mapping"), so run without address-space randomisation where we may.
 ctest_prefix=(env)
@@ -79,7 +88,7 @@ if setarch "$(uname -m)" -R true 2>/dev/null; then ctest_prefix=(setarch "$(unam
 # Build only the threaded tests: one executable per test (GPUAFF_TEST_GROUPS=OFF),
 # so that a test's target, which has the test's name, is the executable it runs.
 timed configure quiet cmake -S . -B build/tsan "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
-  -DGPUAFF_WERROR=ON -DGPUAFF_SANITIZE=thread -DGPUAFF_BUILD_TOOLS=OFF -DGPUAFF_BUILD_EXAMPLES=OFF -DGPUAFF_TEST_GROUPS=OFF
+  -DGPUAFF_WERROR=ON -DGPUAFF_SANITIZE=thread -DGPUAFF_WITH_HWLOC=OFF -DGPUAFF_BUILD_EXAMPLES=OFF -DGPUAFF_TEST_GROUPS=OFF
 mapfile -t tsan_tests < <(ctest --test-dir build/tsan -N -L threads | sed -n 's/^ *Test *#[0-9]*: *//p')
 ((${#tsan_tests[@]})) || { echo "no tests labelled threads" >&2; exit 1; }
 timed build cmake --build build/tsan -j "$jobs" --target "${tsan_tests[@]}"
