@@ -39,7 +39,7 @@ class BuildWithLauncher(build_ext):
         super().run()
         out_dir = os.path.dirname(self.get_ext_fullpath("gpuaff._gpuaff"))
         objects = self.compiler.compile([os.path.join(HERE, "src", "launcher.cpp")], output_dir=self.build_temp,
-                                        include_dirs=[INCLUDE], extra_postargs=["-std=c++20", "-O2"])
+                                        include_dirs=[INCLUDE], extra_postargs=["-std=c++20"])
         self.compiler.link_executable(objects, "gpuaff-python", output_dir=out_dir, target_lang="c++")
 
 

@@ -1,60 +1,104 @@
 #!/usr/bin/env bash
-# The full test suite: every build configuration CI checks, one after another.
-#   1. default build, warnings as errors, every public header compiled alone, all tests
-#   2. AddressSanitizer + UndefinedBehaviorSanitizer build without hwloc (so it is also the
-#      "optional backend off" configuration), all tests but the QEMU guests and benchmarks
-#   3. ThreadSanitizer build, the tests labelled `threads`
+# The full test suite: every build configuration CI checks, one after another,
+# warnings as errors in each.
+#   1. Clang with AddressSanitizer + UndefinedBehaviorSanitizer: every unit test
+#      (doctest), the tool's and the examples' tests, every public header compiled alone
+#   2. GCC at -O1: the tool, the Python module, the examples and the benchmark as
+#      users build them; the launchers (torchrun, mpirun), QEMU guests, Python tests
+#   3. ThreadSanitizer: the tests labelled `threads`; configured without hwloc, so
+#      the optional backend is also checked off
 #   4. install, then build a consumer project with find_package(gpuaff)
-# Usage: tests/run.sh [quick]   (quick: configuration 1 only)
+# Usage: tests/run.sh [quick]   (quick: one GCC build of everything, all its tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${JOBS:-$(nproc)}
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
+# Each configure, build and test run prints its wall time and the CPU time
+# (user + system) of what it ran: with other work on the machine, the CPU time
+# is the figure that compares.
+times_file=$(mktemp)
+trap 'rm -f "$times_file"' EXIT
+cpu_now() {  # cpu: user + system seconds of the finished child processes
+  times >"$times_file"  # here, not in $(...): a subshell would count its own children
+  cpu=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); n += t[1] * 60 + t[2] } printf "%.0f", n }' \
+    "$times_file")
+}
+timed() {  # label, command...
+  local label=$1 start=$SECONDS cpu0
+  shift
+  cpu_now; cpu0=$cpu
+  "$@"
+  cpu_now
+  printf -- '--- %s: %ss wall, %ss CPU\n' "$label" "$((SECONDS - start))" "$((cpu - cpu0))"
+}
+quiet() { "$@" >/dev/null; }
 step() { printf '\n=== %s ===\n' "$*"; }
 
-configure_build_test() {  # dir, ctest args..., -- cmake args...
+# Compile time is most of CI's time, and most of a translation unit's is the
+# header-only library's code, compiled again in every unit that uses it. So the
+# tests of a folder that build alike are one unit (GPUAFF_TEST_GROUPS, on by
+# default: tests/CMakeLists.txt), and every other target's sources are one unit
+# too (CMake's unity build: the tool's files, the Python module's), which their
+# sources allow.
+unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0)
+
+configure_build_test() {  # dir, build targets..., -- ctest args..., -- cmake args...
   local dir=$1; shift
-  local ctest_args=()
+  local targets=() ctest_args=()
+  while [[ $# -gt 0 && $1 != -- ]]; do targets+=(--target "$1"); shift; done
+  shift || true
   while [[ $# -gt 0 && $1 != -- ]]; do ctest_args+=("$1"); shift; done
   shift || true
-  cmake -S . -B "$dir" "${gen[@]}" -DGPUAFF_WERROR=ON "$@" >/dev/null
-  cmake --build "$dir" -j "$jobs"
-  ctest --test-dir "$dir" --no-tests=error --output-on-failure -j "$jobs" "${ctest_args[@]}"
+  timed configure quiet cmake -S . -B "$dir" "${gen[@]}" -DGPUAFF_WERROR=ON "${unity[@]}" "$@"
+  timed build cmake --build "$dir" -j "$jobs" "${targets[@]}"
+  timed test ctest --test-dir "$dir" --no-tests=error --output-on-failure -j "$jobs" "${ctest_args[@]}"
 }
 
-step "1/4 default build (hwloc if present; the Python module, required), all tests"
+# quick: one GCC build with everything (unit tests, the tool, Python, examples), all its tests.
+if [[ ${1:-} == quick ]]; then
+  step "quick: default build, all tests"
+  configure_build_test build/default all -- -- \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 \
+    -DGPUAFF_BUILD_BENCHMARKS=ON -DGPUAFF_BUILD_PYTHON=ON -DGPUAFF_BUILD_UNIT_TESTS=ON
+  exit 0
+fi
+
+step "1/4 Clang, ASan + UBSan: every unit test, the tool's and the examples' tests, each public header alone (hwloc if present)"
+# -O0 -g1: the sanitizer build compiles fastest unoptimised and still reports file
+# and line; Clang compiles it in half GCC's time, and a second compiler's warnings
+# (-Werror) come with it. Step 2 runs the launchers, QEMU and Python with the plain build.
+configure_build_test build/asan all all_verify_interface_header_sets -- -LE 'qemu|bench|integration' -- \
+  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1" \
+  -DGPUAFF_SANITIZE=address,undefined -DGPUAFF_TEST_STATIC_TWINS=OFF
+
+step "2/4 GCC, -O1: the tool, Python module, examples, benchmarks; launchers, QEMU guests, Python"
 # -O1 with assertions on and without debug info (which doubles compile time here);
-# benchmarks/run.sh builds its own optimised tree for figures.
-configure_build_test build/default -- -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 \
-  -DGPUAFF_BUILD_BENCHMARKS=ON -DGPUAFF_BUILD_PYTHON=ON
-cmake --build build/default --target all_verify_interface_header_sets -j "$jobs"
-[[ ${1:-} == quick ]] && exit 0
+# benchmarks/run.sh builds its own optimised tree for figures. The unit tests ran
+# in step 1 (GPUAFF_BUILD_UNIT_TESTS=OFF).
+configure_build_test build/default all -- -- \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 \
+  -DGPUAFF_BUILD_BENCHMARKS=ON -DGPUAFF_BUILD_PYTHON=ON -DGPUAFF_BUILD_UNIT_TESTS=OFF
 
-step "2/4 ASan + UBSan, without hwloc"
-# -O0 -g1: the sanitizer build compiles fastest unoptimised and still reports file and line.
-configure_build_test build/asan -LE 'qemu|bench' -- -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1" \
-  -DGPUAFF_SANITIZE=address,undefined \
-  -DGPUAFF_WITH_HWLOC=OFF \
-  -DGPUAFF_TEST_STATIC_TWINS=OFF
-
-step "3/4 TSan, threaded tests"
+step "3/4 TSan, threaded tests; configured without hwloc (the optional backend off)"
 # TSan's shadow memory needs a fixed layout: kernels with vm.mmap_rnd_bits=32 break it
 # ("unexpected memory mapping"), so run without address-space randomisation where we may.
 ctest_prefix=(env)
 if setarch "$(uname -m)" -R true 2>/dev/null; then ctest_prefix=(setarch "$(uname -m)" -R); fi
-# Build only the threaded tests (a test's target has the test's name).
-cmake -S . -B build/tsan "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" -DGPUAFF_WERROR=ON -DGPUAFF_SANITIZE=thread \
-  -DGPUAFF_BUILD_TOOLS=OFF -DGPUAFF_BUILD_EXAMPLES=OFF >/dev/null
+# Build only the threaded tests: one executable per test (GPUAFF_TEST_GROUPS=OFF),
+# so that a test's target, which has the test's name, is the executable it runs.
+timed configure quiet cmake -S . -B build/tsan "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
+  -DGPUAFF_WERROR=ON -DGPUAFF_SANITIZE=thread -DGPUAFF_WITH_HWLOC=OFF -DGPUAFF_BUILD_EXAMPLES=OFF -DGPUAFF_TEST_GROUPS=OFF
 mapfile -t tsan_tests < <(ctest --test-dir build/tsan -N -L threads | sed -n 's/^ *Test *#[0-9]*: *//p')
 ((${#tsan_tests[@]})) || { echo "no tests labelled threads" >&2; exit 1; }
-cmake --build build/tsan -j "$jobs" --target "${tsan_tests[@]}"
-"${ctest_prefix[@]}" ctest --test-dir build/tsan --no-tests=error --output-on-failure -j "$jobs" -L threads
+timed build cmake --build build/tsan -j "$jobs" --target "${tsan_tests[@]}"
+timed test "${ctest_prefix[@]}" ctest --test-dir build/tsan --no-tests=error --output-on-failure -j "$jobs" -L threads
 
 step "4/4 install + find_package consumer"
 rm -rf build/prefix build/consumer
-cmake --install build/default --prefix "$PWD/build/prefix" >/dev/null
-cmake -S tests/consumer -B build/consumer "${gen[@]}" -DCMAKE_PREFIX_PATH="$PWD/build/prefix" >/dev/null
+timed install quiet cmake --install build/default --prefix "$PWD/build/prefix"
+timed consumer quiet cmake -S tests/consumer -B build/consumer "${gen[@]}" -DCMAKE_PREFIX_PATH="$PWD/build/prefix"
 cmake --build build/consumer
 build/consumer/consumer
-echo "all test configurations passed"
+cpu_now
+echo "all test configurations passed: ${SECONDS}s wall, ${cpu}s CPU"

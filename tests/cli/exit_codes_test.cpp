@@ -87,7 +87,9 @@ TEST_CASE("docs/cli.md's exit code table has the same codes and error classes as
   for (const auto& m : exit_code_meanings) table[m.code];
   for (const auto& e : error_classes) table[e.code].insert(std::string(e.name));
   CHECK(documented.size() == exit_code_meanings.size());
-  for (const auto& [code, classes] : table) {
+  for (const auto& entry : table) {
+    const int code = entry.first;  // not a structured binding: INFO's lambda captures it (Clang 14)
+    const auto& classes = entry.second;
     INFO("exit code " << code);
     REQUIRE(documented.count(code) == 1);
     CHECK(documented[code] == classes);

@@ -117,7 +117,9 @@ TEST_CASE("Slurm's local size is this node's entry of SLURM_TASKS_PER_NODE") {
   auto size_on = [](const std::string& list, const std::string& node) {
     return gpuaff::local_size(env_of({{"SLURM_TASKS_PER_NODE", list}, {"SLURM_NODEID", node}}));
   };
-  for (auto [node, tasks] : {std::pair{"0", 2}, std::pair{"2", 2}, std::pair{"3", 1}}) {
+  for (auto entry : {std::pair{"0", 2}, std::pair{"2", 2}, std::pair{"3", 1}}) {
+    const std::string node = entry.first;  // not a structured binding: INFO's lambda captures it (Clang 14)
+    const int tasks = entry.second;
     auto r = size_on("2(x3),1", node);
     INFO("node " << node);
     REQUIRE(r);
