@@ -7,7 +7,8 @@
 #      users build them; the launchers (torchrun, mpirun), QEMU guests, Python tests
 #   3. ThreadSanitizer: the tests labelled `threads`; configured without hwloc, so
 #      the optional backend is also checked off
-#   4. install, then build a consumer project with find_package(gpuaff)
+#   4. install, then build a consumer project with find_package(gpuaff), with GCC
+#      (-O3 -flto) and Clang under -Wconversion -Wsign-conversion -Wshadow -Werror
 # Usage: tests/run.sh [quick]   (quick: one GCC build of everything, all its tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -94,11 +95,24 @@ mapfile -t tsan_tests < <(ctest --test-dir build/tsan -N -L threads | sed -n 's/
 timed build cmake --build build/tsan -j "$jobs" --target "${tsan_tests[@]}"
 timed test "${ctest_prefix[@]}" ctest --test-dir build/tsan --no-tests=error --output-on-failure -j "$jobs" -L threads
 
-step "4/4 install + find_package consumer"
-rm -rf build/prefix build/consumer
+step "4/4 install; consumers with find_package(gpuaff) under users' strictest warnings"
+# A header-only library is compiled with its users' flags: GCC at -O3 -flto and
+# Clang, each with every warning below and -Werror, build tests/consumer, whose
+# consumer_api reaches most of the library. Its exclusive bindings on the bundled
+# DGX H100 are PyTorch's: 56 cores per socket node, four GPUs per node, 14 cores
+# each with their hyperthread siblings (CPU + 112).
+rm -rf build/prefix build/consumer-*
 timed install quiet cmake --install build/default --prefix "$PWD/build/prefix"
-timed consumer quiet cmake -S tests/consumer -B build/consumer "${gen[@]}" -DCMAKE_PREFIX_PATH="$PWD/build/prefix"
-cmake --build build/consumer
-build/consumer/consumer
+strict="-Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Werror"
+expected="exclusive: 0-13,112-125 14-27,126-139 28-41,140-153 42-55,154-167 56-69,168-181 70-83,182-195 84-97,196-209 98-111,210-223"
+for cxx in "g++ -O3 -flto=auto" "clang++ -O1"; do
+  dir=build/consumer-${cxx%% *}
+  timed "consumer ($cxx)" quiet cmake -S tests/consumer -B "$dir" "${gen[@]}" -DCMAKE_PREFIX_PATH="$PWD/build/prefix" \
+    -DCMAKE_CXX_COMPILER="${cxx%% *}" "-DCMAKE_CXX_FLAGS=$strict ${cxx#* }"
+  timed build cmake --build "$dir"
+  "$dir/consumer"
+  "$dir/consumer_api" build/default/fixtures/dgx-h100 | grep -qxF "$expected" ||
+    { echo "consumer_api ($cxx): the exclusive bindings on dgx-h100 are not PyTorch's" >&2; exit 1; }
+done
 cpu_now
 echo "all test configurations passed: ${SECONDS}s wall, ${cpu}s CPU"
