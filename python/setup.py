@@ -7,6 +7,12 @@ The extension compiles the library's front door (../include only), with the
 JSON reader when nlohmann_json's header is installed, so the package must be
 built from a checkout, in place (pip >= 21.3 does). The version is
 read from include/gpuaff/version.hpp, the one place it lives.
+
+With GPUAFF_CLI naming a built `gpuaff` binary (tools/package.sh builds a
+static one), the package also installs it as the `gpuaff` command, the way
+tools written in compiled languages ship in wheels: pip copies it into the
+environment's bin/ (no Python wrapper in front of it), and `python -m gpuaff`
+runs it.
 """
 import os
 import re
@@ -14,6 +20,10 @@ import re
 from pybind11.setup_helpers import Pybind11Extension
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
+try:
+    from setuptools.command.build_scripts import build_scripts
+except ImportError:  # setuptools < 69 (Debian 12's 66) has distutils' only
+    from distutils.command.build_scripts import build_scripts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -43,6 +53,31 @@ class BuildWithLauncher(build_ext):
         self.compiler.link_executable(objects, "gpuaff-python", output_dir=out_dir, target_lang="c++")
 
 
+def cli_scripts():
+    """The gpuaff binary named by GPUAFF_CLI, installed as the `gpuaff` command."""
+    cli = os.environ.get("GPUAFF_CLI", "")
+    if not cli:
+        return []
+    if os.path.basename(cli) != "gpuaff" or not os.access(cli, os.X_OK):
+        raise SystemExit("GPUAFF_CLI=%s: not an executable named gpuaff (tools/package.sh builds one)" % cli)
+    return [cli]
+
+
+class CopyBinaryScripts(build_scripts):
+    """Copies the scripts byte for byte: the `gpuaff` script is a binary, which
+    setuptools' own step would read as Python to rewrite its #! line."""
+
+    def copy_scripts(self):
+        self.mkpath(self.build_dir)
+        outfiles = []
+        for script in self.scripts:
+            out = os.path.join(self.build_dir, os.path.basename(script))
+            self.copy_file(script, out)
+            os.chmod(out, 0o755)
+            outfiles.append(out)
+        return outfiles, outfiles
+
+
 if not os.path.isdir(INCLUDE):
     raise SystemExit("gpuaff's Python package builds from a source checkout: %s is missing" % INCLUDE)
 
@@ -62,7 +97,8 @@ setup(
             cxx_std=20,
         )
     ],
-    cmdclass={"build_ext": BuildWithLauncher},
+    cmdclass={"build_ext": BuildWithLauncher, "build_scripts": CopyBinaryScripts},
+    scripts=cli_scripts(),
     python_requires=">=3.8",
     zip_safe=False,
 )

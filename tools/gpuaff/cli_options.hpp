@@ -11,6 +11,21 @@
 
 namespace gpuaff::cli {
 
+/// The commands: main.cpp creates them from this table, the man page and the
+/// shell completion (docgen.cpp) list them from it.
+struct CommandInfo {
+  std::string_view name;
+  unsigned bit;  ///< the OptionCommand bit of the options it takes
+  std::string_view summary;
+};
+inline constexpr std::array<CommandInfo, 5> commands{{
+    {"bind", for_bind, "Print the CPUs (and memory nodes) a GPU's process should use"},
+    {"topo", for_topo, "Describe the machine: CPUs, NUMA nodes, GPUs, and every policy's binding"},
+    {"exec", for_exec, "Bind this process (every thread, and memory if asked), then run COMMAND"},
+    {"record", for_record, "Copy the files gpuaff reads into DIR (or FILE.tar), to replay with --root DIR"},
+    {"doctor", for_doctor, "Check a running process against its plan: threads, memory, environment"},
+}};
+
 inline constexpr std::array<OptionInfo, 11> cli_options{{
     {"format", "--format", "cpulist|mask|numactl|json", OptionType::choice, for_bind, "cpulist",
      "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... (and a memory option "
@@ -35,6 +50,13 @@ inline constexpr std::array<OptionInfo, 11> cli_options{{
     {"force", "--force", "", OptionType::flag, for_record, "",
      "write into DIR even when it is not empty, or overwrite FILE.tar"},
 }};
+
+/// The default `command` shows for `o` (--help, the man page): topo draws the
+/// exclusive policy; every other default is the row's.
+constexpr std::string_view option_default(const OptionInfo& o, unsigned command) {
+  if (command == for_topo && o.key == "policy") return "exclusive";
+  return o.default_text;
+}
 
 /// `message` as the command line spells options: `--nproc 4` for `nproc=4`.
 inline std::string cli_spelling(std::string_view message) {

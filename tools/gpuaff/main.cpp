@@ -12,6 +12,7 @@
 #include <optional>
 #include <cstdio>
 #include <exception>
+#include <stdexcept>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -55,12 +56,6 @@ struct Given {
   }
 };
 
-/// The default shown by --help: topo draws the exclusive policy.
-std::string default_of(const OptionInfo& o, unsigned command) {
-  if (command == gpuaff::for_topo && o.key == "policy") return "exclusive";
-  return std::string(o.default_text);
-}
-
 /// Registers one option row on `g.app`.
 void add_row(Given& g, const OptionInfo& o) {
   CLI::App& app = *g.app;
@@ -85,7 +80,7 @@ void add_row(Given& g, const OptionInfo& o) {
   std::string type_name(o.value_name);
   if (g.command == gpuaff::for_bind && o.key == "gpu") type_name = "N|all";
   opt->type_name(type_name);
-  if (std::string d = default_of(o, g.command); !d.empty()) opt->default_str(d);
+  if (std::string_view d = option_default(o, g.command); !d.empty()) opt->default_str(std::string(d));
 }
 
 /// Registers every row of both tables that belongs to `command`.
@@ -233,23 +228,27 @@ int main(int argc, char** argv) try {
                          "Run 'gpuaff <command> --help' for each command's options.\n") +
              exit_codes);
 
-  auto* bind = app.add_subcommand("bind", "Print the CPUs (and memory nodes) a GPU's process should use");
-  auto* topo = app.add_subcommand("topo", "Describe the machine: CPUs, NUMA nodes, GPUs, and every policy's binding");
-  auto* exec = app.add_subcommand("exec", "Bind this process (every thread, and memory if asked), then run COMMAND");
-  auto* record =
-      app.add_subcommand("record", "Copy the files gpuaff reads into DIR (or FILE.tar), to replay with --root DIR");
-  auto* doctor = app.add_subcommand("doctor", "Check a running process against its plan: threads, memory, environment");
   // Only the command that was named gets its options: building all five
   // commands' options is most of the parser's start-up, on every run of every rank.
   const std::string_view named = argc > 1 ? std::string_view(argv[1]) : std::string_view();
-  auto rows_for = [&](CLI::App* sub, unsigned command) {
-    return sub->get_name() == named ? add_rows(*sub, command) : Given{.app = sub, .command = command};
+  auto command = [&](std::string_view name) {
+    for (const CommandInfo& c : commands) {
+      if (c.name != name) continue;
+      CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.summary));
+      return c.name == named ? add_rows(*sub, c.bit) : Given{.app = sub, .command = c.bit};
+    }
+    throw std::logic_error("no command " + std::string(name) + " in cli_options.hpp");
   };
-  Given bind_given = rows_for(bind, gpuaff::for_bind);
-  Given topo_given = rows_for(topo, gpuaff::for_topo);
-  Given exec_given = rows_for(exec, gpuaff::for_exec);
-  Given record_given = rows_for(record, gpuaff::for_record);
-  Given doctor_given = rows_for(doctor, gpuaff::for_doctor);
+  Given bind_given = command("bind");
+  Given topo_given = command("topo");
+  Given exec_given = command("exec");
+  Given record_given = command("record");
+  Given doctor_given = command("doctor");
+  CLI::App* bind = bind_given.app;
+  CLI::App* topo = topo_given.app;
+  CLI::App* exec = exec_given.app;
+  CLI::App* record = record_given.app;
+  CLI::App* doctor = doctor_given.app;
   ExecArgs exec_args;
   exec->add_option("command", exec_args.command, "the command and its arguments, after --")->type_name("COMMAND...");
   bind->footer(std::string(bind_examples) + policies_table() + exit_codes);

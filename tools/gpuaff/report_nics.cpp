@@ -65,9 +65,16 @@ std::string memory_nodes_line(const Topology& topo) {
   std::string out;
   for (const auto& g : topo.gpus) {
     if (g.memory_nodes.empty()) continue;
-    out += (out.empty() ? "GPU memory nodes: " : "; ") + std::string("GPU ") + std::to_string(g.index) + ": ";
-    for (std::size_t i = 0; i < g.memory_nodes.size(); ++i)
-      out += (i == 0 ? "" : ",") + std::to_string(g.memory_nodes[i]);
+    // Appended piece by piece: `"literal" + std::string` draws GCC 12's false
+    // -Wrestrict/-Wstringop-overflow at -O3.
+    out += out.empty() ? "GPU memory nodes: " : "; ";
+    out += "GPU ";
+    out += std::to_string(g.index);
+    out += ": ";
+    for (std::size_t i = 0; i < g.memory_nodes.size(); ++i) {
+      if (i > 0) out += ',';
+      out += std::to_string(g.memory_nodes[i]);
+    }
   }
   return out.empty() ? out : out + '\n';
 }

@@ -1,0 +1,201 @@
+// gpuaff-docgen: writes the man page gpuaff(1) and the bash completion from the
+// tables the command line is registered from (cli_options.hpp's commands and
+// options, the library's launch_options, the policy registry, the exit codes),
+// so that neither can drift from the tool. Run by the build; not installed.
+//   gpuaff-docgen man    > gpuaff.1
+//   gpuaff-docgen bash   > gpuaff        (share/bash-completion/completions/)
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli_options.hpp"
+#include "exit_codes.hpp"
+#include "policies.hpp"
+#include "gpuaff/policy/dispatch.hpp"
+#include "gpuaff/version.hpp"
+
+namespace {
+
+using gpuaff::OptionInfo;
+using gpuaff::OptionType;
+using gpuaff::cli::CommandInfo;
+
+// Strings are built with the std::string on the left of every +: GCC 12 at -O3
+// reports a false -Wrestrict on `"literal" + std::string`.
+
+/// Every option `command` takes on the command line: the library's rows, then the CLI's own.
+std::vector<const OptionInfo*> options_of(const CommandInfo& command) {
+  std::vector<const OptionInfo*> out;
+  for (const auto& o : gpuaff::launch_options)
+    if ((o.commands & command.bit) != 0 && !o.flag.empty()) out.push_back(&o);
+  for (const auto& o : gpuaff::cli::cli_options)
+    if ((o.commands & command.bit) != 0) out.push_back(&o);
+  return out;
+}
+
+// ---- the man page -----------------------------------------------------------
+
+/// Text made safe for roff: backslashes escaped, a line never starting with a
+/// control character ('.' or '\''), and '-' as the minus sign option names need.
+std::string roff(std::string_view text) {
+  std::string out;
+  bool line_start = true;
+  for (char c : text) {
+    if (line_start && (c == '.' || c == '\'')) out += "\\&";
+    if (c == '\\') {
+      out += "\\e";
+    } else if (c == '-') {
+      out += "\\-";
+    } else {
+      out += c;
+    }
+    line_start = c == '\n';
+  }
+  return out;
+}
+
+std::string man_page() {
+  std::string m;
+  m += std::string(".TH GPUAFF 1 \"\" \"gpuaff ") + std::string(gpuaff::version_string) + "\" \"User Commands\"\n";
+  m += ".SH NAME\ngpuaff \\- bind GPU processes to the CPUs and NUMA memory closest to their GPU\n";
+  m += ".SH SYNOPSIS\n";
+  for (const CommandInfo& c : gpuaff::cli::commands) {
+    m += std::string(".B gpuaff ") + roff(c.name) + "\n.RI [ options ]\n";
+    if (c.name == "exec") m += ".B \\-\\-\n.I command\n.RI [ args ...]\n";
+    m += ".br\n";
+  }
+  m += ".SH DESCRIPTION\n"
+       "gpuaff computes, for a GPU, the CPUs and NUMA memory nodes a process using it should run on, with the "
+       "binding modes of PyTorch's numa binding and NVIDIA's gpu_affinity, and applies them: it reads the machine "
+       "from sysfs (or a recorded root), honours the visibility variables, cgroups and the launcher's local rank, "
+       "and fails loudly rather than run a command unbound.\n";
+  m += ".SH COMMANDS\n";
+  for (const CommandInfo& c : gpuaff::cli::commands) {
+    m += std::string(".SS \"gpuaff ") + roff(c.name) + "\"\n" + roff(c.summary) + ".\n";
+    for (const OptionInfo* o : options_of(c)) {
+      if (o->type == OptionType::flag)
+        m += std::string(".TP\n.B ") + roff(o->flag) + "\n";
+      else  // the flag bold, its value italic
+        m += std::string(".TP\n.BI ") + roff(o->flag) + " \" " + roff(o->value_name) + "\"\n";
+      std::string help(o->help);
+      if (o->key == "policy") help += std::string(": ") + std::string(gpuaff::cli::policies_help());
+      if (!o->negation.empty()) help += std::string("; ") + std::string(o->negation) + " for the opposite";
+      std::string_view d = gpuaff::cli::option_default(*o, c.bit);
+      if (!d.empty()) help += std::string(" (default: ") + std::string(d) + ")";
+      m += roff(help) + "\n";
+    }
+  }
+  m += ".SH POLICIES\n";
+  for (const auto& p : gpuaff::policy_registry)
+    m += std::string(".TP\n.B ") + roff(p.name) + "\n" + roff(p.description) + " (" + roff(p.origin) + ")\n";
+  m += ".SH EXIT STATUS\n";
+  for (const auto& e : gpuaff::cli::exit_code_meanings)
+    m += std::string(".TP\n.B ") + std::to_string(e.code) + "\n" + roff(e.meaning) + "\n";
+  m += ".SH ENVIRONMENT\n"
+       ".TP\n.B CUDA_VISIBLE_DEVICES\\fR, \\fBHIP_VISIBLE_DEVICES\\fR, \\fBROCR_VISIBLE_DEVICES\n"
+       "The GPUs the process may use; \\-\\-gpu N counts among them.\n"
+       ".TP\n.B LOCAL_RANK\\fR, \\fBOMPI_COMM_WORLD_LOCAL_RANK\\fR, \\fBSLURM_LOCALID\\fR, \\fBMPI_LOCALRANKID\n"
+       "The rank on this node, read with \\-\\-local\\-rank.\n"
+       ".TP\n.B GPUAFF_PLAN\n"
+       "Set by gpuaff exec for the command: the plan that was applied, which gpuaff doctor \\-\\-pid checks.\n";
+  m += ".SH EXAMPLES\n.nf\n"
+       "gpuaff topo\n"
+       "gpuaff bind \\-\\-gpu 3 \\-\\-policy exclusive\n"
+       "torchrun \\-\\-nproc\\-per\\-node 8 \\-\\-no\\-python gpuaff exec \\-\\-local\\-rank \\-\\- python train.py\n"
+       "gpuaff doctor \\-\\-pid 4242\n"
+       ".fi\n";
+  m += ".SH SEE ALSO\n.BR numactl (8),\n.BR taskset (1),\n.BR cpuset (7)\n";
+  return m;
+}
+
+// ---- bash completion --------------------------------------------------------
+
+/// The words a value of `o` may be, for completion; empty when not a closed list.
+std::string value_words(const OptionInfo& o) {
+  std::string out;
+  if (o.key == "policy") {
+    for (const auto& p : gpuaff::policy_registry) {
+      if (!out.empty()) out += ' ';
+      out += p.name;
+    }
+  } else if (o.type == OptionType::choice) {
+    for (char c : o.value_name) out += c == '|' ? ' ' : c;
+  }
+  return out;
+}
+
+std::string bash_completion() {
+  std::string commands;
+  for (const CommandInfo& c : gpuaff::cli::commands) {
+    if (!commands.empty()) commands += ' ';
+    commands += c.name;
+  }
+  std::string b;
+  b += std::string("# bash completion for gpuaff ") + std::string(gpuaff::version_string) +
+       ", generated by gpuaff-docgen from the tool's option tables\n";
+  b += "_gpuaff() {\n"
+       "  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} i\n"
+       "  COMPREPLY=()\n"
+       "  if ((COMP_CWORD == 1)); then\n"
+       "    COMPREPLY=($(compgen -W '" + commands + " --help --version' -- \"$cur\"))\n"
+       "    return\n"
+       "  fi\n"
+       "  # exec: after '--' comes the command and its own arguments.\n"
+       "  for ((i = 2; i < COMP_CWORD; i++)); do\n"
+       "    if [[ ${COMP_WORDS[i]} == -- ]]; then\n"
+       "      if ((i + 1 == COMP_CWORD)); then COMPREPLY=($(compgen -c -- \"$cur\")); else COMPREPLY=($(compgen -f -- \"$cur\")); fi\n"
+       "      return\n"
+       "    fi\n"
+       "  done\n"
+       "  case ${COMP_WORDS[1]}:$prev in\n";
+  for (const CommandInfo& c : gpuaff::cli::commands) {
+    for (const OptionInfo* o : options_of(c)) {
+      if (o->type == OptionType::flag) continue;
+      std::string words = value_words(*o);
+      b += std::string("    ") + std::string(c.name) + ":" + std::string(o->flag) + ") ";
+      if (!words.empty())
+        b += std::string("COMPREPLY=($(compgen -W '") + words + "' -- \"$cur\"))";
+      else if (o->type == OptionType::path)
+        b += "COMPREPLY=($(compgen -f -- \"$cur\"))";
+      else
+        b += ":";  // a number, a list, an address: nothing to offer
+      b += "; return ;;\n";
+    }
+  }
+  b += "  esac\n"
+       "  case ${COMP_WORDS[1]} in\n";
+  for (const CommandInfo& c : gpuaff::cli::commands) {
+    std::string flags = "--help";
+    for (const OptionInfo* o : options_of(c)) {
+      flags += std::string(" ") + std::string(o->flag);
+      if (!o->negation.empty()) flags += std::string(" ") + std::string(o->negation);
+    }
+    b += std::string("    ") + std::string(c.name) + ") COMPREPLY=($(compgen -W '" + flags + "' -- \"$cur\")) ;;\n";
+  }
+  b += "  esac\n"
+       "}\n"
+       "complete -F _gpuaff gpuaff gpuaff-hwloc\n";
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string_view what = argc == 2 ? argv[1] : "";
+  std::string text;
+  if (what == "man") {
+    text = man_page();
+  } else if (what == "bash") {
+    text = bash_completion();
+  } else {
+    std::fputs("usage: gpuaff-docgen man|bash\n", stderr);
+    return 2;
+  }
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+    std::perror("gpuaff-docgen: stdout");
+    return 1;
+  }
+  return 0;
+}

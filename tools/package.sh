@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds what users install, offline, from Debian's packages, into dist/:
+#   dist/gpuaff                    the tool as one static file: no dynamic library
+#                                  at all, so it runs in any Linux x86-64 image,
+#                                  FROM scratch included (docs/deployments.md)
+#   dist/gpuaff-V-cp3X-cp3X-linux_x86_64.whl
+#                                  the Python module, with the static tool as the
+#                                  `gpuaff` command (and `python -m gpuaff`)
+#   dist/gpuaff_V-1_ARCH.deb       the tool, man page, bash completion, headers,
+#                                  CMake package and pkg-config file
+#   dist/gpuaff-hwloc_V-1_ARCH.deb gpuaff-hwloc (needs libhwloc)
+# Usage: bash tools/package.sh     (tests/packaging_test.sh installs and runs each)
+# Environment: PYTHON, the interpreter the wheel is for (default /usr/bin/python3,
+# which has Debian's setuptools and pybind11).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python=${PYTHON:-/usr/bin/python3}
+jobs=${JOBS:-$(nproc)}
+gen=()
+command -v ninja >/dev/null && gen=(-G Ninja)
+# Release builds with warnings as errors; each target's sources compiled as one unit.
+common=(-DCMAKE_BUILD_TYPE=Release -DGPUAFF_WERROR=ON -DGPUAFF_BUILD_TESTS=OFF -DGPUAFF_BUILD_EXAMPLES=OFF
+  -DGPUAFF_BUILD_PYTHON=OFF -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0)
+quiet() {  # runs a command, shows its output only when it fails
+  local log
+  log=$(mktemp)
+  if ! "$@" >"$log" 2>&1; then cat "$log" >&2; rm -f "$log"; echo "package.sh: failed: $*" >&2; exit 1; fi
+  rm -f "$log"
+}
+
+rm -rf dist
+mkdir -p dist
+
+echo "== the static tool: dist/gpuaff"
+quiet cmake -S . -B build/package-static "${gen[@]}" "${common[@]}" -DGPUAFF_STATIC_TOOLS=ON -DGPUAFF_WITH_HWLOC=OFF
+quiet cmake --build build/package-static -j "$jobs" --target gpuaff_cli
+strip -o dist/gpuaff build/package-static/tools/gpuaff/gpuaff
+if ldd dist/gpuaff >/dev/null 2>&1; then echo "package.sh: dist/gpuaff is not static" >&2; exit 1; fi
+
+echo "== the Debian packages: dist/*.deb"
+quiet cmake -S . -B build/package-deb "${gen[@]}" "${common[@]}" -DCMAKE_INSTALL_PREFIX=/usr
+quiet cmake --build build/package-deb -j "$jobs"
+quiet cpack --config build/package-deb/CPackConfig.cmake -G DEB -B "$PWD/build/package-deb/cpack"
+cp build/package-deb/cpack/*.deb dist/
+
+echo "== the wheel: dist/*.whl"
+# Built from a copy of the tree: setuptools writes build/ and *.egg-info beside setup.py.
+tree=build/package-wheel
+rm -rf "$tree"
+mkdir -p "$tree"
+cp -r include python "$tree/"
+rm -rf "$tree/python/build" "$tree"/python/*.egg-info
+GPUAFF_CLI=$PWD/dist/gpuaff quiet "$python" -m pip wheel --no-build-isolation --no-index --no-deps -w dist "$tree/python"
+
+ls -l dist
