@@ -9,6 +9,9 @@
 #      the optional backend is also checked off
 #   4. install, then build a consumer project with find_package(gpuaff), with GCC
 #      (-O3 -flto) and Clang under -Wconversion -Wsign-conversion -Wshadow -Werror
+#   5. tools/package.sh (static tool, wheel, .deb), then each installed as users do:
+#      the static tool alone in an empty root, the wheel in a bare venv, the .deb
+#      with apt (as root) and removed (tests/packaging/packaging_test.sh)
 # Usage: tests/run.sh [quick]   (quick: one GCC build of everything, all its tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,7 +68,7 @@ if [[ ${1:-} == quick ]]; then
   exit 0
 fi
 
-step "1/4 Clang, ASan + UBSan: every unit test, the tool's and the examples' tests, each public header alone (hwloc if present)"
+step "1/5 Clang, ASan + UBSan: every unit test, the tool's and the examples' tests, each public header alone (hwloc if present)"
 # -O0 -g1: the sanitizer build compiles fastest unoptimised and still reports file
 # and line; Clang compiles it in half GCC's time, and a second compiler's warnings
 # (-Werror) come with it. Step 2 runs the launchers, QEMU and Python with the plain build.
@@ -73,7 +76,7 @@ configure_build_test build/asan all all_verify_interface_header_sets -- -LE 'qem
   -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1" \
   -DGPUAFF_SANITIZE=address,undefined -DGPUAFF_TEST_STATIC_TWINS=OFF
 
-step "2/4 GCC, -O1: the tool, Python module, examples, benchmarks; launchers, QEMU guests, Python"
+step "2/5 GCC, -O1: the tool, Python module, examples, benchmarks; launchers, QEMU guests, Python"
 # -O1 with assertions on and without debug info (which doubles compile time here);
 # benchmarks/run.sh builds its own optimised tree for figures. The unit tests ran
 # in step 1 (GPUAFF_BUILD_UNIT_TESTS=OFF).
@@ -81,7 +84,7 @@ configure_build_test build/default all -- -- \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 \
   -DGPUAFF_BUILD_BENCHMARKS=ON -DGPUAFF_BUILD_PYTHON=ON -DGPUAFF_BUILD_UNIT_TESTS=OFF
 
-step "3/4 TSan, threaded tests; configured without hwloc (the optional backend off)"
+step "3/5 TSan, threaded tests; configured without hwloc (the optional backend off)"
 # TSan's shadow memory needs a fixed layout: kernels with vm.mmap_rnd_bits=32 break it
 # ("unexpected memory mapping"), so run without address-space randomisation where we may.
 ctest_prefix=(env)
@@ -95,7 +98,7 @@ mapfile -t tsan_tests < <(ctest --test-dir build/tsan -N -L threads | sed -n 's/
 timed build cmake --build build/tsan -j "$jobs" --target "${tsan_tests[@]}"
 timed test "${ctest_prefix[@]}" ctest --test-dir build/tsan --no-tests=error --output-on-failure -j "$jobs" -L threads
 
-step "4/4 install; consumers with find_package(gpuaff) under users' strictest warnings"
+step "4/5 install; consumers with find_package(gpuaff) under users' strictest warnings"
 # A header-only library is compiled with its users' flags: GCC at -O3 -flto and
 # Clang, each with every warning below and -Werror, build tests/consumer, whose
 # consumer_api reaches most of the library. Its exclusive bindings on the bundled
@@ -114,5 +117,9 @@ for cxx in "g++ -O3 -flto=auto" "clang++ -O1"; do
   "$dir/consumer_api" build/default/fixtures/dgx-h100 | grep -qxF "$expected" ||
     { echo "consumer_api ($cxx): the exclusive bindings on dgx-h100 are not PyTorch's" >&2; exit 1; }
 done
+step "5/5 packages: the static tool, the wheel, the .deb pair (tools/package.sh), each installed and run"
+timed package bash tools/package.sh
+timed installs bash tests/packaging/packaging_test.sh build/default/fixtures
+
 cpu_now
 echo "all test configurations passed: ${SECONDS}s wall, ${cpu}s CPU"

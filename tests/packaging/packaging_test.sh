@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Installs what tools/package.sh built into dist/, the ways users install it,
+# and runs it:
+#   1. the static tool alone in an otherwise empty root (chroot; through a user
+#      namespace when not root): no library, no /proc, /sys or /etc needed to
+#      read a recorded machine
+#   2. the wheel in a fresh venv whose PATH holds nothing but the venv (so no
+#      compiler): `gpuaff`, `python -m gpuaff` and `import gpuaff`
+#   3. the .deb pair with apt (root only; skipped otherwise): the tool, its man
+#      page and bash completion, a consumer built with find_package from /usr;
+#      then removed, leaving none of its files
+# Usage: tests/packaging/packaging_test.sh FIXTURES_DIR   (BUILD/fixtures)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+fixtures=$(cd "$1" && pwd)
+machine=$fixtures/dgx-h100
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# GPU 3 of the DGX H100 sits on node 0 (CPUs 0-55, siblings 112-167) with GPUs
+# 0-2: exclusive gives it the last quarter of the node's 56 cores, 42-55, with
+# their siblings.
+expected=42-55,154-167
+fail() { echo "FAIL: $*" >&2; exit 1; }
+step() { printf -- '-- %s\n' "$*"; }
+
+shopt -s nullglob
+wheels=(dist/gpuaff-*.whl)
+debs=(dist/gpuaff_*.deb dist/gpuaff-hwloc_*.deb)
+[[ -x dist/gpuaff && ${#wheels[@]} -eq 1 && ${#debs[@]} -eq 2 ]] || fail "dist/ lacks what tools/package.sh builds; run it first"
+
+step "lintian: no error in the .deb files"
+if command -v lintian >/dev/null; then
+  lintian --fail-on error "${debs[@]}" || fail "lintian reports errors"
+else
+  echo "skipped: no lintian (Debian: apt-get install lintian)"
+fi
+
+step "static tool in an empty root"
+if ldd dist/gpuaff >/dev/null 2>&1; then fail "dist/gpuaff has dynamic dependencies: $(ldd dist/gpuaff)"; fi
+root=$work/empty
+mkdir -p "$root"
+cp dist/gpuaff "$root/gpuaff"
+cp -a "$machine" "$root/machine"
+if [[ $(id -u) -eq 0 ]]; then enter=(chroot "$root"); else enter=(unshare -r chroot "$root"); fi
+got=$("${enter[@]}" /gpuaff bind --root /machine --gpu 3 --policy exclusive) || fail "the static tool did not run in an empty root"
+[[ $got == "$expected" ]] || fail "static tool: GPU 3 exclusive is '$got', not $expected"
+"${enter[@]}" /gpuaff topo --root /machine | grep -q '^GPUs' || fail "static tool: topo printed no GPU table"
+ls -A "$root" | sort | tr '\n' ' ' | grep -qx 'gpuaff machine ' || fail "the empty root holds more than the tool and the machine"
+
+step "wheel in a fresh venv, nothing else on PATH"
+/usr/bin/python3 -m venv "$work/venv"
+venv=$work/venv
+clean=(env -i "PATH=$venv/bin" "HOME=$work" "TMPDIR=$work")
+"${clean[@]}" "$venv/bin/python" -m pip install -q --no-index "${wheels[0]}" || fail "pip install of the wheel failed"
+[[ $(head -c 4 "$venv/bin/gpuaff" | od -An -c | tr -d ' ') == '177ELF' ]] || fail "venv/bin/gpuaff is not the binary"
+got=$("${clean[@]}" gpuaff bind --root "$machine" --gpu 3 --policy exclusive) || fail "the wheel's gpuaff did not run"
+[[ $got == "$expected" ]] || fail "wheel gpuaff: '$got', not $expected"
+"${clean[@]}" "$venv/bin/python" -m gpuaff --version | grep -q '^gpuaff [0-9]' || fail "python -m gpuaff --version"
+got=$("${clean[@]}" "$venv/bin/python" -c "import gpuaff; print(gpuaff.plan(gpu=3, policy='exclusive', root='$machine').cpulist)") ||
+  fail "import gpuaff in the venv"
+[[ $got == "$expected" ]] || fail "wheel module: '$got', not $expected"
+
+step "Debian packages with apt"
+if [[ $(id -u) -ne 0 ]]; then
+  echo "skipped: installing .deb files needs root (CI runs this as root)"
+  exit 0
+fi
+if dpkg -s gpuaff >/dev/null 2>&1; then fail "a gpuaff package is installed already; remove it first"; fi
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debs[@]/#/./}" >/dev/null || fail "apt-get install of the .deb files"
+removed=0
+cleanup_debs() { ((removed)) || DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq gpuaff gpuaff-hwloc >/dev/null || true; }
+trap 'cleanup_debs; rm -rf "$work"' EXIT
+got=$(/usr/bin/gpuaff bind --root "$machine" --gpu 3 --policy exclusive) || fail "/usr/bin/gpuaff did not run"
+[[ $got == "$expected" ]] || fail "installed gpuaff: '$got', not $expected"
+/usr/bin/gpuaff-hwloc --version | grep -q '^gpuaff' || fail "/usr/bin/gpuaff-hwloc --version"
+[[ -f /usr/share/man/man1/gpuaff.1.gz ]] || fail "no man page"
+zcat /usr/share/man/man1/gpuaff.1.gz | grep -qF '.BI \-\-policy' || fail "the man page lacks --policy"
+got=$(bash -c 'source /usr/share/bash-completion/completions/gpuaff
+  COMP_WORDS=(gpuaff bind --pol); COMP_CWORD=2; _gpuaff; echo "${COMPREPLY[*]}"
+  COMP_WORDS=(gpuaff exec --policy ex); COMP_CWORD=3; _gpuaff; echo "${COMPREPLY[*]}"')
+[[ $got == $'--policy\nexclusive' ]] || fail "bash completion gave '$got'"
+cmake -S tests/consumer -B "$work/consumer" >/dev/null || fail "find_package(gpuaff) from /usr"
+cmake --build "$work/consumer" >/dev/null || fail "the consumer did not build against /usr"
+"$work/consumer/consumer_api" "$machine" | grep -q '^exclusive: .* 42-55,154-167 ' || fail "consumer_api against /usr"
+files=$(dpkg -L gpuaff gpuaff-hwloc | while read -r f; do [[ -f $f || -L $f ]] && echo "$f"; done || true)
+[[ $(wc -l <<<"$files") -gt 40 ]] || fail "dpkg -L lists only $(wc -l <<<"$files") files"
+DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq gpuaff gpuaff-hwloc >/dev/null || fail "apt-get purge"
+removed=1
+left=$(for f in $files; do [[ -e $f ]] && echo "$f"; done || true)
+[[ -z $left ]] || fail "files left after purge: $left"
+[[ ! -e /usr/include/gpuaff ]] || fail "/usr/include/gpuaff left after purge"
+echo "packaging: all installs work"
