@@ -81,10 +81,11 @@ std::string man_page() {
         m += std::string(".TP\n.BI ") + roff(o->flag) + " \" " + roff(o->value_name) + "\"\n";
       std::string help(o->help);
       if (o->key == "policy") help += std::string(": ") + std::string(gpuaff::cli::policies_help());
-      if (!o->negation.empty()) help += std::string("; ") + std::string(o->negation) + " for the opposite";
       std::string_view d = gpuaff::cli::option_default(*o, c.bit);
       if (!d.empty()) help += std::string(" (default: ") + std::string(d) + ")";
       m += roff(help) + "\n";
+      if (!o->negation.empty())
+        m += std::string(".TP\n.B ") + roff(o->negation) + "\nthe opposite of " + roff(o->flag) + "\n";
     }
   }
   m += ".SH POLICIES\n";
