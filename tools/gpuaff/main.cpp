@@ -179,12 +179,13 @@ const char* const bind_examples =
     "  gpuaff bind --pci 0000:17:00.0 --format numactl   numactl's --physcpubind=...\n"
     "  gpuaff bind --gpu all                             every GPU, one line each\n"
     "  gpuaff bind --gpu 1 --policy unique-contiguous --smt one --nproc 4\n"
-    "  gpuaff bind --root fixtures/dgx-h100 --gpu 7 --format json\n"
+    "  gpuaff bind --topology fixtures/dgx-h100.json --gpu 7 --format json   a recorded machine (from the source tree)\n"
     "  gpuaff bind --gpu 2 --nic-env --format json        the NIC beside GPU 2, under \"env\"\n";
 const char* const topo_examples =
     "Examples:\n"
     "  gpuaff topo                                  this machine\n"
-    "  gpuaff topo --root fixtures/p4d.24xlarge      a recorded machine\n"
+    "  gpuaff topo --topology fixtures/p4d.24xlarge.json   a recorded machine (from the source tree)\n"
+    "  gpuaff topo --root /tmp/node17                a root written by gpuaff record --out /tmp/node17\n"
     "  gpuaff topo --policy unique-contiguous --nproc 4\n"
     "  gpuaff topo --format json > machine.json      then: gpuaff bind --topology machine.json ...\n";
 const char* const exec_examples =
