@@ -158,3 +158,31 @@ if cmake --build "$build" --target gpuaff_python >/dev/null 2>&1; then
 else
   echo "== row P: the Python module is not built here (pybind11 or Python's headers missing; docs/python.md), skipped =="
 fi
+
+# ---- row S: a whole gpuaff process, beside the floor of any process ---------------
+# The floor is a static C program that does nothing (exec, map, exit). Beside it,
+# interleaved by hyperfine: the static tool (tools/package.sh builds it the same
+# way) answering --version, and binding GPU 3 of the DGX H100 recording with the
+# exclusive policy, the whole process. Targets: --version <= 1.2x, bind <= 2.0x.
+if command -v hyperfine >/dev/null; then
+  static=build/bench-static
+  echo
+  echo "== row S: process start-up (static tool in $static) =="
+  cmake -S . -B "$static" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DGPUAFF_STATIC_TOOLS=ON -DGPUAFF_BUILD_TESTS=OFF \
+    -DGPUAFF_BUILD_EXAMPLES=OFF -DGPUAFF_BUILD_PYTHON=OFF -DGPUAFF_WITH_HWLOC=OFF >/dev/null
+  cmake --build "$static" --target gpuaff_cli >/dev/null
+  tool=$static/tools/gpuaff/gpuaff
+  printf 'int main(void) { return 0; }\n' >"$tus/floor.c"
+  cc -O2 -static "$tus/floor.c" -o "$tus/floor"
+  s_runs=300
+  ((quick)) && s_runs=20
+  hyperfine -N --warmup 20 --runs "$s_runs" --export-csv "$tus/s.csv" \
+    "$tus/floor" "$tool --version" "$tool bind --root $build/fixtures/dgx-h100 --gpu 3 --policy exclusive" >/dev/null
+  # CSV: command,mean,stddev,median,user,system,min,max (seconds)
+  awk -F, 'NR == 2 { floor = $4 } NR > 1 {
+    name = NR == 2 ? "floor (static C, does nothing)" : NR == 3 ? "gpuaff --version" : "gpuaff bind --gpu 3 --policy exclusive"
+    printf "   %-40s median %.3f ms  %.2fx the floor%s\n", name, $4 * 1000, $4 / floor,
+           NR == 3 ? " (target 1.2x)" : NR == 4 ? " (target 2.0x)" : "" }' "$tus/s.csv"
+else
+  echo "== row S: hyperfine not installed (Debian: apt-get install hyperfine), skipped =="
+fi
