@@ -269,9 +269,9 @@ int main(int argc, char** argv) try {
     return exit_usage;
   }
   if (argv[1][0] != '-' && !is_command(argv[1])) {
-    std::vector<std::string_view> commands;
-    for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
-    std::string_view guess = gpuaff::detail::closest(argv[1], commands);
+    std::vector<std::string_view> names;
+    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    std::string_view guess = gpuaff::detail::closest(argv[1], names);
     std::string line = "gpuaff: " + one_line(std::string("unknown command '") + argv[1] + "'; " +
                                              (guess.empty() ? std::string() : "did you mean " + std::string(guess) + "? ") +
                                              "use " + command_names(app) + " (see 'gpuaff --help')") + "\n";
