@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gpuaff/apply/process.hpp"
+#include "gpuaff/detail/parse.hpp"
 #include "gpuaff/apply/scoped_affinity.hpp"
 #include "gpuaff/doctor/verdict.hpp"
 #include "gpuaff/launch/front.hpp"
@@ -36,6 +37,13 @@ namespace py = pybind11;
 using namespace gpuaff;
 
 namespace {
+
+/// Text from the library or from outside (a message quoting a file, a thread's
+/// name, an environment variable) as Python gets it: control characters and
+/// bytes that are not UTF-8 written as \\xHH (as the command line prints them),
+/// so that a garbled file gives its gpuaff exception, never a
+/// UnicodeDecodeError; option words as Python's keywords.
+std::string python_text(std::string_view text) { return spell_options(detail::escape_control(text), Spelling::python); }
 
 /// A library error on its way to Python: the translator below raises the
 /// gpuaff.Error subclass of its Errc with the message in Python's spelling.
@@ -158,7 +166,7 @@ py::set set_of(const CpuSet& s) {
 CpuSet cpus_of(py::handle v, std::string_view what) {
   if (py::isinstance<py::str>(v)) {
     auto r = CpuSet::parse_list(v.cast<std::string>());
-    if (!r) raise(Error(r.error().code(), std::string(what) + ": " + std::string(r.error().message())));
+    if (!r) raise(Error(r.error().code(), std::string(what) + ": " + std::string(r.error().message())));  // escaped when raised
     return *r;
   }
   CpuSet s;
@@ -189,7 +197,7 @@ py::dict verdict_dict(const Verdict& v) {
   d["pid"] = v.pid;
   d["gpu"] = e.gpu;
   d["pci"] = e.pci;
-  d["gpu_source"] = spell_options(e.gpu_source, Spelling::python);
+  d["gpu_source"] = python_text(e.gpu_source);
   d["plan_from"] = e.origin == PlanOrigin::recorded ? "GPUAFF_PLAN" : e.origin == PlanOrigin::options ? "options" : "guess";
   d["policy"] = std::string(to_string(e.policy));
   d["expected_cpus"] = set_of(e.cpus);
@@ -199,7 +207,7 @@ py::dict verdict_dict(const Verdict& v) {
   for (std::size_t i = 0; i < v.threads.size(); ++i) {
     py::dict t;
     t["tid"] = v.threads[i].tid;
-    t["name"] = v.threads[i].name;
+    t["name"] = detail::escape_control(v.threads[i].name);
     t["cpus"] = set_of(v.threads[i].cpus);
     t["inside"] = static_cast<bool>(v.inside[i]);
     threads.append(t);
@@ -210,13 +218,13 @@ py::dict verdict_dict(const Verdict& v) {
   d["pages_by_node"] = pages;
   d["local_fraction"] = v.total > 0 ? py::object(py::float_(v.local_fraction())) : py::object(py::none());
   py::list env;
-  for (const auto& s : v.environment) env.append(py::make_tuple(s.name, s.value, std::string(s.why)));
+  for (const auto& s : v.environment) env.append(py::make_tuple(detail::escape_control(s.name), detail::escape_control(s.value), std::string(s.why)));
   d["environment"] = env;
   py::list problems;
-  for (const auto& p : v.problems) problems.append(spell_options(p, Spelling::python));
+  for (const auto& p : v.problems) problems.append(python_text(p));
   d["problems"] = problems;
   py::list notes;
-  for (const auto& n : v.notes) notes.append(spell_options(n, Spelling::python));
+  for (const auto& n : v.notes) notes.append(python_text(n));
   d["notes"] = notes;
   return d;
 }
@@ -281,7 +289,7 @@ PYBIND11_MODULE(_gpuaff, m) {
       if (p) std::rethrow_exception(p);
     } catch (const PyError& e) {
       py::object cls = error_classes->attr("get")(errc_name(e.error.code()), py::reinterpret_borrow<py::object>(PyExc_RuntimeError));
-      py::object exc = cls(spell_options(e.error.message(), Spelling::python));
+      py::object exc = cls(python_text(e.error.message()));
       exc.attr("code") = errc_name(e.error.code());
       exc.attr("sys_errno") = e.error.sys_errno();
       exc.attr("usage_mistake") = e.usage;
@@ -321,14 +329,14 @@ PYBIND11_MODULE(_gpuaff, m) {
       .def_property_readonly("recommended_threads",
                              [](const Plan& p) { return recommended_threads(p.plan.topo, p.plan.cpus); },
                              "physical cores in the binding (OMP_NUM_THREADS)")
-      .def_property_readonly("origin", [](const Plan& p) { return std::string(p.plan.topo.origin.view()); })
+      .def_property_readonly("origin", [](const Plan& p) { return detail::escape_control(p.plan.topo.origin.view()); })
       .def_property_readonly("foreign", [](const Plan& p) { return p.options.machine.another_machine(); },
                              "planned from a root or JSON file: CPUs are checked against this machine before applying")
-      .def_property_readonly("gpu_source", [](const Plan& p) { return spell_options(p.plan.device_source, Spelling::python); },
+      .def_property_readonly("gpu_source", [](const Plan& p) { return python_text(p.plan.device_source); },
                              "where the device choice came from: 'LOCAL_RANK=3', 'gpu=3'")
       .def_property_readonly("warnings", [](const Plan& p) {
         std::vector<std::string> out;
-        for (const auto& w : p.plan.warnings) out.push_back(spell_options(w, Spelling::python));
+        for (const auto& w : p.plan.warnings) out.push_back(python_text(w));
         return out;
       }, "settings that are likely not what was meant; they change nothing")
       .def_property_readonly("environment", [](const Plan& p) {
@@ -401,7 +409,7 @@ PYBIND11_MODULE(_gpuaff, m) {
           d["index"] = g.index;
           d["pci"] = std::string(g.address().to_string().view());
           d["numa_node"] = g.numa_node();
-          d["uuid"] = g.uuid.empty() ? py::object(py::none()) : py::object(py::str(std::string(g.uuid.view())));
+          d["uuid"] = g.uuid.empty() ? py::object(py::none()) : py::object(py::str(detail::escape_control(g.uuid.view())));
           out.append(d);
         }
         return out;

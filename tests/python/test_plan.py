@@ -151,6 +151,21 @@ def test_machine_errors(root, tmp_path, clean_env):
     assert info.value.code in ("parse_error", "io_error")
 
 
+def test_a_garbled_file_gives_its_error_escaped(tmp_path, clean_env):
+    # A sysfs file holding bytes that are not UTF-8 (0xff 0xfe) must raise the
+    # reader's error, its bytes written as \\xHH as the command line prints
+    # them, never a UnicodeDecodeError from turning the message into a str.
+    import shutil
+
+    root = tmp_path / "dgx"
+    shutil.copytree(DGX_H100, root, symlinks=True)
+    (root / "sys/devices/system/node/node0/cpulist").write_bytes(b"0-55,\xff\xfe112-167\n")
+    with pytest.raises(gpuaff.Error) as info:
+        gpuaff.plan(gpu=0, root=str(root))
+    assert info.value.code == "parse_error"
+    assert "node0/cpulist" in str(info.value) and "\\xff\\xfe" in str(info.value)
+
+
 def test_version_agrees_with_the_header():
     assert gpuaff.__version__ == header_version()
     assert re.fullmatch(r"\d+\.\d+\.\d+", gpuaff.__version__)

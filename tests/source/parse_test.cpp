@@ -60,3 +60,24 @@ TEST_CASE("a status field is found only at the start of a line, its value trimme
   GPUAFF_STATIC_CHECK(!status_field(status, "Cpus_allowed").has_value());
   GPUAFF_STATIC_CHECK(status_field("GPU UUID: \t GPU-1234 \n", "GPU UUID").value_or("?") == "GPU-1234");
 }
+
+TEST_CASE("outside text is escaped byte by byte where it could drive a terminal or is not UTF-8") {
+  using gpuaff::detail::escape_control;
+  // Plain ASCII and well-formed UTF-8 (e, e acute, the euro sign, an emoji) stay as written.
+  CHECK(escape_control("GPU-0598409d") == "GPU-0598409d");
+  CHECK(escape_control("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") == "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  // C0 controls, DEL: one escape each.
+  CHECK(escape_control("a\nb\x1b[31m\x7f") == "a\\x0ab\\x1b[31m\\x7f");
+  // A garbled sysfs file: bytes that start or continue no valid sequence.
+  CHECK(escape_control("0-3\xff\xfe") == "0-3\\xff\\xfe");
+  CHECK(escape_control("\x80x") == "\\x80x");            // a continuation byte alone
+  CHECK(escape_control("\xc3") == "\\xc3");              // a sequence cut short at the end
+  CHECK(escape_control("\xc3(") == "\\xc3(");            // ... or by an ASCII byte
+  CHECK(escape_control("\xc0\xaf") == "\\xc0\\xaf");     // overlong '/'
+  CHECK(escape_control("\xe0\x80\xaf") == "\\xe0\\x80\\xaf");  // overlong, three bytes
+  CHECK(escape_control("\xed\xa0\x80") == "\\xed\\xa0\\x80");  // a surrogate, U+D800
+  CHECK(escape_control("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");  // above U+10FFFF
+  // The C1 control U+009B (CSI) is valid UTF-8 but starts a terminal escape: both bytes escaped.
+  CHECK(escape_control("x\xc2\x9b" "31m") == "x\\xc2\\x9b31m");
+  CHECK(escape_control("\xc2\xa0") == "\xc2\xa0");  // U+00A0, the first character after C1, is kept
+}

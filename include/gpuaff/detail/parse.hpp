@@ -74,21 +74,55 @@ constexpr std::optional<std::string_view> status_field(std::string_view text, st
   return std::nullopt;
 }
 
-/// `text` with every control character (bytes below 0x20, newlines and tabs
-/// included, and 0x7f) written as \xHH: outside text (a file name, a file's or
-/// a variable's contents) stays one line and cannot drive a terminal.
+/// The length of the well-formed UTF-8 sequence at the start of `text` (RFC
+/// 3629: no overlong form, no surrogate, nothing above U+10FFFF), or 0.
+inline std::size_t utf8_length(std::string_view text) {
+  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  auto tail = [&](std::size_t i) { return i < text.size() && (byte(i) & 0xC0) == 0x80; };
+  unsigned char c = byte(0);
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return tail(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!tail(1) || !tail(2)) return 0;
+    if (c == 0xE0 && byte(1) < 0xA0) return 0;  // overlong
+    if (c == 0xED && byte(1) > 0x9F) return 0;  // a surrogate, U+D800..U+DFFF
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!tail(1) || !tail(2) || !tail(3)) return 0;
+    if (c == 0xF0 && byte(1) < 0x90) return 0;  // overlong
+    if (c == 0xF4 && byte(1) > 0x8F) return 0;  // above U+10FFFF
+    return 4;
+  }
+  return 0;  // a continuation byte alone, 0xC0, 0xC1, 0xF5..0xFF
+}
+
+/// `text` with every byte that could drive a terminal or break a line written
+/// as \xHH: control characters (below 0x20, newlines and tabs included, and
+/// 0x7f), the C1 controls U+0080..U+009F (each byte of their UTF-8 form: U+009B
+/// starts a terminal escape sequence as ESC [ does), and every byte that is not
+/// part of well-formed UTF-8 (a garbled file's 0xff). Outside text (a file
+/// name, a file's or a variable's contents) stays one printable line; valid
+/// UTF-8 text, accents and all, is kept as it is.
 inline std::string escape_control(std::string_view text) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;
   out.reserve(text.size());
-  for (char ch : text) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
+  auto escape = [&](unsigned char c) {
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    auto c = static_cast<unsigned char>(text[i]);
+    std::size_t n = utf8_length(text.substr(i));
+    bool c1 = n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) <= 0x9F;
+    if (n == 0 || c < 0x20 || c == 0x7f || c1) {
+      for (std::size_t k = 0; k < (c1 ? 2 : 1); ++k) escape(static_cast<unsigned char>(text[i + k]));
+      i += c1 ? 2 : 1;
     } else {
-      out += ch;
+      out.append(text.substr(i, n));
+      i += n;
     }
   }
   return out;
