@@ -99,12 +99,26 @@ class Error {
 };
 
 namespace detail {
-constexpr void append_part(Error::Message& m, std::string_view s) { m.append(s); }
-constexpr void append_part(Error::Message& m, const char* s) { m.append(std::string_view(s)); }
+/// The most one piece of a message takes. A message is a few pieces (a path, a
+/// value, a reason); a longer piece (a path of 5,000 characters, a file's
+/// garbage) keeps its start and its end around "...", so that what comes after
+/// it, usually the reason and what to do, still fits in the message.
+inline constexpr std::size_t max_message_part = 256;
+constexpr void append_part(Error::Message& m, std::string_view s) {
+  if (s.size() <= max_message_part) {
+    m.append(s);
+    return;
+  }
+  constexpr std::size_t keep = (max_message_part - 3) / 2;
+  m.append(s.substr(0, keep));
+  m.append("...");
+  m.append(s.substr(s.size() - keep));
+}
+constexpr void append_part(Error::Message& m, const char* s) { append_part(m, std::string_view(s)); }
 constexpr void append_part(Error::Message& m, char c) { m.push_back(c); }
 template <std::size_t N>
 constexpr void append_part(Error::Message& m, const FixedString<N>& s) {
-  m.append(s.view());
+  append_part(m, s.view());
 }
 template <class I>
   requires(std::is_integral_v<I> && !std::is_same_v<I, char> && !std::is_same_v<I, bool>)
