@@ -2,8 +2,8 @@
 // The one entry point shared by the libFuzzer target (fuzz_target.cpp, clang
 // only) and the corpus replay test (fuzz_replay.cpp, any compiler).
 //
-// Input: the first byte picks what is fed (modulo 5 below 0xf0; 0xf0 and
-// above: even 5, odd 6); the rest is the text.
+// Input: the first byte picks what is fed (modulo 5 below 0xe0; 0xe0..0xef:
+// 7; 0xf0 and above: even 5, odd 6); the rest is the text.
 //   0  CpuSet::parse_list      (a parsed set must survive to_list/to_mask round trips)
 //   1  CpuSet::parse_mask      (same)
 //   2  PciAddress::parse       (a parsed address must survive to_string)
@@ -22,6 +22,11 @@
 //      and the file outside the root is unchanged
 //   6  JsonSource on a file holding the text (--topology FILE.json); with
 //      GPUAFF_FUZZ_JSON only (the JSON source needs nlohmann_json)
+//   7  (first byte 0xe0..0xef) the text as a tar root (--root FILE.tar,
+//      detail/archive_tree.hpp): it parses or is refused with a message;
+//      parsed, every listed name is one plain component found again, every
+//      file reads back as stored through RootDir, and SysfsSource loads it or
+//      says why
 // Every file the reader read must resolve inside the root, and the kernel's
 // resolver (openat2) and RootResolver must give the same result.
 // Any broken invariant calls std::abort() so that the fuzzer reports it.
@@ -166,6 +171,7 @@ class Scratch {
   std::string out() const { return base_ + "/out"; }
   /// A scratch file for the JSON source.
   std::string json_file() const { return base_ + "/topology.json"; }
+  std::string tar_file() const { return base_ + "/root.tar"; }
 
  private:
   std::string base_;
@@ -399,6 +405,52 @@ inline bool run_json(std::string_view text) {
 #endif
 }
 
+/// Reads the text as a tar root; returns whether it parsed.
+inline bool run_archive(std::string_view text) {
+  Scratch& s = Scratch::get();
+  require(gpuaff::detail::write_whole_file(s.tar_file(), text) == 0);
+  struct Remove {  // the recorder's case checks that nothing else lies beside the root
+    std::string path;
+    ~Remove() { ::unlink(path.c_str()); }
+  } remove{s.tar_file()};
+  auto tree = gpuaff::detail::ArchiveTree::read(s.tar_file());
+  if (!tree) {
+    require(!tree.error().message().empty());
+    return false;
+  }
+  using Kind = gpuaff::detail::ArchiveTree::Node::Kind;
+  gpuaff::detail::RootDir dir(s.tar_file(), false);
+  require(dir.archive() && dir.archive_error() == nullptr);
+  // Walk the tree from its root: names are plain components, found again.
+  std::vector<std::string> folders{""};
+  int files = 0;
+  while (!folders.empty() && files < 10000) {
+    std::string folder = std::move(folders.back());
+    folders.pop_back();
+    for (const std::string& name : tree->children(folder)) {
+      require(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos);
+      std::string path = folder.empty() ? name : folder + "/" + name;
+      const auto* node = tree->find(path);
+      require(node != nullptr);
+      ++files;
+      if (node->kind == Kind::directory) folders.push_back(path);
+      // A file reached through folders only (no link on the way) reads back as stored.
+      if (node->kind == Kind::file && node->data.size() <= gpuaff::detail::max_small_file) {
+        bool through_link = false;
+        for (std::size_t at = path.find('/'); at != std::string::npos && !through_link; at = path.find('/', at + 1)) {
+          const auto* up = tree->find(std::string_view(path).substr(0, at));
+          through_link = up == nullptr || up->kind != Kind::directory;
+        }
+        std::string got;
+        if (!through_link) require(dir.read(path, got) == 0 && got == node->data);
+      }
+    }
+  }
+  auto loaded = gpuaff::SysfsSource(gpuaff::SysfsOptions{.root = s.tar_file(), .visible = {.use_environment = false}}).load();
+  if (!loaded) require(!loaded.error().message().empty());
+  return true;
+}
+
 /// Runs one input; returns 0 (libFuzzer's convention) or aborts on a broken invariant.
 inline int fuzz_one(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
@@ -408,6 +460,10 @@ inline int fuzz_one(const std::uint8_t* data, std::size_t size) {
   if (data[0] >= 0xf0) {
     if ((data[0] & 1) == 0) (void)run_record(text);
     else (void)run_json(text);
+    return 0;
+  }
+  if (data[0] >= 0xe0) {  // no corpus file of the older cases starts with 0xe0..0xef
+    (void)run_archive(text);
     return 0;
   }
   switch (data[0] % 5) {

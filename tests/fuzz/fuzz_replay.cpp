@@ -51,3 +51,17 @@ TEST_CASE("the recorder and JSON cases check a good input through to the end") {
   CHECK_FALSE(gpuaff_fuzz::run_json(fixture.substr(0, fixture.size() / 2)));
 #endif
 }
+
+TEST_CASE("the archive case parses GNU tar's pax and gnu formats and refuses a cut one") {
+  // Made by GNU tar from a small tree with a 120-character folder name (a pax
+  // path record, or a GNU long-name member), relative, absolute and looping links.
+  auto seed = [](const char* name) {
+    std::string data;
+    REQUIRE(gpuaff::detail::read_whole_file(std::string(GPUAFF_SOURCE_DIR) + "/tests/fuzz/corpus/" + name, data) == 0);
+    return data.substr(1);  // the first byte picks the case
+  };
+  CHECK(gpuaff_fuzz::run_archive(seed("seed-archive-pax")));
+  CHECK(gpuaff_fuzz::run_archive(seed("seed-archive-gnu")));
+  CHECK_FALSE(gpuaff_fuzz::run_archive(seed("seed-archive-cut")));
+  CHECK_FALSE(gpuaff_fuzz::run_archive(""));
+}

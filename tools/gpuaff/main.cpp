@@ -202,8 +202,8 @@ const char* const record_examples =
     "Examples:\n"
     "  gpuaff record --out /tmp/node17 && tar czf node17.tgz -C /tmp node17\n"
     "  gpuaff topo --root /tmp/node17                 replay it anywhere\n"
-    "  gpuaff record --out node17.tar                 one file for a bug report;\n"
-    "  mkdir r && tar -xf node17.tar -C r && gpuaff topo --root r   replays it\n";
+    "  gpuaff record --out node17.tar                 one file for a bug report\n"
+    "  gpuaff topo --root node17.tar                  replays it, read as it is (never unpacked)\n";
 const char* const doctor_examples =
     "Examples:\n"
     "  gpuaff doctor --pid 4242                      against the plan gpuaff exec left in its GPUAFF_PLAN\n"

@@ -52,8 +52,8 @@ int record_to_tar(const RecordArgs& args, const std::vector<PciAddress>& extra) 
   std::filesystem::remove_all(scratch, ec);
   if (!tar) return report_error(tar.error());
   return write_result("recorded " + std::to_string(summary->files) + " files and " + std::to_string(summary->symlinks) +
-                      " symlinks from " + args.root + " into " + args.out + "; replay with: mkdir r && tar -xf " +
-                      shell_quote(args.out) + " -C r && gpuaff topo --root r\n");
+                      " symlinks from " + args.root + " into " + args.out + "; replay with: gpuaff topo --root " +
+                      shell_quote(args.out) + "\n");
 }
 
 }  // namespace

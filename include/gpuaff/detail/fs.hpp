@@ -24,11 +24,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "gpuaff/detail/archive_tree.hpp"
 #include "gpuaff/detail/errno.hpp"
 #include "gpuaff/detail/parse.hpp"
 
@@ -317,6 +319,12 @@ class RootResolver {
     while (!root_.empty() && root_.back() == '/') root_.pop_back();
   }
 
+  /// Resolves in `tree` (a tar root held in memory) instead of the directory.
+  void use_archive(const ArchiveTree* tree) {
+    archive_ = tree;
+    cache_.clear();
+  }
+
   /// The host path of a root-relative path ("" -> the root itself).
   std::string host_path(std::string_view rel) const {
     std::string s = root_;
@@ -398,8 +406,17 @@ class RootResolver {
         host += '/';
       }
       host += c;
+      // What is there: from the archive, or lstat and readlink in the directory.
+      const ArchiveTree::Node* node = nullptr;
       struct stat st {};
-      if (::lstat(host.c_str(), &st) != 0) {
+      bool missing = false;
+      if (archive_ != nullptr) {
+        node = archive_->find(std::string_view(host).substr(root_.size() + 1));
+        missing = node == nullptr;
+      } else {
+        missing = ::lstat(host.c_str(), &st) != 0;
+      }
+      if (missing) {
         // Missing: keep the rest as written, so that an open fails with ENOENT.
         done.push_back(std::move(c));
         for (std::size_t i = pending.size(); i > 0; --i)
@@ -407,13 +424,18 @@ class RootResolver {
         pending.clear();
         continue;
       }
-      if (!S_ISLNK(st.st_mode)) {
+      bool link = node != nullptr ? node->kind == ArchiveTree::Node::Kind::symlink : S_ISLNK(st.st_mode);
+      if (!link) {
         done.push_back(std::move(c));
         continue;
       }
       if (++hops > max_links) return ELOOP;
       std::string target;
-      if (int err = read_link_at(AT_FDCWD, host, target); err != 0) return err;
+      if (node != nullptr) {
+        target = node->data;
+      } else if (int err = read_link_at(AT_FDCWD, host, target); err != 0) {
+        return err;
+      }
       if (links != nullptr) links->push_back({rel.empty() ? c : rel + "/" + c, target});
       if (!target.empty() && target[0] == '/') done.clear();  // re-root absolute targets
       parts.clear();
@@ -424,6 +446,7 @@ class RootResolver {
   }
 
   std::string root_;
+  const ArchiveTree* archive_ = nullptr;
   // Directory -> its resolved path, sorted by directory: a few hundred entries
   // at most, and a sorted vector keeps <unordered_map>'s instantiations out of
   // every translation unit of the umbrella header (benchmarks row 6).
@@ -503,8 +526,22 @@ inline bool sysfs_force_user_space_resolution = false;
 /// that magic links such as /proc/self work.
 class RootDir {
  public:
-  /// `root`: a directory; `live`: it is this machine's `/`.
+  /// `root`: a directory, or a tar file (what `gpuaff record --out FILE.tar`
+  /// writes; read into memory, see archive_error()); `live`: it is this machine's `/`.
   RootDir(const std::string& root, bool live) : live_(live), resolver_(live ? std::string() : root) {
+    struct stat st {};
+    if (!live && ::stat(root.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      auto tree = ArchiveTree::read(root);
+      if (tree) {
+        archive_ = std::move(*tree);
+        resolver_.use_archive(&*archive_);
+      } else {
+        archive_error_ = tree.error();
+        archive_ = ArchiveTree{};  // an empty root: every read says "missing" after the error
+        resolver_.use_archive(&*archive_);
+      }
+      return;
+    }
     if (!live) root_fd_ = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     in_root_ = root_fd_ >= 0 && !sysfs_force_user_space_resolution;
   }
@@ -517,11 +554,16 @@ class RootDir {
   bool live() const { return live_; }
   /// The resolver of this root, for walks that need the links on the way.
   RootResolver& resolver() { return resolver_; }
+  /// The root is a tar file read into memory.
+  bool archive() const { return archive_.has_value(); }
+  /// Why the tar file could not be read, or nullptr: check it before reading.
+  const Error* archive_error() const { return archive_error_ ? &*archive_error_ : nullptr; }
 
   /// Opens a root-relative path (with O_NONBLOCK: a FIFO in the root never
   /// blocks the open). Returns 0 or errno.
   int open(std::string_view rel, int flags, int& fd) {
     fd = -1;
+    if (archive_) return ENOTSUP;  // a tar root has no descriptors: read(), list(), is_directory(), exists()
     if ((flags & O_PATH) == 0) flags |= O_NONBLOCK;  // openat2 refuses O_PATH with other flags
     if (live_) {
       host_ = "/";
@@ -547,6 +589,17 @@ class RootDir {
   /// EFBIG above max_small_file, EISDIR or not_regular_file: see read_fd).
   int read(std::string_view rel, std::string& out, ShortRead short_read = ShortRead::more, mode_t* mode = nullptr) {
     out.clear();
+    if (archive_) {
+      int err = 0;
+      const ArchiveTree::Node* node = archive_node(rel, true, &err);
+      if (node == nullptr) return err != 0 ? err : ENOENT;
+      if (node->kind == ArchiveTree::Node::Kind::directory) return EISDIR;
+      if (node->kind != ArchiveTree::Node::Kind::file) return not_regular_file;
+      if (node->data.size() > max_small_file) return EFBIG;
+      if (mode != nullptr) *mode = static_cast<mode_t>(node->mode);
+      out = node->data;
+      return 0;
+    }
     int fd = -1;
     int err = open(rel, O_RDONLY, fd);
     if (err != 0) return err;
@@ -558,17 +611,59 @@ class RootDir {
   /// Names in a root-relative directory. Returns 0 or errno.
   int list(std::string_view rel, std::vector<std::string>& names) {
     names.clear();
+    if (archive_) {
+      std::string path;
+      if (int err = resolver_.resolve(rel, path); err != 0) return err;
+      const ArchiveTree::Node* node = archive_->find(path);
+      if (node == nullptr) return ENOENT;
+      if (node->kind != ArchiveTree::Node::Kind::directory) return ENOTDIR;
+      names = archive_->children(path);
+      return 0;
+    }
     int fd = -1;
     int err = open(rel, O_RDONLY | O_DIRECTORY, fd);
     return err != 0 ? err : list_directory_fd(fd, names);
   }
 
   /// The path names a directory (symlinks followed inside the root).
-  bool is_directory(std::string_view rel) { return opens(rel, O_RDONLY | O_DIRECTORY); }
+  bool is_directory(std::string_view rel) {
+    if (archive_) {
+      const ArchiveTree::Node* node = archive_node(rel, true);
+      return node != nullptr && node->kind == ArchiveTree::Node::Kind::directory;
+    }
+    return opens(rel, O_RDONLY | O_DIRECTORY);
+  }
   /// Something is at the path (a dangling symlink counts: it is not followed).
-  bool exists(std::string_view rel) { return opens(rel, O_PATH | O_NOFOLLOW); }
+  bool exists(std::string_view rel) {
+    if (archive_) return archive_node(rel, false) != nullptr;
+    return opens(rel, O_PATH | O_NOFOLLOW);
+  }
 
  private:
+  /// The tar root's node at `rel`: its folders resolved, the last component
+  /// followed when it is a link and `follow` is true; nullptr when missing, or
+  /// when the links loop (`err`, optional, gets ELOOP).
+  const ArchiveTree::Node* archive_node(std::string_view rel, bool follow, int* err = nullptr) {
+    std::string path;
+    int e = 0;
+    if (follow) {
+      e = resolver_.resolve(rel, path);
+    } else {
+      std::size_t slash = rel.rfind('/');
+      e = resolver_.resolve_dir(slash == std::string_view::npos ? std::string_view{} : rel.substr(0, slash), path);
+    }
+    if (e != 0) {
+      if (err != nullptr) *err = e;
+      return nullptr;
+    }
+    if (!follow) {
+      std::size_t slash = rel.rfind('/');
+      if (!path.empty()) path += '/';
+      path += slash == std::string_view::npos ? rel : rel.substr(slash + 1);
+    }
+    return archive_->find(path);
+  }
+
   bool opens(std::string_view rel, int flags) {
     int fd = -1;
     if (open(rel, flags, fd) != 0) return false;
@@ -602,6 +697,8 @@ class RootDir {
 
   bool live_;
   RootResolver resolver_;
+  std::optional<ArchiveTree> archive_;
+  std::optional<Error> archive_error_;
   std::string host_;
   int root_fd_ = -1;
   bool in_root_ = false;  // openat2 RESOLVE_IN_ROOT works here

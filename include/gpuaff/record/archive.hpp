@@ -1,8 +1,8 @@
 #pragma once
 // Writes a directory tree (a recorded root) into one uncompressed POSIX tar
 // file, so that a bug report is one file: `gpuaff record --out node17.tar`.
-// Unpack it with `mkdir r && tar -xf node17.tar -C r` and replay with
-// `gpuaff topo --root r`.
+// Replay it as it is with `gpuaff topo --root node17.tar` (read in memory by
+// detail/archive_tree.hpp), or unpack it with `mkdir r && tar -xf node17.tar -C r`.
 //
 // The format is ustar (POSIX.1-1988) with pax extended headers (POSIX.1-2001)
 // for paths or symlink targets longer than ustar's 100 bytes; sysfs paths of

@@ -62,6 +62,10 @@ inline Result<RecordSummary> record_topology(const RecordOptions& options) {
     return fail(Errc::invalid_argument, "no output directory given; pass out=DIR");
   const std::string& out = options.out_dir;
   struct stat st {};
+  if (::stat(options.root.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+    return fail(Errc::invalid_argument, "root=", options.root,
+                " is a file: a tar file is a recording already; record reads a directory or this machine (to record "
+                "it again, unpack it first: mkdir r && tar -xf FILE.tar -C r)");
   if (::stat(out.c_str(), &st) == 0) {
     if (!S_ISDIR(st.st_mode))
       return fail(Errc::invalid_argument, "output '", out, "' exists and is not a directory; choose a new directory");

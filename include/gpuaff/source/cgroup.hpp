@@ -134,12 +134,12 @@ inline Result<std::optional<CpuSet>> read_cgroup_set(SysfsReader& r, std::string
 /// recording; see the top of this file).
 /// Errors: Errc::io_error (a file exists but cannot be read), Errc::parse_error
 /// (a malformed proc/self/cgroup line, an empty or malformed cpuset file),
-/// naming the file and the root; Errc::not_found when `root` is not a directory.
+/// naming the file and the root; Errc::not_found when `root` is neither a
+/// directory nor a tar file.
 inline Result<CgroupCpuset> read_cgroup_cpuset(const std::string& root) {
-  if (root.empty() || !detail::is_directory(root))
-    return fail(Errc::not_found, "topology root '", root, "' is not a directory; pass root=/ or a directory made by "
-                "`gpuaff record`");
-  detail::SysfsReader r(root, detail::is_host_root(root));
+  GPUAFF_TRY(bool live, detail::is_live_root(root));
+  detail::SysfsReader r(root, live);
+  if (const Error* e = r.archive_error()) return unexpected(*e);
   CgroupCpuset out;
   auto read = [&]() -> Result<void> {
     const std::string rel = "proc/self/cgroup";

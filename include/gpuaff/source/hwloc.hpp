@@ -243,6 +243,10 @@ inline std::string hwloc_escape_in(const std::string& real_root, const std::stri
 /// or core_cpus), and when they are missing it silently falls back to a
 /// topology of the machine it runs on.
 inline std::string hwloc_root_problem(const std::string& root) {
+  struct stat st {};
+  if (::stat(root.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+    return "'" + root + "' is a file: hwloc reads a directory only; unpack it (mkdir r && tar -xf FILE.tar -C r) or "
+           "read it with gpuaff's own reader (source=sysfs)";
   if (!detail::is_directory(root)) return "'" + root + "' is not a directory";
   detail::RootDir dir(root, detail::is_host_root(root));
   const std::string cpu = "sys/devices/system/cpu";

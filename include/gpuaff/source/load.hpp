@@ -101,10 +101,10 @@ inline Result<Topology> read_machine(const LoadRequest& r, const std::vector<Pci
   }
   std::string root = s.root_or_live();
   struct stat st {};
-  if (::stat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+  if (::stat(root.c_str(), &st) != 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)))
     return fail(Errc::io_error, "topology root '", root.substr(0, 200),
-                "' is not a directory; name a tree made by gpuaff record with root=DIR, or leave root unset to read "
-                "this machine");
+                "' is neither a directory nor a file; name a tree made by gpuaff record with root=DIR (or the FILE.tar "
+                "it writes), or leave root unset to read this machine");
   SysfsOptions o{.root = root,
                  .visible = every_gpu_visible,
                  .extra_pci = extra_pci,

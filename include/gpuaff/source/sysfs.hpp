@@ -757,15 +757,6 @@ inline Result<void> read_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o
   return {};
 }
 
-/// Whether `root` is this machine's `/`. Errors: the root is empty or not a directory.
-inline Result<bool> is_live_root(const std::string& root) {
-  if (root.empty())
-    return fail(Errc::invalid_argument, "the topology root is empty; pass root=/ or a directory made by `gpuaff record`");
-  if (!is_directory(root))
-    return fail(Errc::not_found, "topology root '", root,
-                "' is not a directory; pass root=/ or a directory made by `gpuaff record`");
-  return is_host_root(root);
-}
 
 }  // namespace detail
 
@@ -774,6 +765,7 @@ inline Result<Topology> SysfsSource::load() {
   read_.clear();
   GPUAFF_TRY(bool live, detail::is_live_root(options_.root));
   detail::SysfsReader r(options_.root, live);
+  if (const Error* e = r.archive_error()) return unexpected(*e);
   // Publish the counters however load() ends.
   struct Publish {
     SysfsSource* self;

@@ -7,6 +7,8 @@
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
+#include <sys/stat.h>
+
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -34,6 +36,19 @@ struct CpuFile {
   std::string path;
 };
 
+/// Whether `root` is this machine's `/`. Errors: the root is empty, or
+/// neither a directory nor a file (a tar root: detail/archive_tree.hpp).
+inline Result<bool> is_live_root(const std::string& root) {
+  if (root.empty())
+    return fail(Errc::invalid_argument, "the topology root is empty; pass root=/ or a directory made by `gpuaff record`");
+  struct stat st {};
+  if (::stat(root.c_str(), &st) != 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)))
+    return fail(Errc::not_found, "topology root '", root,
+                "' is neither a directory nor a file; pass root=/, a directory made by `gpuaff record`, or the "
+                "FILE.tar it writes");
+  return S_ISDIR(st.st_mode) && is_host_root(root);
+}
+
 /// One load: file access with counting and tracing, and error wording.
 class SysfsReader {
  public:
@@ -47,6 +62,8 @@ class SysfsReader {
   std::vector<std::string> read;
 
   bool live() const { return dir_.live(); }
+  /// Why a tar root could not be read (check before reading), or nullptr.
+  const Error* archive_error() const { return dir_.archive_error(); }
   std::string shown(std::string_view rel) const {
     std::string s = display_;
     s += '/';

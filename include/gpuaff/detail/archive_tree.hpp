@@ -1,0 +1,270 @@
+#pragma once
+// A tar file read into memory as a tree, so that `root=FILE.tar` (what
+// `gpuaff record --out FILE.tar` writes) is read as a root without being
+// unpacked: nothing is written anywhere. RootDir (detail/fs.hpp) reads files,
+// lists folders and follows symbolic links in it with the same confinement as
+// in a directory: absolute targets start at the archive's root and ".." stops
+// there.
+//
+// Read: ustar (POSIX.1-1988) and GNU headers, with pax extended headers
+// (path, linkpath: what record writes for long names) and GNU long names.
+// Members are regular files, folders and symbolic links; a hard link, FIFO
+// or device is kept as "other" (reading it fails as a FIFO in a directory
+// root does). Refused, naming the file and what to do: a file that is not a
+// tar, a header whose checksum is wrong, a member that ends past the end of
+// the file, a member name with a ".." component, an archive above
+// max_archive_read bytes.
+
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuaff/detail/errno.hpp"
+#include "gpuaff/detail/parse.hpp"
+#include "gpuaff/result.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+namespace detail {
+
+/// The largest tar file read as a root: `gpuaff record` writes at most 256 MiB.
+inline constexpr std::uint64_t max_archive_read = std::uint64_t{256} << 20;
+
+class ArchiveTree {
+ public:
+  struct Node {
+    enum class Kind { file, directory, symlink, other };
+    Kind kind = Kind::directory;
+    std::string data;  ///< a file's content, a symlink's target
+    unsigned mode = 0755;
+  };
+
+  /// Reads the tar file at `path`.
+  /// Errors: Errc::io_error (cannot be opened or read, not a regular file, too
+  /// large), Errc::parse_error (not a tar, a bad header, a truncated member, a
+  /// member name with ".."), each naming the file.
+  static Result<ArchiveTree> read(const std::string& path) {
+    std::string bytes;
+    GPUAFF_TRY_VOID(read_file(path, bytes));
+    ArchiveTree tree;
+    GPUAFF_TRY_VOID(tree.parse(path, bytes));
+    return tree;
+  }
+
+  /// The node at a normalised root-relative path ("" is the root), or nullptr.
+  const Node* find(std::string_view rel) const {
+    auto it = nodes_.find(rel);
+    return it == nodes_.end() ? nullptr : &it->second;
+  }
+
+  /// The names directly inside the folder `rel` (normalised), in order.
+  std::vector<std::string> children(std::string_view rel) const {
+    std::string prefix(rel);
+    if (!prefix.empty()) prefix += '/';
+    std::vector<std::string> out;
+    for (auto it = nodes_.lower_bound(prefix); it != nodes_.end(); ++it) {
+      std::string_view name = it->first;
+      if (name.substr(0, prefix.size()) != prefix) break;
+      name.remove_prefix(prefix.size());
+      if (!name.empty() && name.find('/') == std::string_view::npos) out.emplace_back(name);
+    }
+    return out;
+  }
+
+ private:
+  static constexpr std::size_t block = 512;
+
+  static Result<void> read_file(const std::string& path, std::string& out) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+      int e = errno;
+      return unexpected(make_sys_error(Errc::io_error, e, "root '", path, "' cannot be opened (", errno_text(e), ")"));
+    }
+    struct stat st {};
+    int err = ::fstat(fd, &st) == 0 ? 0 : errno;
+    if (err == 0 && !S_ISREG(st.st_mode)) err = not_regular_file;
+    if (err == 0 && static_cast<std::uint64_t>(st.st_size) > max_archive_read) err = EFBIG;
+    if (err == 0) out.reserve(static_cast<std::size_t>(st.st_size));
+    char buf[65536];
+    while (err == 0) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) err = errno;
+      if (n <= 0) break;
+      out.append(buf, static_cast<std::size_t>(n));
+      if (out.size() > max_archive_read) err = EFBIG;
+    }
+    ::close(fd);
+    if (err == EFBIG)
+      return fail(Errc::io_error, "root '", path, "' is larger than a recording (256 MiB); name a file written by "
+                  "gpuaff record (out=FILE.tar)");
+    if (err != 0)
+      return unexpected(make_sys_error(Errc::io_error, err, "root '", path, "' cannot be read (", errno_text(err), ")"));
+    return {};
+  }
+
+  /// A numeric header field: octal digits, leading spaces and a NUL or space
+  /// end. -1 when malformed (base-256 included: no recording needs it).
+  static long long octal(std::string_view field) {
+    std::size_t i = 0;
+    while (i < field.size() && field[i] == ' ') ++i;
+    long long v = 0;
+    std::size_t digits = 0;
+    for (; i < field.size() && field[i] >= '0' && field[i] <= '7'; ++i, ++digits) {
+      if (v > (std::int64_t{1} << 40)) return -1;
+      v = v * 8 + (field[i] - '0');
+    }
+    for (; i < field.size(); ++i)
+      if (field[i] != '\0' && field[i] != ' ') return -1;
+    return digits == 0 ? -1 : v;
+  }
+
+  /// A NUL-terminated header string.
+  static std::string text(std::string_view field) { return std::string(field.substr(0, field.find('\0'))); }
+
+  /// `name` as a root-relative path: leading "/" and "./" dropped, "." parts
+  /// and trailing "/" removed; false for a ".." component.
+  static bool normalise(std::string_view name, std::string& out) {
+    out.clear();
+    std::size_t i = 0;
+    while (i <= name.size()) {
+      std::size_t j = name.find('/', i);
+      if (j == std::string_view::npos) j = name.size();
+      std::string_view c = name.substr(i, j - i);
+      if (c == "..") return false;
+      if (!c.empty() && c != ".") {
+        if (!out.empty()) out += '/';
+        out += c;
+      }
+      i = j + 1;
+    }
+    return true;
+  }
+
+  /// The values of a pax extended header's "path" and "linkpath" records.
+  static bool pax(std::string_view data, std::string& path, std::string& linkpath) {
+    while (!data.empty()) {
+      std::size_t space = data.find(' ');
+      if (space == std::string_view::npos) return false;
+      long long len = 0;
+      for (char c : data.substr(0, space)) {
+        if (c < '0' || c > '9' || len > 1 << 20) return false;
+        len = len * 10 + (c - '0');
+      }
+      if (len <= static_cast<long long>(space) + 1 || static_cast<std::size_t>(len) > data.size()) return false;
+      std::string_view record = data.substr(space + 1, static_cast<std::size_t>(len) - space - 1);
+      if (!record.empty() && record.back() == '\n') record.remove_suffix(1);
+      std::size_t eq = record.find('=');
+      if (eq != std::string_view::npos) {
+        std::string_view key = record.substr(0, eq);
+        if (key == "path") path = std::string(record.substr(eq + 1));
+        if (key == "linkpath") linkpath = std::string(record.substr(eq + 1));
+      }
+      data.remove_prefix(static_cast<std::size_t>(len));
+    }
+    return true;
+  }
+
+  /// Adds `rel` and the folders above it.
+  Node& add(const std::string& rel, Node node) {
+    for (std::size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1))
+      nodes_.try_emplace(rel.substr(0, slash));
+    return nodes_[rel] = std::move(node);
+  }
+
+  Result<void> parse(const std::string& path, std::string_view bytes) {
+    auto bad = [&](std::size_t at, std::string_view what) {
+      return fail(Errc::parse_error, "root '", path, "' is not a tar file gpuaff can read: ", what, " at byte ", at,
+                  "; name a directory, or a FILE.tar written by gpuaff record (out=FILE.tar)");
+    };
+    nodes_.try_emplace(std::string());  // the root
+    std::string long_name, long_link, pax_path, pax_link;
+    std::size_t at = 0;
+    bool ended = false;
+    while (at + block <= bytes.size()) {
+      std::string_view h = bytes.substr(at, block);
+      if (h.find_first_not_of('\0') == std::string_view::npos) {
+        ended = true;  // two zero blocks end an archive; one is enough to stop
+        break;
+      }
+      // The checksum: the header's bytes summed with its own field read as spaces.
+      long long stored = octal(h.substr(148, 8));
+      long long sum = 0;
+      for (std::size_t i = 0; i < block; ++i)
+        sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(h[i]);
+      if (stored < 0 || stored != sum) return bad(at, "a header whose checksum is wrong (not a tar file?)");
+      long long size = octal(h.substr(124, 12));
+      if (size < 0) return bad(at, "a header with a malformed size");
+      std::size_t data_at = at + block;
+      if (static_cast<std::uint64_t>(size) > bytes.size() - data_at)
+        return bad(at, "a member that ends past the end of the file (the file is cut short)");
+      std::string_view data = bytes.substr(data_at, static_cast<std::size_t>(size));
+      at = data_at + (static_cast<std::size_t>(size) + block - 1) / block * block;
+      char type = h[156];
+      if (type == 'L' || type == 'K') {  // GNU: the next member's long name or link target
+        (type == 'L' ? long_name : long_link) = text(data);
+        continue;
+      }
+      if (type == 'x') {  // pax: the next member's attributes
+        if (!pax(data, pax_path, pax_link)) return bad(data_at, "a malformed pax extended header");
+        continue;
+      }
+      if (type == 'g') continue;  // pax global attributes: none matter here
+      std::string name = text(h.substr(0, 100));
+      if (h.substr(257, 6) == std::string_view("ustar\0", 6) && h[345] != '\0')
+        name = text(h.substr(345, 155)) + "/" + name;
+      if (!long_name.empty()) name = long_name;
+      if (!pax_path.empty()) name = pax_path;
+      std::string target = !pax_link.empty() ? pax_link : !long_link.empty() ? long_link : text(h.substr(157, 100));
+      long_name.clear();
+      long_link.clear();
+      pax_path.clear();
+      pax_link.clear();
+      std::string rel;
+      if (!normalise(name, rel))
+        return fail(Errc::parse_error, "root '", path, "' holds the member '", escape_control(name),
+                    "', which climbs out of the root with '..'; record the machine again with gpuaff record");
+      Node node;
+      long long mode = octal(h.substr(100, 8));
+      node.mode = mode < 0 ? 0644u : static_cast<unsigned>(mode) & 07777u;
+      switch (type) {
+        case '0': case '\0': case '7':
+          node.kind = Node::Kind::file;
+          node.data = std::string(data);
+          break;
+        case '5':
+          node.kind = Node::Kind::directory;
+          break;
+        case '2':
+          node.kind = Node::Kind::symlink;
+          node.data = std::move(target);
+          break;
+        default:  // a hard link, FIFO, device: present, never read
+          node.kind = Node::Kind::other;
+          break;
+      }
+      if (rel.empty()) continue;  // "./" itself
+      add(rel, std::move(node));
+    }
+    if (!ended && at < bytes.size()) return bad(at, "a partial header (the file is cut short)");
+    if (!ended && bytes.empty()) return bad(0, "an empty file");
+    return {};
+  }
+
+  // Sorted by path, so that a folder's members are one range (children()).
+  std::map<std::string, Node, std::less<>> nodes_;
+};
+
+}  // namespace detail
+}  // namespace v0
+}  // namespace gpuaff
