@@ -68,4 +68,10 @@ foreach(_pkg gpuaff gpuaff-hwloc)
   endif()
 endforeach()
 
+# The static tool is on purpose; Debian's checker is told so.
+if(GPUAFF_STATIC_TOOLS)
+  install(FILES "${PROJECT_SOURCE_DIR}/cmake/lintian-overrides" DESTINATION "${CMAKE_INSTALL_DATADIR}/lintian/overrides"
+          RENAME gpuaff COMPONENT doc)
+endif()
+
 include(CPack)

@@ -6,8 +6,8 @@
 #   dist/gpuaff-V-cp3X-cp3X-linux_x86_64.whl
 #                                  the Python module, with the static tool as the
 #                                  `gpuaff` command (and `python -m gpuaff`)
-#   dist/gpuaff_V-1_ARCH.deb       the tool, man page, bash completion, headers,
-#                                  CMake package and pkg-config file
+#   dist/gpuaff_V-1_ARCH.deb       the tool (the same static file), man page, bash
+#                                  completion, headers, CMake package, pkg-config file
 #   dist/gpuaff-hwloc_V-1_ARCH.deb gpuaff-hwloc (needs libhwloc)
 # Usage: bash tools/package.sh     (tests/packaging_test.sh installs and runs each)
 # Environment: PYTHON, the interpreter the wheel is for (default /usr/bin/python3,
@@ -31,17 +31,18 @@ quiet() {  # runs a command, shows its output only when it fails
 rm -rf dist
 mkdir -p dist
 
+# One build: `gpuaff` static (GPUAFF_STATIC_TOOLS), `gpuaff-hwloc` dynamic (hwloc
+# is a shared library only), the man page and completion; installed under /usr.
 echo "== the static tool: dist/gpuaff"
-quiet cmake -S . -B build/package-static "${gen[@]}" "${common[@]}" -DGPUAFF_STATIC_TOOLS=ON -DGPUAFF_WITH_HWLOC=OFF
-quiet cmake --build build/package-static -j "$jobs" --target gpuaff_cli
-strip -o dist/gpuaff build/package-static/tools/gpuaff/gpuaff
+quiet cmake -S . -B build/package "${gen[@]}" "${common[@]}" -DGPUAFF_STATIC_TOOLS=ON -DCMAKE_INSTALL_PREFIX=/usr
+quiet cmake --build build/package -j "$jobs"
+strip -o dist/gpuaff build/package/tools/gpuaff/gpuaff
 if ldd dist/gpuaff >/dev/null 2>&1; then echo "package.sh: dist/gpuaff is not static" >&2; exit 1; fi
 
 echo "== the Debian packages: dist/*.deb"
-quiet cmake -S . -B build/package-deb "${gen[@]}" "${common[@]}" -DCMAKE_INSTALL_PREFIX=/usr
-quiet cmake --build build/package-deb -j "$jobs"
-quiet cpack --config build/package-deb/CPackConfig.cmake -G DEB -B "$PWD/build/package-deb/cpack"
-cp build/package-deb/cpack/*.deb dist/
+rm -rf build/package/cpack
+quiet cpack --config build/package/CPackConfig.cmake -G DEB -B "$PWD/build/package/cpack"
+cp build/package/cpack/*.deb dist/
 
 echo "== the wheel: dist/*.whl"
 # Built from a copy of the tree: setuptools writes build/ and *.egg-info beside setup.py.
