@@ -2,6 +2,7 @@
 // itself is tested against live processes in tests/cli/cli_nics_test.cpp.
 #include <gpuaff/doctor/doctor.hpp>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
@@ -49,4 +50,23 @@ TEST_CASE("this process: its threads and its environment from /proc") {
   auto none = gpuaff::process_environ(999999999);
   REQUIRE_FALSE(none.has_value());
   CHECK(none.error().code() == gpuaff::Errc::not_found);
+}
+
+TEST_CASE("a process that has exited but is not yet reaped is called a zombie, with its parent, not missing") {
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) ::_exit(0);
+  // Wait until the child is a zombie (it exits at once), without reaping it.
+  siginfo_t info{};
+  REQUIRE(::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT) == 0);
+  auto env = gpuaff::process_environ(child);
+  REQUIRE_FALSE(env.has_value());
+  CHECK(env.error().code() == gpuaff::Errc::not_found);
+  CHECK(env.error().message().find("has exited: it is a zombie") != std::string_view::npos);
+  CHECK(env.error().message().find("(PID " + std::to_string(::getpid()) + ")") != std::string_view::npos);
+  ::waitpid(child, nullptr, 0);
+  // Reaped: now it is missing.
+  auto gone = gpuaff::process_environ(child);
+  REQUIRE_FALSE(gone.has_value());
+  CHECK(gone.error().message().find("no process") != std::string_view::npos);
 }

@@ -124,9 +124,21 @@ inline std::map<int, long long> parse_numa_maps(std::string_view text) {
 }  // namespace detail
 
 /// The environment of process `pid` (/proc/PID/environ).
-/// Errors: Errc::not_found (no such process), Errc::permission_denied, Errc::io_error.
+/// Errors: Errc::not_found (no such process, or one that has exited and is a
+/// zombie: its memory, environment and threads are gone), Errc::permission_denied,
+/// Errc::io_error.
 inline Result<std::map<std::string, std::string>> process_environ(int pid) {
   std::string text;
+  // A zombie still has /proc/PID, with an empty environment and no memory:
+  // say that it has exited rather than check nothing, or call it missing.
+  if (detail::read_whole_file("/proc/" + std::to_string(pid) + "/status", text) == 0) {
+    auto state = detail::status_field(text, "State");
+    if (state && !state->empty() && (state->front() == 'Z' || state->front() == 'X')) {
+      auto parent = detail::status_field(text, "PPid");
+      return fail(Errc::not_found, "process ", pid, " has exited: it is a zombie waiting for its parent (PID ",
+                  parent ? *parent : std::string_view("?"), ") to reap it; there is nothing left to check");
+    }
+  }
   if (int e = detail::read_whole_file("/proc/" + std::to_string(pid) + "/environ", text); e != 0)
     return detail::proc_error(pid, "environ", e);
   return detail::parse_environ(text);
