@@ -5,6 +5,8 @@
 
 #include "gpuaff/config.hpp"
 
+#include <array>
+#include <cstddef>
 #include <exception>
 #include <string_view>
 #include <type_traits>
@@ -99,31 +101,69 @@ class Error {
 };
 
 namespace detail {
-/// The most one piece of a message takes. A message is a few pieces (a path, a
-/// value, a reason); a longer piece (a path of 5,000 characters, a file's
-/// garbage) keeps its start and its end around "...", so that what comes after
-/// it, usually the reason and what to do, still fits in the message.
-inline constexpr std::size_t max_message_part = 256;
-constexpr void append_part(Error::Message& m, std::string_view s) {
-  if (s.size() <= max_message_part) {
-    m.append(s);
-    return;
-  }
-  constexpr std::size_t keep = (max_message_part - 3) / 2;
-  m.append(s.substr(0, keep));
-  m.append("...");
-  m.append(s.substr(s.size() - keep));
-}
-constexpr void append_part(Error::Message& m, const char* s) { append_part(m, std::string_view(s)); }
-constexpr void append_part(Error::Message& m, char c) { m.push_back(c); }
+// A message's pieces: their length, and appending one cut to `keep` characters
+// (a text keeps its start and its end around "...").
+constexpr std::size_t part_size(std::string_view s) { return s.size(); }
+constexpr std::size_t part_size(const char* s) { return std::string_view(s).size(); }
+constexpr std::size_t part_size(char) { return 1; }
 template <std::size_t N>
-constexpr void append_part(Error::Message& m, const FixedString<N>& s) {
-  append_part(m, s.view());
+constexpr std::size_t part_size(const FixedString<N>& s) {
+  return s.size();
 }
 template <class I>
   requires(std::is_integral_v<I> && !std::is_same_v<I, char> && !std::is_same_v<I, bool>)
-constexpr void append_part(Error::Message& m, I v) {
+constexpr std::size_t part_size(I) {
+  return 20;  // at most
+}
+
+constexpr void append_part(Error::Message& m, std::string_view s, std::size_t keep) {
+  if (s.size() <= keep) {
+    m.append(s);
+    return;
+  }
+  std::size_t head = (keep - 3) / 2;
+  m.append(s.substr(0, head));
+  m.append("...");
+  m.append(s.substr(s.size() - (keep - 3 - head)));
+}
+constexpr void append_part(Error::Message& m, const char* s, std::size_t keep) {
+  append_part(m, std::string_view(s), keep);
+}
+constexpr void append_part(Error::Message& m, char c, std::size_t) { m.push_back(c); }
+template <std::size_t N>
+constexpr void append_part(Error::Message& m, const FixedString<N>& s, std::size_t keep) {
+  append_part(m, s.view(), keep);
+}
+template <class I>
+  requires(std::is_integral_v<I> && !std::is_same_v<I, char> && !std::is_same_v<I, bool>)
+constexpr void append_part(Error::Message& m, I v, std::size_t) {
   m.append_int(static_cast<long long>(v));
+}
+
+/// The message of `parts`. When they would not fit, the longest pieces (a
+/// path of 5,000 characters, a file's garbage, another error's message) are
+/// cut in their middle until they do, so that what comes after them, usually
+/// the reason and what to do, is kept whole.
+template <class... Parts>
+constexpr Error::Message compose(const Parts&... parts) {
+  constexpr std::size_t least = 64;  // no piece is cut below this
+  std::array<std::size_t, sizeof...(Parts)> keep{part_size(parts)...};
+  std::size_t total = 0;
+  for (std::size_t k : keep) total += k;
+  while (total > Error::max_message) {
+    std::size_t longest = 0;
+    for (std::size_t i = 1; i < keep.size(); ++i)
+      if (keep[i] > keep[longest]) longest = i;
+    if (keep[longest] <= least) break;  // many short pieces: the end is cut, with "..."
+    std::size_t cut = total - Error::max_message < keep[longest] - least ? total - Error::max_message
+                                                                          : keep[longest] - least;
+    keep[longest] -= cut;
+    total -= cut;
+  }
+  Error::Message m;
+  std::size_t i = 0;
+  (append_part(m, parts, keep[i++]), ...);
+  return m;
 }
 }  // namespace detail
 
@@ -131,17 +171,13 @@ constexpr void append_part(Error::Message& m, I v) {
 /// The error builders are cold: the optimizer keeps them off the paths that succeed.
 template <class... Parts>
 [[gnu::cold]] constexpr Error make_error(Errc code, const Parts&... parts) {
-  Error::Message m;
-  (detail::append_part(m, parts), ...);
-  return Error(code, m.view());
+  return Error(code, detail::compose(parts...).view());
 }
 
 /// Same, with the errno of a failed system call.
 template <class... Parts>
 [[gnu::cold]] constexpr Error make_sys_error(Errc code, int sys_errno, const Parts&... parts) {
-  Error::Message m;
-  (detail::append_part(m, parts), ...);
-  return Error(code, m.view(), sys_errno);
+  return Error(code, detail::compose(parts...).view(), sys_errno);
 }
 
 /// The std::unexpected of Result.

@@ -92,21 +92,23 @@ TEST_CASE("errors carry errno and long messages are cut with an ellipsis") {
   CHECK(e.message() == "reading topology: cannot open /sys/x");
 }
 
-TEST_CASE("a long piece of a message keeps its start and end, and the reason after it survives") {
+TEST_CASE("a message that would not fit cuts its longest pieces in the middle, and the reason after them survives") {
   // A path of 5,000 characters (a hostile root, a deep bridge chain) must not push
-  // the reason and the advice out of the message.
+  // the reason and the advice out of the message; a message that fits is left whole.
   std::string path = "/root/" + std::string(5000, 'd') + "/node0/cpulist";
   Error e = gpuaff::make_error(Errc::parse_error, path, ": 'x' is not a CPU list; record the machine again");
   std::string_view m = e.message();
-  CHECK(m.size() < Error::max_message);
+  CHECK(m.size() <= Error::max_message);
   CHECK(m.substr(0, 6) == "/root/");
   CHECK(m.find("d...d") != std::string_view::npos);
   CHECK(m.find("/node0/cpulist: 'x' is not a CPU list; record the machine again") != std::string_view::npos);
   // Three such pieces still leave the end of the message whole.
   Error three = gpuaff::make_error(Errc::io_error, path, " and ", path, " and ", path, ": cannot be read; check the root");
   CHECK(three.message().substr(three.message().size() - 32) == ": cannot be read; check the root");
-  // Short pieces are kept whole.
+  // Short pieces are kept whole; so is a long piece when the whole message fits.
   CHECK(gpuaff::make_error(Errc::not_found, "no GPU ", 9, " (", 8, " visible)").message() == "no GPU 9 (8 visible)");
+  std::string long_fits(600, 'p');
+  CHECK(gpuaff::make_error(Errc::io_error, long_fits, ": reason").message() == long_fits + ": reason");
 }
 
 // ---- std::expected's other members: or_else, transform_error, ==, rvalue chains ----
