@@ -11,6 +11,8 @@
 #      then removed, leaving none of its files
 # Usage: tests/packaging/packaging_test.sh FIXTURES_DIR   (BUILD/fixtures)
 set -euo pipefail
+# Output is captured before it is searched: `cmd | grep -q` lets grep exit at its
+# first match, and the command, writing on, fails on the closed pipe.
 cd "$(dirname "$0")/../.."
 fixtures=$(cd "$1" && pwd)
 machine=$fixtures/dgx-h100
@@ -44,7 +46,8 @@ cp -a "$machine" "$root/machine"
 if [[ $(id -u) -eq 0 ]]; then enter=(chroot "$root"); else enter=(unshare -r chroot "$root"); fi
 got=$("${enter[@]}" /gpuaff bind --root /machine --gpu 3 --policy exclusive) || fail "the static tool did not run in an empty root"
 [[ $got == "$expected" ]] || fail "static tool: GPU 3 exclusive is '$got', not $expected"
-"${enter[@]}" /gpuaff topo --root /machine | grep -q '^GPUs' || fail "static tool: topo printed no GPU table"
+out=$("${enter[@]}" /gpuaff topo --root /machine) || fail "static tool: topo failed in the empty root"
+grep -q '^GPUs' <<<"$out" || fail "static tool: topo printed no GPU table"
 ls -A "$root" | sort | tr '\n' ' ' | grep -qx 'gpuaff machine ' || fail "the empty root holds more than the tool and the machine"
 
 step "wheel in a fresh venv, nothing else on PATH"
@@ -55,7 +58,8 @@ clean=(env -i "PATH=$venv/bin" "HOME=$work" "TMPDIR=$work")
 [[ $(head -c 4 "$venv/bin/gpuaff" | od -An -c | tr -d ' ') == '177ELF' ]] || fail "venv/bin/gpuaff is not the binary"
 got=$("${clean[@]}" gpuaff bind --root "$machine" --gpu 3 --policy exclusive) || fail "the wheel's gpuaff did not run"
 [[ $got == "$expected" ]] || fail "wheel gpuaff: '$got', not $expected"
-"${clean[@]}" "$venv/bin/python" -m gpuaff --version | grep -q '^gpuaff [0-9]' || fail "python -m gpuaff --version"
+out=$("${clean[@]}" "$venv/bin/python" -m gpuaff --version) || fail "python -m gpuaff --version failed"
+grep -q '^gpuaff [0-9]' <<<"$out" || fail "python -m gpuaff --version printed '$out'"
 got=$("${clean[@]}" "$venv/bin/python" -c "import gpuaff; print(gpuaff.plan(gpu=3, policy='exclusive', root='$machine').cpulist)") ||
   fail "import gpuaff in the venv"
 [[ $got == "$expected" ]] || fail "wheel module: '$got', not $expected"
@@ -72,16 +76,19 @@ cleanup_debs() { ((removed)) || DEBIAN_FRONTEND=noninteractive apt-get purge -y 
 trap 'cleanup_debs; rm -rf "$work"' EXIT
 got=$(/usr/bin/gpuaff bind --root "$machine" --gpu 3 --policy exclusive) || fail "/usr/bin/gpuaff did not run"
 [[ $got == "$expected" ]] || fail "installed gpuaff: '$got', not $expected"
-/usr/bin/gpuaff-hwloc --version | grep -q '^gpuaff' || fail "/usr/bin/gpuaff-hwloc --version"
+out=$(/usr/bin/gpuaff-hwloc --version) || fail "/usr/bin/gpuaff-hwloc --version failed"
+grep -q '^gpuaff' <<<"$out" || fail "/usr/bin/gpuaff-hwloc --version printed '$out'"
 [[ -f /usr/share/man/man1/gpuaff.1.gz ]] || fail "no man page"
-zcat /usr/share/man/man1/gpuaff.1.gz | grep -qF '.BI \-\-policy' || fail "the man page lacks --policy"
+out=$(zcat /usr/share/man/man1/gpuaff.1.gz) || fail "the man page is not gzip"
+grep -qF '.BI \-\-policy' <<<"$out" || fail "the man page lacks --policy"
 got=$(bash -c 'source /usr/share/bash-completion/completions/gpuaff
   COMP_WORDS=(gpuaff bind --pol); COMP_CWORD=2; _gpuaff; echo "${COMPREPLY[*]}"
   COMP_WORDS=(gpuaff exec --policy ex); COMP_CWORD=3; _gpuaff; echo "${COMPREPLY[*]}"')
 [[ $got == $'--policy\nexclusive' ]] || fail "bash completion gave '$got'"
 cmake -S tests/consumer -B "$work/consumer" >/dev/null || fail "find_package(gpuaff) from /usr"
 cmake --build "$work/consumer" >/dev/null || fail "the consumer did not build against /usr"
-"$work/consumer/consumer_api" "$machine" | grep -q '^exclusive: .* 42-55,154-167 ' || fail "consumer_api against /usr"
+out=$("$work/consumer/consumer_api" "$machine") || fail "consumer_api against /usr failed"
+grep -q '^exclusive: .* 42-55,154-167 ' <<<"$out" || fail "consumer_api against /usr: $out"
 files=$(dpkg -L gpuaff gpuaff-hwloc | while read -r f; do [[ -f $f || -L $f ]] && echo "$f"; done || true)
 [[ $(wc -l <<<"$files") -gt 40 ]] || fail "dpkg -L lists only $(wc -l <<<"$files") files"
 DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq gpuaff gpuaff-hwloc >/dev/null || fail "apt-get purge"
