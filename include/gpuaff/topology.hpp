@@ -162,6 +162,35 @@ struct CacheGroup {
   friend constexpr bool operator==(const CacheGroup&, const CacheGroup&) = default;
 };
 
+/// The parts of a Topology that only some answers need. A source asked for
+/// fewer parts may leave the others empty, and reads less: `gpuaff bind
+/// --policy node` needs no core siblings, caches or packages (docs/contract.md
+/// section 1, "what each answer reads"). The online CPUs, the nodes, the
+/// allowed sets and the GPUs are in every Topology.
+struct TopologyParts {
+  bool cores = true;      ///< Topology::cores: exclusive, the NVIDIA modes, reserving OS cores
+  bool packages = true;   ///< Topology::packages: socket, NVIDIA scope=socket, memory nodes of the socket
+  bool caches = true;     ///< Topology::core_complexes: core-complex
+  bool distances = true;  ///< NumaNode::distances: the nearest node of an unreachable one
+  bool nics = true;       ///< Topology::nics, Gpu::nics and Gpu::memory_nodes: NIC variables, GPU memory nodes
+
+  /// The parts no answer needs more than: online CPUs, nodes, allowed sets, GPUs.
+  static constexpr TopologyParts none() { return {false, false, false, false, false}; }
+  static constexpr TopologyParts all() { return {}; }
+  /// What some policy reads: cores, packages, caches (no distances, no NICs).
+  static constexpr TopologyParts policies() { return {true, true, true, false, false}; }
+  /// One part alone: TopologyParts::only(&TopologyParts::cores).
+  static constexpr TopologyParts only(bool TopologyParts::*part) {
+    TopologyParts p = none();
+    p.*part = true;
+    return p;
+  }
+  constexpr TopologyParts operator|(const TopologyParts& o) const {
+    return {cores || o.cores, packages || o.packages, caches || o.caches, distances || o.distances, nics || o.nics};
+  }
+  friend constexpr bool operator==(const TopologyParts&, const TopologyParts&) = default;
+};
+
 struct Topology {
   FixedString<256> origin;  ///< where it came from: a root, a JSON file, "hwloc"
   CpuSet online;                    ///< online CPUs

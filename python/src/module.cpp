@@ -400,7 +400,7 @@ PYBIND11_MODULE(_gpuaff, m) {
         LaunchStage stage = LaunchStage::machine;
         {
           py::gil_scoped_release nogil;
-          topo = load(o, process_environment(), python_readers(), SysfsDetail::full, &stage);
+          topo = load(o, process_environment(), python_readers(), SysfsDetail::full, &stage, TopologyParts::none());
         }
         if (!topo) raise(topo.error(), usage_mistake(topo.error(), stage));
         py::list out;

@@ -28,7 +28,8 @@ TEST_CASE("the fuzz tree loads with its defaults and with the seeded variations 
   // One node online, rows of two distances: one per node directory, picked by node id
   // (docs/contract.md section 1).
   CHECK(gpuaff_fuzz::run_tree(std::string(11, '\xff') + "0"));
-  CHECK_FALSE(gpuaff_fuzz::run_tree("\xfd"));                                 // empty cpu/online
+  // An empty cpu/online is read as missing: the CPUs of the cpuN directories.
+  CHECK(gpuaff_fuzz::run_tree("\xfd"));
   CHECK(gpuaff_fuzz::run_tree(std::string("\xfcpresent") + std::string(22, '\xff') + "0-3"));  // online -> present
   CHECK(gpuaff_fuzz::run_tree(std::string("\xfc/sys/devices/system/cpu/present") + std::string(22, '\xff') + "0-3"));
   // Re-rooted: missing, not read (run_tree checks every file read lies in the root);

@@ -9,8 +9,10 @@
 //   shared_cpu_list of the one L3 group          1
 //   node/online, node0/cpulist, node0/distance   3
 //   proc/self/status                             1
-//   per GPU: class vendor device numa_node local_cpulist information   6G
-//   total = 17 + N + 6G   (16 + N + 6G of them read; index4/level is missing)
+//   per GPU: class device numa_node local_cpulist information       5G
+//     (no `vendor`: the NVIDIA driver lists each GPU, proc/driver/nvidia/gpus/BDF)
+//   total = 17 + N + 5G   (16 + N + 5G of them read; index4/level is missing)
+#include <gpuaff/policy/dispatch.hpp>
 #include <gpuaff/source/sysfs.hpp>
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 
 using gpuaff::SysfsOptions;
 using gpuaff::SysfsSource;
+using gpuaff::TopologyParts;
 using gpuaff_test::add_cpu;
 using gpuaff_test::add_node;
 using gpuaff_test::add_pci;
@@ -55,7 +58,7 @@ void machine(TempTree& t, int cores, int gpus) {
 
 }  // namespace
 
-TEST_CASE("files opened = 17 + cores + 6 x GPUs: linear in cores, additive in GPUs") {
+TEST_CASE("files opened = 17 + cores + 5 x GPUs: linear in cores, additive in GPUs") {
   for (int n : {1, 4, 16}) {
     for (int g : {0, 1, 8}) {
       CAPTURE(n);
@@ -67,8 +70,8 @@ TEST_CASE("files opened = 17 + cores + 6 x GPUs: linear in cores, additive in GP
       REQUIRE(r);
       CHECK(r->cores.size() == static_cast<std::size_t>(n));
       CHECK(r->gpus.size() == static_cast<std::size_t>(g));
-      CHECK(s.files_opened() == 17 + n + 6 * g);
-      CHECK(s.files_read().size() == static_cast<std::size_t>(16 + n + 6 * g));
+      CHECK(s.files_opened() == 17 + n + 5 * g);
+      CHECK(s.files_read().size() == static_cast<std::size_t>(16 + n + 5 * g));
       std::set<std::string> unique(s.files_read().begin(), s.files_read().end());
       CHECK(unique.size() == s.files_read().size());  // each file once
     }
@@ -99,8 +102,8 @@ TEST_CASE("a second load starts counting afresh") {
 
 TEST_CASE("binding detail skips device, distance, information and local_cpulist where numa_node is known") {
   // The tree above with SysfsDetail::binding: node0/distance goes (17 + N - 1 =
-  // 16 + N), and each GPU, whose numa_node is 0, keeps class, vendor and numa_node
-  // and loses device, local_cpulist and information: 3 files per GPU.
+  // 16 + N), and each GPU, whose numa_node is 0, keeps class and numa_node
+  // and loses device, local_cpulist and information: 2 files per GPU.
   for (int g : {1, 8}) {
     CAPTURE(g);
     TempTree t;
@@ -109,8 +112,8 @@ TEST_CASE("binding detail skips device, distance, information and local_cpulist 
         .root = t.root(), .visible = {.use_environment = false}, .detail = gpuaff::SysfsDetail::binding});
     auto r = s.load();
     REQUIRE(r);
-    CHECK(s.files_opened() == 16 + 4 + 3 * g);
-    CHECK(s.files_read().size() == static_cast<std::size_t>(15 + 4 + 3 * g));  // index4/level is missing
+    CHECK(s.files_opened() == 16 + 4 + 2 * g);
+    CHECK(s.files_read().size() == static_cast<std::size_t>(15 + 4 + 2 * g));  // index4/level is missing
     CHECK(r->nodes[0].distances.empty());
     CHECK(r->gpus[0].uuid.empty());
     CHECK(r->gpus[0].pci.device == 0);
@@ -123,7 +126,7 @@ TEST_CASE("binding detail skips device, distance, information and local_cpulist 
                                .detail = gpuaff::SysfsDetail::binding});
     auto ru = u.load();
     REQUIRE(ru);
-    CHECK(u.files_opened() == 16 + 4 + 4 * g);
+    CHECK(u.files_opened() == 16 + 4 + 3 * g);
     REQUIRE(ru->gpus.size() == 1);
     CHECK(ru->gpus[0].uuid == "GPU-0");
   }
@@ -142,16 +145,16 @@ TEST_CASE("binding detail reads UUIDs for a visibility list applied later, and d
     CHECK(r->gpus.size() == 4);  // every GPU: the caller selects
     return std::make_pair(s.files_opened(), r->gpus[3].uuid.empty() ? std::string() : std::string(r->gpus[3].uuid.view()));
   };
-  // 16 + 2 cores + 3 per GPU; + 1 information file per GPU when the later list names a UUID.
-  CHECK(load(std::nullopt) == std::make_pair(16 + 2 + 12, std::string()));
-  CHECK(load(gpuaff::VisibleDevices{.list = "3,1", .use_environment = false}) == std::make_pair(30, std::string()));
-  CHECK(load(gpuaff::VisibleDevices{.list = "GPU-3", .use_environment = false}) == std::make_pair(34, std::string("GPU-3")));
+  // 16 + 2 cores + 2 per GPU; + 1 information file per GPU when the later list names a UUID.
+  CHECK(load(std::nullopt) == std::make_pair(16 + 2 + 8, std::string()));
+  CHECK(load(gpuaff::VisibleDevices{.list = "3,1", .use_environment = false}) == std::make_pair(26, std::string()));
+  CHECK(load(gpuaff::VisibleDevices{.list = "GPU-3", .use_environment = false}) == std::make_pair(30, std::string("GPU-3")));
   CHECK(load(gpuaff::VisibleDevices{.use_environment = false, .cuda_visible_devices = "1, GPU-3"}) ==
-        std::make_pair(34, std::string("GPU-3")));
+        std::make_pair(30, std::string("GPU-3")));
   // MIG entries name UUIDs too.
-  CHECK(load(gpuaff::VisibleDevices{.list = "MIG-GPU-3/1/0", .use_environment = false}).first == 34);
+  CHECK(load(gpuaff::VisibleDevices{.list = "MIG-GPU-3/1/0", .use_environment = false}).first == 30);
   // HIP and ROCR lists take indices only: they never need NVIDIA UUIDs.
-  CHECK(load(gpuaff::VisibleDevices{.use_environment = false, .hip_visible_devices = "GPU-3"}).first == 30);
+  CHECK(load(gpuaff::VisibleDevices{.use_environment = false, .hip_visible_devices = "GPU-3"}).first == 26);
 }
 
 TEST_CASE("binding detail keeps local_cpulist where numa_node is -1 or missing") {
@@ -220,7 +223,7 @@ TEST_CASE("an extra_pci device keeps device; its local_cpulist only where numa_n
   }
 }
 
-TEST_CASE("fixtures/dgx-h100: 230 files in full detail, 195 in binding detail") {
+TEST_CASE("fixtures/dgx-h100: 222 files in full detail, 187 in binding detail") {
   // The machine (fixtures/README.md): 2 sockets x 56 cores x SMT2 = 224 CPUs, one
   // node and one L3 per socket, 8 H100 (class 0x0302, NVIDIA, 4 per node, each with
   // an information file), an ASPEED BMC VGA (class 0x0300, vendor 0x1a03) and 37
@@ -234,13 +237,14 @@ TEST_CASE("fixtures/dgx-h100: 230 files in full detail, 195 in binding detail") 
   //   node0..1/distance                                  2  (full only)
   //   proc/self/status                                   1
   //   class of every PCI device                         46
-  //   vendor of the 9 display-class devices              9
+  //   vendor of the display-class device the NVIDIA      1
+  //   driver does not list (the BMC VGA)
   //   device, numa_node, local_cpulist per GPU          24  (binding: numa_node only, 8;
   //                                                          every GPU has a node)
   //   information per GPU                                8  (full only)
   //   numa_node of the 9 network devices (8 ConnectX-7   9  (full only: the NIC list, source/nics.hpp;
   //   InfiniBand, 1 Ethernet)                                no sys/class entries, no memory-only node)
-  // full: 1+112+4+9+2+3+2+1+46+9+24+8+9 = 230; binding: 230 - 2 - 16 - 8 - 9 = 195.
+  // full: 1+112+4+9+2+3+2+1+46+1+24+8+9 = 222; binding: 222 - 2 - 16 - 8 - 9 = 187.
   auto count = [](gpuaff::SysfsDetail d) {
     SysfsSource s(SysfsOptions{.root = gpuaff_test::fixture("dgx-h100"), .visible = {.use_environment = false},
                                .detail = d});
@@ -249,10 +253,10 @@ TEST_CASE("fixtures/dgx-h100: 230 files in full detail, 195 in binding detail") 
   };
   auto [full_opened, full_read] = count(gpuaff::SysfsDetail::full);
   auto [bind_opened, bind_read] = count(gpuaff::SysfsDetail::binding);
-  CHECK(full_opened == 230);
-  CHECK(full_read.size() == 229);
-  CHECK(bind_opened == 195);
-  CHECK(bind_read.size() == 194);
+  CHECK(full_opened == 222);
+  CHECK(full_read.size() == 221);
+  CHECK(bind_opened == 187);
+  CHECK(bind_read.size() == 186);
   // What binding leaves out, by name.
   std::set<std::string> left;
   for (const auto& f : full_read)
@@ -265,18 +269,50 @@ TEST_CASE("fixtures/h100-vm-1gpu (recorded): the GPU's numa_node is -1, so bindi
   // 16 vCPUs without SMT (16 cores), one package, one L3, one node, 7 PCI devices
   // of which one display-class (the H100, numa_node -1, with a driver information file).
   //   1 + 16 + 2 + cache probe 9 + 1 L3 + node/online, node0/cpulist 2 + status 1 = 32
-  //   + 7 class + vendor, numa_node, local_cpulist of the H100 3 = 42 in binding detail;
-  //   full detail adds node0/distance, the H100's device and information, and the
-  //   numa_node of the one network device (virtio-net at 00:03.0) for the NIC list: 46.
+  //   + 7 class + numa_node, local_cpulist of the H100 2 = 41 in binding detail (its
+  //   vendor is known: the NVIDIA driver lists it); full detail adds node0/distance,
+  //   the H100's device and information, and the numa_node of the one network
+  //   device (virtio-net at 00:03.0) for the NIC list: 45.
   for (auto d : {gpuaff::SysfsDetail::full, gpuaff::SysfsDetail::binding}) {
     SysfsSource s(SysfsOptions{.root = gpuaff_test::fixture("h100-vm-1gpu"), .visible = {.use_environment = false},
                                .detail = d});
     auto r = s.load();
     REQUIRE(r);
-    CHECK(s.files_opened() == (d == gpuaff::SysfsDetail::full ? 46 : 42));
+    CHECK(s.files_opened() == (d == gpuaff::SysfsDetail::full ? 45 : 41));
     REQUIRE(r->gpus.size() == 1);
     CHECK(r->gpus[0].pci.numa_node == -1);
     CHECK(r->gpus[0].pci.local_cpus.to_list() == "0-15");
     CHECK(r->gpus[0].uuid.empty() == (d == gpuaff::SysfsDetail::binding));
   }
+}
+
+TEST_CASE("fixtures/dgx-h100: a binding load reads the parts its policy needs, and no others") {
+  // What every answer reads on this machine (see the full count above): cpu/online 1,
+  // node/online and two cpulists 3, proc/self/status 1, 46 class, the BMC VGA's
+  // vendor 1, the 8 GPUs' numa_node 8: 60. Then per part: core siblings, one list
+  // per core, 112; packages, physical_package_id and package_cpus_list of each
+  // package's first CPU, 4; caches, cpu0's index0..3 level+type and the missing
+  // index4/level 9, and one shared_cpu_list per L3 2: 11.
+  auto opened = [](TopologyParts needs) {
+    SysfsSource s(SysfsOptions{.root = gpuaff_test::fixture("dgx-h100"),
+                               .visible = {.use_environment = false},
+                               .detail = gpuaff::SysfsDetail::binding,
+                               .needs = needs});
+    auto r = s.load();
+    REQUIRE(r);
+    CHECK(r->gpus.size() == 8);
+    return s.files_opened();
+  };
+  using gpuaff::PolicyKind;
+  using gpuaff::PolicySpec;
+  CHECK(opened(gpuaff::policy_needs(PolicySpec{.kind = PolicyKind::node})) == 60);
+  CHECK(opened(gpuaff::policy_needs(PolicySpec{.kind = PolicyKind::socket})) == 60 + 4);
+  CHECK(opened(gpuaff::policy_needs(PolicySpec{.kind = PolicyKind::exclusive})) == 60 + 112);
+  CHECK(opened(gpuaff::policy_needs(PolicySpec{.kind = PolicyKind::core_complex})) == 60 + 11);
+  CHECK(opened(gpuaff::policy_needs(PolicySpec{.kind = PolicyKind::unique_contiguous})) == 60 + 112);
+  // scope=socket adds the packages to an NVIDIA mode.
+  PolicySpec socket_scope{.kind = PolicyKind::unique_contiguous};
+  socket_scope.nvidia.scope = gpuaff::Scope::socket;
+  CHECK(opened(gpuaff::policy_needs(socket_scope)) == 60 + 112 + 4);
+  CHECK(opened(TopologyParts::policies()) == 60 + 112 + 4 + 11);
 }

@@ -38,6 +38,7 @@ void base(TempTree& t) {
   add_node(t, 1, "4-7", "20 10");
   add_pci(t, "0000:10:00.0", "0x030200", "0x10de", "0", "0-3");
   add_pci(t, "0000:90:00.0", "0x030200", "0x10de", "1", "4-7");
+  t.write("proc/self/status", "Cpus_allowed_list:\t0-7\n");
 }
 
 /// A second entry for device 0000:10:00.0 under another name, as a copy would make it.

@@ -36,7 +36,8 @@ std::string job_line(const LaunchOptions& a) {
 int run_topo(const TopoArgs& args) {
   const PolicySpec* spec = &args.options.policy;
   const JobOptions* job = &args.options.job;
-  auto topo = load(args.options, process_environment(), cli_readers(), SysfsDetail::full);
+  // Everything is read; what no answer asked for needs is left out with a note when broken.
+  auto topo = load(args.options, process_environment(), cli_readers(), SysfsDetail::full, nullptr, TopologyParts::none());
   if (!topo) return report_error(topo.error());
   if (args.format == TopoFormat::json) {
     return write_result(to_json(*topo) + '\n');

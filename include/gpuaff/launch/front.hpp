@@ -95,8 +95,9 @@ inline VisibleDevices visible_devices_of(const LaunchOptions& o, const Environme
 /// (topo), or what a binding needs (the nearest node needs the distances, the
 /// NICs and the GPU's memory nodes come with a full read).
 inline LoadRequest load_request(const LaunchOptions& o, const Environment& env, const Readers& readers,
-                                SysfsDetail detail) {
-  LoadRequest r{.source = o.machine, .visible = visible_devices_of(o, env), .detail = detail, .readers = readers};
+                                SysfsDetail detail, TopologyParts needs = TopologyParts::policies()) {
+  LoadRequest r{
+      .source = o.machine, .visible = visible_devices_of(o, env), .detail = detail, .needs = needs, .readers = readers};
   if (o.pci) r.extra_pci.push_back(*o.pci);
   return r;
 }
@@ -107,14 +108,27 @@ inline SysfsDetail plan_detail(const LaunchOptions& o) {
   return full ? SysfsDetail::full : SysfsDetail::binding;
 }
 
+/// The parts of the machine a plan of `o` reads (docs/contract.md section 1,
+/// "what each answer reads"): the policy's (policy_needs), core siblings to
+/// reserve OS cores, packages for the socket's memory nodes, distances for
+/// the nearest reachable node, NICs and GPU memory nodes for their variables.
+inline TopologyParts plan_needs(const LaunchOptions& o) {
+  TopologyParts p = policy_needs(o.policy);
+  p.cores = p.cores || o.reserve_os_cores > 0;
+  p.packages = p.packages || o.mem_nodes == MemNodes::socket;
+  p.distances = o.unreachable == Unreachable::nearest;
+  p.nics = o.nic_env || o.mem_nodes == MemNodes::gpu;
+  return p;
+}
+
 /// The machine `o` names, its visible GPUs selected.
 /// Errors: those of check_options (LaunchStage::options) and load_machine.
 inline Result<Topology> load(const LaunchOptions& o, const Environment& env = process_environment(),
                              const Readers& readers = {}, SysfsDetail detail = SysfsDetail::full,
-                             LaunchStage* failed_at = nullptr) {
+                             LaunchStage* failed_at = nullptr, TopologyParts needs = TopologyParts::policies()) {
   if (auto ok = check_options(o); !ok) return detail::staged(ok.error(), LaunchStage::options, failed_at);
   LoadStage stage = LoadStage::machine;
-  auto topo = load_machine(load_request(o, env, readers, detail), &stage);
+  auto topo = load_machine(load_request(o, env, readers, detail, needs), &stage);
   if (!topo) return detail::staged(topo.error(), detail::stage_of(stage), failed_at);
   return topo;
 }
@@ -162,7 +176,7 @@ inline Result<std::pair<Topology, LaunchRequest>> prepare(const LaunchOptions& o
   auto cgroup = cgroup_of(o);
   if (!cgroup) return staged(cgroup.error(), LaunchStage::machine, failed_at);
   request->cgroup = std::move(*cgroup);
-  GPUAFF_TRY(Topology topo, load(o, env, readers, plan_detail(o), failed_at));
+  GPUAFF_TRY(Topology topo, load(o, env, readers, plan_detail(o), failed_at, plan_needs(o)));
   return std::pair<Topology, LaunchRequest>{std::move(topo), std::move(*request)};
 }
 

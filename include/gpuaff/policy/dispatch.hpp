@@ -86,6 +86,10 @@ struct PolicyInfo {
   /// Splits a node (or socket) among its GPUs, so that which GPUs take part
   /// (the job's, or every GPU of the host: Share) changes each GPU's share.
   bool splits;
+  /// The parts of a Topology the policy reads beyond what every binding reads
+  /// (nodes, allowed CPUs, GPUs): a load for it may leave the rest out.
+  /// NVIDIA modes with scope=socket read packages too (policy_needs()).
+  TopologyParts needs;
   /// The policy's binding of one GPU on a context, checked like gpuaff::bind.
   Result<CpuSet> (*bind)(BindingContext& ctx, int gpu, const NvidiaOptions& nvidia);
 };
@@ -94,25 +98,28 @@ struct PolicyInfo {
 /// is its class, its PolicyKind and its row here.
 inline constexpr std::array policy_registry{
     PolicyInfo{PolicyKind::node, "node", "", "PyTorch", "the allowed CPUs of the GPU's NUMA node", false, false,
-               detail::bind_kind<NodePolicy>},
+               TopologyParts::none(), detail::bind_kind<NodePolicy>},
     PolicyInfo{PolicyKind::socket, "socket", "", "PyTorch", "the allowed CPUs of every node in the GPU's socket", false, false,
-               detail::bind_kind<SocketPolicy>},
+               TopologyParts::only(&TopologyParts::packages), detail::bind_kind<SocketPolicy>},
     PolicyInfo{PolicyKind::exclusive, "exclusive", "", "PyTorch",
                "the node's physical cores split without overlap among its GPUs", false, true,
-               detail::bind_kind<ExclusivePolicy>},
+               TopologyParts::only(&TopologyParts::cores), detail::bind_kind<ExclusivePolicy>},
     PolicyInfo{PolicyKind::core_complex, "core-complex", "core_complex", "PyTorch",
-               "one last-level-cache group of the node per GPU", false, true, detail::bind_kind<CoreComplexPolicy>},
+               "one last-level-cache group of the node per GPU", false, true,
+               TopologyParts::only(&TopologyParts::caches), detail::bind_kind<CoreComplexPolicy>},
     PolicyInfo{PolicyKind::all, "all", "", "NVIDIA", "every core of the GPU's node (or socket)", true, false,
-               detail::bind_kind<AllPolicy>},
+               TopologyParts::only(&TopologyParts::cores), detail::bind_kind<AllPolicy>},
     PolicyInfo{PolicyKind::single, "single", "", "NVIDIA", "the node's first core, shared by its GPUs", true, false,
-               detail::bind_kind<SinglePolicy>},
+               TopologyParts::only(&TopologyParts::cores), detail::bind_kind<SinglePolicy>},
     PolicyInfo{PolicyKind::single_unique, "single-unique", "single_unique", "NVIDIA",
-               "one core of the node per GPU, none shared", true, true, detail::bind_kind<SingleUniquePolicy>},
+               "one core of the node per GPU, none shared", true, true,
+               TopologyParts::only(&TopologyParts::cores), detail::bind_kind<SingleUniquePolicy>},
     PolicyInfo{PolicyKind::unique_interleaved, "unique-interleaved", "unique_interleaved", "NVIDIA",
-               "the node's cores dealt to its GPUs by stride", true, true, detail::bind_kind<UniqueInterleavedPolicy>},
+               "the node's cores dealt to its GPUs by stride", true, true,
+               TopologyParts::only(&TopologyParts::cores), detail::bind_kind<UniqueInterleavedPolicy>},
     PolicyInfo{PolicyKind::unique_contiguous, "unique-contiguous", "unique_contiguous", "NVIDIA",
                "the node's cores cut into one contiguous run per GPU (NVIDIA's default)", true, true,
-               detail::bind_kind<UniqueContiguousPolicy>},
+               TopologyParts::only(&TopologyParts::cores), detail::bind_kind<UniqueContiguousPolicy>},
 };
 
 static_assert([] {
@@ -133,6 +140,14 @@ constexpr const PolicyInfo& policy_info(PolicyKind k) { return policy_registry[s
 
 /// Whether policy `k` splits a node among its GPUs (PolicyInfo::splits).
 constexpr bool splits_among_gpus(PolicyKind k) { return policy_info(k).splits; }
+
+/// The parts of a Topology a binding with `spec` reads beyond nodes, allowed
+/// CPUs and GPUs (PolicyInfo::needs, and packages for scope=socket).
+constexpr TopologyParts policy_needs(const PolicySpec& spec) {
+  TopologyParts p = policy_info(spec.kind).needs;
+  if (policy_info(spec.kind).nvidia_options && spec.nvidia.scope == Scope::socket) p.packages = true;
+  return p;
+}
 
 /// The name used on the command line: "node", "core-complex", "unique-contiguous", ...
 constexpr std::string_view to_string(PolicyKind k) {

@@ -68,6 +68,10 @@ struct LoadRequest {
   VisibleDevices visible{};             ///< the visibility list and variables, already filled in
   std::vector<PciAddress> extra_pci{};  ///< devices that are not GPUs the answer needs (a NIC named by address)
   SysfsDetail detail = SysfsDetail::full;
+  /// What the answer needs (SysfsOptions::needs): with binding detail only
+  /// these parts are read; with full detail a part outside it that cannot be
+  /// read is left out with a note.
+  TopologyParts needs = TopologyParts::policies();
   Readers readers{};
 };
 
@@ -109,7 +113,8 @@ inline Result<Topology> read_machine(const LoadRequest& r, const std::vector<Pci
                  .visible = every_gpu_visible,
                  .extra_pci = extra_pci,
                  .detail = r.detail,
-                 .visible_later = r.visible};
+                 .visible_later = r.visible,
+                 .needs = r.needs};
   return SysfsSource(std::move(o)).load();
 }
 

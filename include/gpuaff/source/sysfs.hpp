@@ -129,6 +129,12 @@ struct SysfsOptions {
   /// not applied here. With SysfsDetail::binding the UUID files are read when it, or
   /// `visible`, names UUIDs (with_environment() is applied to both).
   std::optional<VisibleDevices> visible_later{};
+  /// The parts of the topology the caller's answer needs (policy_needs() and
+  /// the like). With SysfsDetail::binding only these are read; with
+  /// SysfsDetail::full everything is read, and a part the answer does not
+  /// need that cannot be read is left empty with a note instead of failing
+  /// the load.
+  TopologyParts needs = TopologyParts::policies();
 };
 
 /// Reads a Topology from sysfs under a root (see the table at the top of this file).
@@ -205,8 +211,9 @@ inline Result<void> read_online_cpus(SysfsReader& r, Topology& t) {
   const std::string rel = cpu + "online";
   std::string s;
   GPUAFF_TRY(bool have, r.get(rel, s));
-  if (have) {
-    if (trim(s).empty()) return r.bad(Errc::parse_error, rel, "is empty (it must list the online CPUs)");
+  // An empty list names no CPU, and a running kernel has one: read as missing.
+  bool empty = have && trim(s).empty();
+  if (have && !empty) {
     GPUAFF_TRY(t.online, r.cpus(rel, s, Form::list, Empty::error));
   } else {
     GPUAFF_TRY(int which, r.first_of({cpu + "present", cpu + "possible"}, s));
@@ -218,23 +225,28 @@ inline Result<void> read_online_cpus(SysfsReader& r, Topology& t) {
     } else {
       GPUAFF_TRY(candidates, cpu_directories(r));
       if (candidates.empty())
-        return r.bad(Errc::not_found, rel, "is missing, and so are cpu/present, cpu/possible and every cpuN directory");
+        return r.bad(Errc::not_found, rel, "is ", empty ? "empty" : "missing",
+                     ", and cpu/present, cpu/possible and every cpuN directory are missing");
       from = "the cpuN directories of " + cpu.substr(0, cpu.size() - 1);
     }
     CpuSet off;
+    CpuSet blank;  // cpuN/online present but empty: counted as online
     for (int c : candidates) {
       std::string orel = cpu_dir(c) + "/online";
       GPUAFF_TRY(bool h, r.get(orel, s));
-      if (!h) {
+      if (!h || trim(s).empty()) {
         t.online.set(c);  // no per-CPU file: not hot-pluggable, so online
+        if (h) blank.set(c);
         continue;
       }
       GPUAFF_TRY(long long on, r.integer(orel, s, 0, 1));
       if (on == 1) t.online.set(c);
       else off.set(c);
     }
-    std::string note = rel + " is missing: online CPUs taken from " + from + " (" + candidates.to_list() + ")";
+    std::string note = rel + (empty ? " is empty" : " is missing") + ": online CPUs taken from " + from + " (" +
+                       candidates.to_list() + ")";
     if (!off.empty()) note += " minus CPUs " + off.to_list() + ", whose cpuN/online reads 0";
+    if (!blank.empty()) note += "; cpuN/online is empty for CPUs " + blank.to_list() + ", counted as online";
     t.notes.push_back(std::move(note));
   }
   if (t.online.empty()) return r.bad(Errc::parse_error, rel, "names no online CPU");
@@ -244,22 +256,36 @@ inline Result<void> read_online_cpus(SysfsReader& r, Topology& t) {
 /// One sibling list per core (read for its first online CPU). Returns each
 /// CPU's core index, for packages without member lists.
 inline Result<std::vector<int>> read_cores(SysfsReader& r, Topology& t) {
-  std::vector<int> core_index(static_cast<std::size_t>(t.online.last() + 1), -1);
   CpuSet covered;
+  CpuSet unlisted;  // CPUs with no sibling list of their own
   std::string s;
   for (int c : t.online) {
     if (covered.test(c)) continue;
     std::string dir = cpu_dir(c) + "/topology/";
     GPUAFF_TRY(auto file, r.list_or_mask(dir, {"core_cpus_list", "thread_siblings_list", "core_cpus", "thread_siblings"},
                                          Empty::error, s));
-    if (!file)
-      return r.bad(Errc::not_found, dir + "core_cpus_list",
-                   "is missing (and so are thread_siblings_list, core_cpus and thread_siblings)");
+    if (!file) {
+      unlisted.set(c);  // a sibling's list may still name it
+      continue;
+    }
     GPUAFF_TRY(CpuSet sib, r.own_group(*file, c, t.online, covered, "sibling list"));
-    for (int x : sib) core_index[static_cast<std::size_t>(x)] = static_cast<int>(t.cores.size());
     t.cores.push_back(Core{sib, -1});
     covered |= sib;
   }
+  // No list names them (a kernel or dump without topology/ files): each is a
+  // core of its own, which is what a machine without SMT looks like.
+  CpuSet alone = unlisted - covered;
+  for (int c : alone) t.cores.push_back(Core{CpuSet::single(c), -1});
+  if (!unlisted.empty())  // read out of order: back to sorted by lowest thread
+    std::sort(t.cores.begin(), t.cores.end(), [](const Core& a, const Core& b) { return a.first() < b.first(); });
+  if (!alone.empty()) {
+    t.notes.push_back(std::string(sysfs_cpu) + "cpuN/topology/core_cpus_list (and thread_siblings_list, core_cpus, "
+                      "thread_siblings) is missing for CPUs " + alone.to_list() +
+                      ": each taken as a core of its own (no SMT siblings known)");
+  }
+  std::vector<int> core_index(static_cast<std::size_t>(t.online.last() + 1), -1);
+  for (std::size_t i = 0; i < t.cores.size(); ++i)
+    for (int x : t.cores[i].threads) core_index[static_cast<std::size_t>(x)] = static_cast<int>(i);
   return core_index;
 }
 
@@ -293,7 +319,11 @@ inline Result<void> read_packages(SysfsReader& r, Topology& t, const std::vector
                                       Empty::error, s));
       lists = file.has_value();
     }
-    CpuSet members = t.cores[static_cast<std::size_t>(core_index[static_cast<std::size_t>(c)])].threads;
+    // Without member lists, a package is the cores (or, when cores were not
+    // read, the CPUs) that each give its id.
+    CpuSet members;
+    if (core_index.empty()) members.set(c);
+    else members = t.cores[static_cast<std::size_t>(core_index[static_cast<std::size_t>(c)])].threads;
     if (file) {
       GPUAFF_TRY(members, r.own_group(*file, c, t.online, covered, "package list"));
     }
@@ -315,27 +345,61 @@ inline Result<void> read_packages(SysfsReader& r, Topology& t, const std::vector
 }
 
 /// The last-level Unified or Data cache of the first online CPU (its index
-/// directory, -1 when it has no caches) and that cache's level.
-inline Result<std::pair<int, long long>> find_last_level_cache(SysfsReader& r, const Topology& t) {
+/// directory, -1 when it has no caches, or when which one is last is not
+/// known) and that cache's level. An index whose `level` or `type` is
+/// missing, empty or malformed is skipped; if it could be the last level
+/// (its level unknown, or not below the chosen one), the last level is not
+/// known and no core complex is read. Either way noted.
+inline Result<std::pair<int, long long>> find_last_level_cache(SysfsReader& r, Topology& t) {
   std::string base = cpu_dir(t.online.first()) + "/cache/index";
   std::pair<int, long long> llc{-1, 0};
+  long long broken_level = -1;  // highest level among broken indexes; 16: unknown
+  std::string broken;
   std::string s;
   for (int k = 0; k < 32; ++k) {
-    std::string lrel = base + std::to_string(k) + "/level";
-    GPUAFF_TRY(bool have, r.get(lrel, s));
-    if (!have) break;
-    GPUAFF_TRY(long long level, r.integer(lrel, s, 1, 15));
-    std::string trel = base + std::to_string(k) + "/type";
-    GPUAFF_TRY(bool have_type, r.get(trel, s));
-    if (!have_type) return r.bad(Errc::not_found, trel, "is missing");
+    std::string dir = base + std::to_string(k) + "/";
+    GPUAFF_TRY(bool have, r.get(dir + "level", s));
+    if (!have) {
+      // The indexes are numbered from 0 without gaps: a missing `level` ends
+      // them, unless the directory is there (a broken index).
+      if (!r.is_directory(dir.substr(0, dir.size() - 1))) break;
+      broken_level = 16;
+      broken += (broken.empty() ? "" : ", ") + dir + "level (missing)";
+      continue;
+    }
+    auto level = r.integer(dir + "level", s, 1, 15);
+    GPUAFF_TRY(bool have_type, r.get(dir + "type", s));
     std::string_view type = trim(s);
-    if (type.empty()) return r.bad(Errc::parse_error, trel, "is empty");
-    if ((type == "Unified" || type == "Data") && level > llc.second) llc = {k, level};
+    bool data = type == "Unified" || type == "Data";
+    bool known = data || type == "Instruction";  // all the kernel writes (cacheinfo.c)
+    if (!level && known && !data) {
+      // An instruction cache is never the last level, whatever its level says.
+      broken += (broken.empty() ? "" : ", ") + dir + "level (malformed; a " + escape_control(type.substr(0, 16)) + " cache)";
+      continue;
+    }
+    if (!level || !known) {
+      broken_level = std::max(broken_level, level ? *level : 16);
+      broken += (broken.empty() ? "" : ", ") + dir +
+                (!level ? "level (malformed)" : !have_type ? "type (missing)" : type.empty() ? "type (empty)"
+                                                                                       : "type (malformed)");
+      continue;
+    }
+    if (data && *level > llc.second) llc = {k, *level};
   }
+  if (broken.empty()) return llc;
+  if (broken_level >= llc.second) {
+    t.notes.push_back("cache indexes unreadable: " + broken +
+                      "; the last-level cache is not known, so no core complex is read (core-complex binds the "
+                      "node's CPUs as one group)");
+    return std::pair<int, long long>{-1, 0};
+  }
+  t.notes.push_back("cache indexes unreadable: " + broken + "; ignored (none of them can be the last level)");
   return llc;
 }
 
-/// The groups of CPUs that share the last-level cache (core complexes).
+/// The groups of CPUs that share the last-level cache (core complexes). A
+/// group that does not name the CPU it was read for says nothing true about
+/// that level: the level is ignored (no core complex, noted).
 inline Result<void> read_cache_groups(SysfsReader& r, Topology& t) {
   GPUAFF_TRY(auto llc, find_last_level_cache(r, t));
   if (llc.first < 0) return {};
@@ -344,9 +408,18 @@ inline Result<void> read_cache_groups(SysfsReader& r, Topology& t) {
   for (int c : t.online) {
     if (covered.test(c)) continue;
     std::string dir = cpu_dir(c) + "/cache/index" + std::to_string(llc.first) + "/";
-    GPUAFF_TRY(auto file, r.list_or_mask(dir, {"shared_cpu_list", "shared_cpu_map"}, Empty::error, s));
+    GPUAFF_TRY(auto file, r.list_or_mask(dir, {"shared_cpu_list", "shared_cpu_map"}, Empty::allowed, s));
     if (!file) continue;  // this CPU lacks that cache: it is in no group
-    GPUAFF_TRY(CpuSet group, r.own_group(*file, c, t.online, covered, "cache group"));
+    CpuSet group = file->cpus & t.online;
+    if (!group.test(c)) {
+      t.core_complexes.clear();
+      t.notes.push_back(file->path + " does not name cpu" + std::to_string(c) + " itself (" +
+                        (group.empty() ? std::string("empty") : group.to_list()) + "): the L" +
+                        std::to_string(llc.second) + " cache is ignored, so no core complex is read (core-complex "
+                        "binds the node's CPUs as one group)");
+      return {};
+    }
+    GPUAFF_TRY(group, r.own_group(*file, c, t.online, covered, "cache group"));
     covered |= group;
     t.core_complexes.push_back(CacheGroup{static_cast<int>(llc.second), group});
   }
@@ -445,27 +518,70 @@ inline Result<void> align_distances(SysfsReader& r, Topology& t, const std::vect
   return {};
 }
 
-/// NUMA nodes from node/online (else node/possible): each node's CPUs and,
-/// with full detail, distances. No node directory at all: one node 0. Two
-/// nodes listing the same CPU are an error (source/validate.hpp); online CPUs
-/// in no node are noted.
-inline Result<void> read_nodes(SysfsReader& r, Topology& t, SysfsDetail detail) {
+/// Nodes that list exactly the same CPUs: a firmware table that gave one
+/// node's CPUs to several proximity domains (hwloc merges them too). The
+/// kernel never maps a CPU to two nodes, so they are read as one node, the
+/// lowest id; a device that names another of them is placed on that one
+/// (read_pci_device, through SysfsReader::node_aliases). Noted. A partial
+/// overlap has no such reading and stays an error (source/validate.hpp).
+inline void merge_identical_nodes(SysfsReader& r, Topology& t, std::vector<std::string>& cpu_files) {
+  for (std::size_t j = 1; j < t.nodes.size();) {
+    auto same = std::find_if(t.nodes.begin(), t.nodes.begin() + static_cast<std::ptrdiff_t>(j),
+                             [&](const NumaNode& n) { return !n.cpus.empty() && n.cpus == t.nodes[j].cpus; });
+    if (same == t.nodes.begin() + static_cast<std::ptrdiff_t>(j)) {
+      ++j;
+      continue;
+    }
+    std::size_t i = static_cast<std::size_t>(same - t.nodes.begin());
+    t.notes.push_back(cpu_files[j] + " lists the same CPUs as " + cpu_files[i] + " (" + t.nodes[j].cpus.to_list() +
+                      "): nodes " + std::to_string(t.nodes[i].id) + " and " + std::to_string(t.nodes[j].id) +
+                      " read as one node " + std::to_string(t.nodes[i].id) + ", where devices on node " +
+                      std::to_string(t.nodes[j].id) + " are placed");
+    r.found.node_aliases.emplace_back(t.nodes[j].id, t.nodes[i].id);
+    t.nodes.erase(t.nodes.begin() + static_cast<std::ptrdiff_t>(j));
+    cpu_files.erase(cpu_files.begin() + static_cast<std::ptrdiff_t>(j));
+  }
+}
+
+/// NUMA nodes from node/online (else node/possible, else the nodeN
+/// directories, noted): each node's CPUs. No node directory at all: one node
+/// 0. Nodes listing identical CPUs are merged (noted), a partial overlap is
+/// an error (source/validate.hpp); online CPUs in no node are noted. Returns
+/// where the node ids came from (for read_distances).
+inline Result<std::string> read_nodes(SysfsReader& r, Topology& t) {
   const std::string node(sysfs_node);
   std::string s;
   GPUAFF_TRY(int which, r.first_of({node + "online", node + "possible"}, s));
-  if (which < 0) {
-    if (r.is_directory("sys/devices/system/node"))
-      return r.bad(Errc::not_found, node + "online", "is missing (and so is node/possible)");
-    // CONFIG_NUMA=n (ia64, s390 and small kernels): one node holding every CPU and all memory.
-    t.nodes.push_back(NumaNode{0, t.online, {10}});
-    t.notes.push_back("sys/devices/system/node is missing (a kernel without NUMA): one node 0 holding every online "
-                      "CPU and all memory, distance 10");
-    return {};
+  bool empty_list = which >= 0 && trim(s).empty();
+  if (empty_list) {
+    // An empty list names no node, and every machine has one: read as missing.
+    t.notes.push_back(node + (which == 0 ? "online" : "possible") + " is empty: the nodes taken from the nodeN directories");
+    which = -1;
   }
-  bool from_possible = which == 1;
-  std::string lrel = node + (from_possible ? "possible" : "online");
-  GPUAFF_TRY(CpuSet ids, r.cpus(lrel, s, Form::list, Empty::error));
-  std::vector<std::string> distance_files;
+  CpuSet ids;
+  std::string lrel;
+  bool from_list = which >= 0;
+  if (from_list) {
+    lrel = node + (which == 0 ? "online" : "possible");
+    GPUAFF_TRY(ids, r.cpus(lrel, s, Form::list, Empty::error));
+  } else {
+    GPUAFF_TRY(auto dirs, node_directories(r));
+    if (dirs.empty()) {
+      if (r.is_directory("sys/devices/system/node"))
+        return r.bad(Errc::not_found, node + "online", "is missing, and so are node/possible and every nodeN directory");
+      // CONFIG_NUMA=n (ia64, s390 and small kernels): one node holding every CPU and all memory.
+      r.found.node_tree = false;
+      t.nodes.push_back(NumaNode{0, t.online, {10}});
+      t.notes.push_back("sys/devices/system/node is missing (a kernel without NUMA): one node 0 holding every online "
+                        "CPU and all memory, distance 10");
+      return std::string();
+    }
+    for (int id : dirs) ids.set(id);
+    lrel = "the nodeN directories of " + node.substr(0, node.size() - 1);
+    if (!empty_list) t.notes.push_back(node + "online and node/possible are missing (an older kernel): the nodes taken "
+                                       "from the nodeN directories (" + ids.to_list() + ")");
+  }
+  bool from_possible = which == 1 || !from_list;
   std::vector<std::string> cpu_files;
   for (int id : ids) {
     std::string dir = node + "node" + std::to_string(id) + "/";
@@ -474,25 +590,41 @@ inline Result<void> read_nodes(SysfsReader& r, Topology& t, SysfsDetail detail) 
       if (from_possible) continue;  // possible but absent node
       return r.bad(Errc::not_found, dir + "cpulist", "is missing (and so is cpumap), but ", lrel, " lists node ", id);
     }
-    NumaNode n{id, file->cpus & t.online, {}};
-    std::string drel = dir + "distance";
-    bool have = false;
-    if (detail == SysfsDetail::full) {
-      GPUAFF_TRY(have, r.get(drel, s));
-    }
-    if (have) {
-      GPUAFF_TRY(n.distances, parse_distances(r, drel, s));
-    }
-    distance_files.push_back(drel);
     cpu_files.push_back(file->path);
-    t.nodes.push_back(std::move(n));
+    t.nodes.push_back(NumaNode{id, file->cpus & t.online, {}});
   }
   if (t.nodes.empty()) return r.bad(Errc::parse_error, lrel, "names no node with a directory");
+  merge_identical_nodes(r, t, cpu_files);
   if (auto o = find_node_overlap(t.nodes))
     return r.bad(Errc::parse_error, cpu_files[o->second], "and ", r.shown(cpu_files[o->first]), ": ",
                  node_overlap_text(t.nodes, *o), "; record the tree again with `gpuaff record`");
-  if (CpuSet lost = cpus_in_no_node(t); !lost.empty()) t.notes.push_back(no_node_note(lost, node + "nodeN/cpulist"));
-  return align_distances(r, t, distance_files, lrel);
+  if (CpuSet lost = cpus_in_no_node(t); !lost.empty()) {
+    // Name the nodes that list no CPU: one of them likely lost its list.
+    std::string where = node + "nodeN/cpulist";
+    for (std::size_t i = 0; i < t.nodes.size(); ++i)
+      if (t.nodes[i].cpus.empty()) where += (where.back() == ')' ? ", " : " (empty: ") + cpu_files[i];
+    if (where.find(" (empty: ") != std::string::npos) where += ')';
+    t.notes.push_back(no_node_note(lost, where));
+  }
+  return lrel;
+}
+
+/// Each node's distances (node/nodeN/distance), aligned to Topology::nodes;
+/// `list_rel` is where read_nodes found the node ids. A node without the
+/// file leaves every node's distances empty (unknown).
+inline Result<void> read_distances(SysfsReader& r, Topology& t, const std::string& list_rel) {
+  if (list_rel.empty()) return {};  // no node tree: read_nodes set the one distance
+  std::vector<std::string> files;
+  std::string s;
+  for (auto& n : t.nodes) {
+    std::string drel = std::string(sysfs_node) + "node" + std::to_string(n.id) + "/distance";
+    GPUAFF_TRY(bool have, r.get(drel, s));
+    if (have) {
+      GPUAFF_TRY(n.distances, parse_distances(r, drel, s));
+    }
+    files.push_back(std::move(drel));
+  }
+  return align_distances(r, t, files, list_rel);
 }
 
 /// The allowed CPUs and memory nodes: live, the calling thread's affinity and
@@ -511,7 +643,12 @@ inline Result<void> read_allowed(SysfsReader& r, Topology& t) {
       } else if (auto m = status_field(s, "Cpus_allowed")) {
         GPUAFF_TRY(t.allowed, r.cpus(rel + " (Cpus_allowed)", *m, Form::mask, Empty::error));
         if (t.allowed.empty()) return r.bad(Errc::parse_error, rel, "Cpus_allowed is an empty mask");
+      } else {
+        t.notes.push_back(rel + " has no Cpus_allowed_list: the allowed CPUs taken to be every online CPU");
       }
+    } else {
+      t.notes.push_back(rel + " is missing: the allowed CPUs taken to be every online CPU, the allowed memory nodes "
+                        "unknown");
     }
   }
   // A recorded set may name every possible CPU (0-127 on a 16-CPU machine) or
@@ -612,7 +749,13 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology
     return std::optional<PciDevice>();
   }
   bool full = extra;
-  if (is_gpu_candidate_class(d.class_code) || extra) {
+  // The NVIDIA driver lists its GPUs by address: their vendor is known.
+  const auto& driver = r.found.driver_gpus;
+  bool nvidia_listed = driver && std::find(driver->begin(), driver->end(), addr) != driver->end();
+  if (nvidia_listed && is_gpu_candidate_class(d.class_code)) {
+    d.vendor = pci_vendor::nvidia;
+    full = full || d.is_gpu();
+  } else if (is_gpu_candidate_class(d.class_code) || extra) {
     GPUAFF_TRY(bool have, r.get(dir + "vendor", s));
     if (!have && extra) {
       // A --pci target is placed by its node and local CPUs; its vendor says nothing about that.
@@ -634,20 +777,25 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology
     GPUAFF_TRY(have_dev, r.get(dir + "device", s));
   }
   if (have_dev) {
-    GPUAFF_TRY(long long v, r.hex(dir + "device", s, 0xffff));
-    d.device = static_cast<std::uint16_t>(v);
+    // No binding depends on the device id (the extra devices are placed by
+    // node, the GPUs' ids feed a warning): an unreadable one is noted, not fatal.
+    auto v = r.hex(dir + "device", s, 0xffff);
+    if (v) d.device = static_cast<std::uint16_t>(*v);
+    else t.notes.push_back(dir + "device is malformed ('" + escape_control(trim(s).substr(0, 24)) + "'): device id 0");
   }
   GPUAFF_TRY(bool have_node, r.get(dir + "numa_node", s));
   if (have_node) {
     GPUAFF_TRY(long long v, r.integer(dir + "numa_node", s, -1, CpuSet::capacity - 1));
     d.numa_node = static_cast<int>(v);
+    for (const auto& [merged, into] : r.found.node_aliases)
+      if (d.numa_node == merged) d.numa_node = into;
   }
   // A tree without a node directory reads as one node 0 holding every CPU (a
   // kernel without NUMA, or a dump that left the directory out). A GPU or a
   // named device on a node above 0 says the machine has more nodes than that:
   // the recording lost its node tree, and node 0 (every CPU) is no device's
   // node then, so nothing can be bound right from it.
-  if (d.numa_node > 0 && (d.is_gpu() || extra) && !r.is_directory("sys/devices/system/node"))
+  if (d.numa_node > 0 && (d.is_gpu() || extra) && !r.found.node_tree)
     return r.bad(Errc::parse_error, dir + "numa_node", "names NUMA node ", d.numa_node,
                  ", but the tree has no sys/devices/system/node: the kernel that wrote it has NUMA, so the recording "
                  "lost its node tree and the device's CPUs are unknown; record the root again");
@@ -655,7 +803,10 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology
   // Binding detail: a known node places the device; local CPUs only help with -1.
   if (detail == SysfsDetail::full || d.numa_node < 0 || lost_node) {
     GPUAFF_TRY(auto local, r.list_or_mask(dir, {"local_cpulist", "local_cpus"}, Empty::allowed, s));
-    if (local) {
+    if (local && local->cpus.empty()) {
+      // The kernel gives a device without a node every CPU: an empty list says nothing.
+      t.notes.push_back(local->path + " is empty: the device's local CPUs are unknown");
+    } else if (local) {
       d.local_cpus = local->cpus & t.online;
       d.has_local_cpus = true;
     }
@@ -694,8 +845,9 @@ inline Result<void> read_pci(SysfsReader& r, Topology& t, const SysfsOptions& op
 /// sections 1 and 2). Entries that are not PCI addresses are skipped.
 inline Result<std::optional<std::vector<PciAddress>>> read_driver_gpus(SysfsReader& r) {
   using Out = std::optional<std::vector<PciAddress>>;
-  if (!r.is_directory(nvidia_driver_gpus)) return Out();
-  GPUAFF_TRY(auto names, r.list(nvidia_driver_gpus));
+  bool missing = false;
+  GPUAFF_TRY(auto names, r.list(nvidia_driver_gpus, &missing));
+  if (missing) return Out();
   return Out(driver_gpu_addresses(names));
 }
 
@@ -713,8 +865,9 @@ inline Result<void> read_nvidia_device_ids(SysfsReader& r, Topology& t, std::vec
     std::string rel = std::string(sysfs_pci) + "/" + std::string(g.pci.address.to_string().view()) + "/device";
     GPUAFF_TRY(bool have, r.get(rel, s));
     if (!have) continue;
-    GPUAFF_TRY(long long v, r.hex(rel, s, 0xffff));
-    g.pci.device = static_cast<std::uint16_t>(v);
+    auto v = r.hex(rel, s, 0xffff);
+    if (!v) continue;  // the ids only feed device_order_warning(): without one there is nothing to compare
+    g.pci.device = static_cast<std::uint16_t>(*v);
     for (auto& d : t.pci_devices)
       if (d.address == g.pci.address) d.device = g.pci.device;
   }
@@ -729,7 +882,7 @@ inline Result<void> read_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o
   std::optional<VisibleDevices> later;
   if (options.visible_later) later = options.visible_later->with_environment();
   bool want_uuids = options.detail == SysfsDetail::full || names_uuids(visible) || (later && names_uuids(*later));
-  GPUAFF_TRY(auto driver, read_driver_gpus(r));
+  const auto& driver = r.found.driver_gpus;
   std::vector<Gpu> all;
   std::string s;
   for (const auto& d : t.pci_devices) {
@@ -778,20 +931,67 @@ inline Result<Topology> SysfsSource::load() {
 
   Topology t;
   t.origin = std::string_view(options_.root);
-  GPUAFF_TRY_VOID(detail::read_online_cpus(r, t));
-  GPUAFF_TRY(auto core_index, detail::read_cores(r, t));
-  GPUAFF_TRY_VOID(detail::read_packages(r, t, core_index));
-  GPUAFF_TRY_VOID(detail::read_cache_groups(r, t));
-  GPUAFF_TRY_VOID(detail::read_nodes(r, t, options_.detail));
-  GPUAFF_TRY_VOID(detail::read_allowed(r, t));
+  const TopologyParts& needs = options_.needs;
   bool full = options_.detail == SysfsDetail::full;
+  // A part is read when the answer needs it, or with full detail; a part
+  // read only for full detail that fails is dropped with a note.
+  auto part = [&](bool needed, std::string_view what, auto&& read, auto&& clear) -> Result<void> {
+    if (!needed && !full) return {};
+    auto done = read();
+    if (done || needed) return done;
+    clear();
+    std::string note(what);
+    note += " left out (no answer asked for needs them): ";
+    note += done.error().message();
+    t.notes.push_back(std::move(note));
+    return {};
+  };
+  GPUAFF_TRY_VOID(detail::read_online_cpus(r, t));
+  std::vector<int> core_index;
+  GPUAFF_TRY_VOID(part(
+      needs.cores, "core siblings", [&]() -> Result<void> {
+        GPUAFF_TRY(core_index, detail::read_cores(r, t));
+        return {};
+      },
+      [&] {
+        t.cores.clear();
+        core_index.clear();
+      }));
+  GPUAFF_TRY_VOID(part(
+      needs.packages, "packages", [&] { return detail::read_packages(r, t, core_index); },
+      [&] {
+        t.packages.clear();
+        for (auto& c : t.cores) c.package = -1;
+      }));
+  GPUAFF_TRY_VOID(part(
+      needs.caches, "caches", [&] { return detail::read_cache_groups(r, t); }, [&] { t.core_complexes.clear(); }));
+  GPUAFF_TRY(std::string node_list, detail::read_nodes(r, t));
+  GPUAFF_TRY_VOID(part(
+      needs.distances, "node distances", [&] { return detail::read_distances(r, t, node_list); },
+      [&] {
+        for (auto& n : t.nodes) n.distances.clear();
+      }));
+  GPUAFF_TRY_VOID(detail::read_allowed(r, t));
+  bool nics = needs.nics || full;
   std::vector<std::pair<PciAddress, std::string>> network;
-  GPUAFF_TRY_VOID(detail::read_pci(r, t, options_, full ? &network : nullptr));
+  GPUAFF_TRY(r.found.driver_gpus, detail::read_driver_gpus(r));
+  GPUAFF_TRY_VOID(detail::read_pci(r, t, options_, nics ? &network : nullptr));
   GPUAFF_TRY_VOID(detail::read_gpus(r, t, options_));
-  if (full) {  // source/nics.hpp: what is near each GPU
-    GPUAFF_TRY_VOID(detail::read_nics(r, t, network));
-    GPUAFF_TRY_VOID(detail::read_gpu_memory_nodes(r, t));
-  }
+  // source/nics.hpp: what is near each GPU
+  GPUAFF_TRY_VOID(part(
+      needs.nics, "NICs and GPU memory nodes",
+      [&]() -> Result<void> {
+        auto nics_read = detail::read_nics(r, t, network);
+        return nics_read ? detail::read_gpu_memory_nodes(r, t) : nics_read;
+      },
+      [&] {
+        t.nics.clear();
+        for (auto* gpus : {&t.gpus, &t.host_gpus})
+          for (auto& g : *gpus) {
+            g.nics.clear();
+            g.memory_nodes.clear();
+          }
+      }));
   return t;
 }
 

@@ -13,12 +13,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/detail/fs.hpp"
 #include "gpuaff/detail/parse.hpp"
 #include "gpuaff/result.hpp"
+#include "gpuaff/topology.hpp"
 
 namespace gpuaff {
 inline namespace v0 {
@@ -60,6 +62,14 @@ class SysfsReader {
 
   int opened = 0;
   std::vector<std::string> read;
+  /// What earlier sections of the load found that later ones use.
+  struct Found {
+    /// Node ids read as another node (merged for listing the same CPUs), and that node's id.
+    std::vector<std::pair<int, int>> node_aliases;
+    bool node_tree = true;  ///< sys/devices/system/node exists
+    /// The NVIDIA driver's list of the process's GPUs (proc/driver/nvidia/gpus); nullopt: no such directory.
+    std::optional<std::vector<PciAddress>> driver_gpus;
+  } found;
 
   bool live() const { return dir_.live(); }
   /// Why a tar root could not be read (check before reading), or nullptr.
@@ -186,10 +196,11 @@ class SysfsReader {
     return dir_.resolver().resolve(rel, out) == 0 ? out : std::string();
   }
 
-  /// Lists a directory inside the root; a missing one is empty.
-  Result<std::vector<std::string>> list(std::string_view rel) {
+  /// Lists a directory inside the root; a missing one is empty (and sets `*missing`).
+  Result<std::vector<std::string>> list(std::string_view rel, bool* missing = nullptr) {
     std::vector<std::string> names;
     int e = dir_.list(rel, names);
+    if (missing != nullptr) *missing = e == ENOENT || e == ENOTDIR;
     if (e == ENOENT || e == ENOTDIR) names.clear();
     else if (e != 0)
       return unexpected(make_sys_error(Errc::io_error, e, shown(rel), ": cannot be listed (", errno_text(e), "); ", hint()));
