@@ -657,6 +657,31 @@ int main(int argc, char** argv) {
          std::to_string(fr.opened_full), std::to_string(complete),
          fmt("%.2fx", static_cast<double>(fr.opened_full) / complete), "(info)", ""},
         true, false);
+    // Row 2p: each policy's load reads the parts its answer needs (policy_needs,
+    // docs/contract.md section 1, "What each answer reads"). Its floor: what every
+    // answer needs (one cpulist per node, a numa_node per GPU, the PCI class
+    // reads, cpu/online, node/online, proc/self/status) plus, as it needs them,
+    // one read per core, two per package (its members, and its id: -1 means
+    // unknown, and unknown packages are one), one per LLC group and the 9-file
+    // cache probe.
+    for (gpuaff::PolicyKind kind : {gpuaff::PolicyKind::node, gpuaff::PolicyKind::socket, gpuaff::PolicyKind::exclusive,
+                                    gpuaff::PolicyKind::core_complex, gpuaff::PolicyKind::unique_contiguous}) {
+      gpuaff::TopologyParts needs = gpuaff::policy_needs(gpuaff::PolicySpec{.kind = kind});
+      gpuaff::SysfsOptions o = options_for(f.root);
+      o.needs = needs;
+      gpuaff::SysfsSource src(o);
+      if (!src.load()) die("cannot load " + f.root + " for policy " + std::string(gpuaff::to_string(kind)));
+      int policy_floor = f.nodes + f.gpus + f.pci_listed + 3 + (needs.cores ? f.cores : 0) +
+                         (needs.packages ? 2 * f.packages : 0) + (needs.caches ? f.llc + 9 : 0);
+      double r = static_cast<double>(src.files_opened()) / policy_floor;
+      bool node_on_h100 = kind == gpuaff::PolicyKind::node && f.name == "dgx-h100";
+      add(cfg,
+          {"2p", "files opened by a load for --policy " + std::string(gpuaff::to_string(kind)) + " of " + f.name +
+                     " vs its floor (what every answer reads + its parts)",
+           std::to_string(src.files_opened()), std::to_string(policy_floor), fmt("%.2fx", r),
+           node_on_h100 ? "<= 1.05x, <= 70 files" : "<= 1.05x", ""},
+          r <= 1.05 && (!node_on_h100 || src.files_opened() <= 70));
+    }
     xs_cores.push_back(f.cores);
     ys_files.push_back(fr.opened);
   }

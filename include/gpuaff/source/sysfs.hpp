@@ -10,26 +10,35 @@
 //
 // | file                                          | when read                         | if missing                                  |
 // |-----------------------------------------------|-----------------------------------|---------------------------------------------|
-// | cpu/online                                    | always                            | the fallback below (noted)                  |
+// | cpu/online                                    | always                            | the fallback below (noted; empty: the same) |
 // | cpu/present, then cpu/possible                | only when cpu/online is missing   | the cpuN directories; none: error           |
-// | cpu/cpuN/online                               | only when cpu/online is missing   | CPU counts as online (cpu0 has none)        |
+// | cpu/cpuN/online                               | only when cpu/online is missing   | CPU counts as online (cpu0 has none; empty: |
+// |                                               |                                   | online too, noted)                          |
 // | cpu/cpuN/topology/core_cpus_list              | first online CPU of each core     | thread_siblings_list, core_cpus,            |
-// |                                               |                                   | thread_siblings (masks); none: error        |
+// | (part: cores)                                 |                                   | thread_siblings (masks); none, and no other |
+// |                                               |                                   | CPU's list names it: a core of its own      |
+// |                                               |                                   | (noted)                                     |
 // | cpu/cpuN/topology/physical_package_id         | first online CPU of each package  | -1: package unknown (noted; see            |
 // |                                               |                                   | read_packages)                              |
 // | cpu/cpuN/topology/package_cpus_list           | same                              | core_siblings_list, package_cpus,           |
 // |                                               |                                   | core_siblings; none: package id per core    |
-// | cpu/cpuF/cache/indexK/{level,type}            | F = first online CPU, K = 0,1,..  | no `level`: end of the caches (none at all: |
-// |                                               |                                   | no core complexes); `type` missing: error   |
+// | cpu/cpuF/cache/indexK/{level,type}            | F = first online CPU, K = 0,1,..  | no `level` nor index directory: end of the  |
+// | (part: caches)                                |                                   | caches (none at all: no core complexes); a  |
+// |                                               |                                   | broken level or type: index skipped; if it  |
+// |                                               |                                   | could be the last level, no core complex    |
+// |                                               |                                   | (noted)                                     |
 // | cpu/cpuN/cache/indexL/shared_cpu_list         | L = last-level Unified/Data cache | shared_cpu_map; none: cpuN is in no cache   |
-// |                                               | of cpuF; first CPU of each group  | group (optional)                            |
+// |                                               | of cpuF; first CPU of each group  | group; not naming cpuN: level ignored, no   |
+// |                                               |                                   | core complex (noted)                        |
 // | node/online                                   | always                            | node/possible (nodes without a directory    |
-// |                                               |                                   | are then skipped); no node directory at     |
-// |                                               |                                   | all (CONFIG_NUMA off): one node 0 holding   |
-// |                                               |                                   | every online CPU, distance 10 (noted);      |
-// |                                               |                                   | directory but no list: error                |
+// |                                               |                                   | are then skipped), else (or empty) the      |
+// |                                               |                                   | nodeN directories (noted); no node          |
+// |                                               |                                   | directory at all (CONFIG_NUMA off): one     |
+// |                                               |                                   | node 0 holding every online CPU, distance   |
+// |                                               |                                   | 10 (noted). Nodes listing the same CPUs:    |
+// |                                               |                                   | one node (noted)                            |
 // | node/nodeN/cpulist                            | each node                         | cpumap; none: error. Empty: memory-only     |
-// | node/nodeN/distance                           | each node                         | distances left empty (optional). A row of   |
+// | node/nodeN/distance (part: distances)         | each node                         | distances left empty (optional). A row of   |
 // |                                               |                                   | one entry per node/possible node or node    |
 // |                                               |                                   | directory: picked by node id (noted)        |
 // | proc/self/status                              | always (live: Mems_allowed only)  | recording: allowed = online CPUs, mems      |
@@ -40,14 +49,22 @@
 // | pci/DEV/class                                 | every device                      | device skipped (error if in extra_pci);     |
 // |                                               |                                   | noted if `vendor` names a GPU vendor        |
 // | pci/DEV/vendor                                | display or accelerator (0x1200)   | not a GPU, skipped (noted); an extra_pci    |
-// |                                               | class devices, extra_pci          | device reads as vendor 0 (noted)            |
+// |                                               | class devices, extra_pci; not for | device reads as vendor 0 (noted)            |
+// |                                               | GPUs the NVIDIA driver lists      |                                             |
 // | pci/DEV/{device,numa_node}                    | GPUs and extra_pci devices        | device 0; numa_node -1                      |
-// | pci/DEV/local_cpulist                         | GPUs and extra_pci devices        | local_cpus; none: has_local_cpus = false    |
+// | pci/DEV/local_cpulist                         | GPUs and extra_pci devices        | local_cpus; none (or empty, noted):         |
+// |                                               |                                   | has_local_cpus = false                      |
 // |                                               |                                   | (and an error if numa_node names a node the |
 // |                                               |                                   | tree lacks: the device is placed by it)     |
 // | proc/driver/nvidia/gpus (directory listing)   | always                            | every NVIDIA GPU is the process's           |
 // | proc/driver/nvidia/gpus/BDF/information       | NVIDIA GPUs                       | no UUID                                     |
 // | NICs, their names, GPU numa_status            | SysfsDetail::full only            | source/nics.hpp has its own table           |
+//
+// Parts (SysfsOptions::needs, TopologyParts): cores, packages, caches,
+// distances and NICs are read only when the answer needs them with
+// SysfsDetail::binding; with SysfsDetail::full every part is read, and one the
+// answer does not need that fails is left out with a note (docs/contract.md
+// section 1, "What each answer reads").
 //
 // When proc/driver/nvidia/gpus exists, an NVIDIA GPU it does not list is not the
 // process's (a container given some of the host's GPUs): it stays in host_gpus,
