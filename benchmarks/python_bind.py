@@ -19,6 +19,26 @@ in Debian's torch 1.13, so its figures on the same root are quoted from
 gpuaff's issue tracker, where they were measured in-process: node 0.32 ms,
 socket 1.05 ms, exclusive 11.6 ms, core-complex 96.5 ms, 7,248 files opened
 for 8 GPUs. They are not measured here.
+
+A second table measures that comparison on every run instead, in one process:
+every GPU of the DGX H100 root planned side by side, per mode, by
+  reader   a reader of exactly the files each PyTorch mode reads, written here
+           from the modes' semantics (../shared/REFERENCE.md in the project's
+           brief; not PyTorch's code): the GPU's numa_node (-1 -> 0) and its
+           node's cpulist; socket: + node/possible, each possible node's
+           cpulist and the physical_package_id of its lowest CPU; exclusive:
+           + every GPU's numa_node and each node CPU's thread_siblings_list;
+           core-complex: + every GPU's numa_node and, per node CPU, its cache
+           indexes' level and type and the last level's shared_cpu_list. The
+           GPUs' PCI addresses are given (PyTorch asks CUDA for them), which
+           flatters it; os.sched_getaffinity is called per plan as PyTorch
+           does, the root's online CPUs standing for the allowed set.
+  per call gpuaff.plan(gpu=g, root=..., policy=P): each call reads what its
+           answer needs (docs/contract.md section 1, "What each answer reads")
+  loaded   m = gpuaff.load(root=...) once, then m.plan(gpu=g, policy=P)
+  load+8   gpuaff.load() and the 8 plans, the load counted
+Medians of interleaved rounds (wall time, perf_counter); the answers of the
+reader and of gpuaff are compared first and must agree.
 """
 import json
 import os
@@ -46,6 +66,155 @@ stop.set()
 for t in threads: t.join()
 print(json.dumps({"import": t1 - t0, "plan": t2 - t1, "apply": t3 - t2, "cpus": plan.cpulist}))
 """
+
+
+# ---- the PyTorch-equivalent reader (semantics of ../shared/REFERENCE.md) -------------
+
+
+def _read(root, rel):
+    with open(os.path.join(root, rel)) as f:
+        return f.read()
+
+
+def _cpulist(text):
+    out = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+class Reader:
+    """What PyTorch's numa binding reads, per mode, for GPU g (bus ids given)."""
+
+    def __init__(self, root, bdfs, allowed):
+        self.root, self.bdfs, self.allowed = root, bdfs, allowed
+
+    def node_of(self, g):
+        n = int(_read(self.root, "sys/bus/pci/devices/%s/numa_node" % self.bdfs[g]))
+        return 0 if n < 0 else n
+
+    def allowed_of(self, node):
+        os.sched_getaffinity(0)
+        return _cpulist(_read(self.root, "sys/devices/system/node/node%d/cpulist" % node)) & self.allowed
+
+    def package_of(self, cpu):
+        return int(_read(self.root, "sys/devices/system/cpu/cpu%d/topology/physical_package_id" % cpu))
+
+    def peers(self, g):
+        nodes = [self.node_of(i) for i in range(len(self.bdfs))]
+        same = [i for i in range(len(self.bdfs)) if nodes[i] == nodes[g]]
+        return nodes[g], same.index(g), len(same)
+
+    def node(self, g):
+        return self.allowed_of(self.node_of(g))
+
+    def socket(self, g):
+        mine = self.allowed_of(self.node_of(g))
+        s = self.package_of(min(mine))
+        out = set()
+        for n in sorted(_cpulist(_read(self.root, "sys/devices/system/node/possible"))):
+            cpus = self.allowed_of(n)
+            if cpus and self.package_of(min(cpus)) == s:
+                out |= cpus
+        return out
+
+    def exclusive(self, g):
+        node, r, d = self.peers(g)
+        cpus = self.allowed_of(node)
+        cores = {}
+        for c in sorted(cpus):
+            sib = _cpulist(_read(self.root, "sys/devices/system/cpu/cpu%d/topology/thread_siblings_list" % c)) & cpus
+            cores.setdefault(min(sib), sib)
+        keys = sorted(cores)
+        per, extra = divmod(len(keys), d)
+        if per < 1:
+            raise RuntimeError("only %d physical cores on node %d but %d GPUs" % (len(keys), node, d))
+        start = r * per + min(r, extra)
+        out = set()
+        for k in keys[start:start + per + (1 if r < extra else 0)]:
+            out |= cores[k]
+        return out
+
+    def last_level(self, c):
+        best, best_level, k = None, 0, 0
+        base = "sys/devices/system/cpu/cpu%d/cache/index" % c
+        while os.path.exists(os.path.join(self.root, base + "%d/level" % k)):
+            level = int(_read(self.root, base + "%d/level" % k))
+            kind = _read(self.root, base + "%d/type" % k).strip()
+            if kind in ("Unified", "Data") and level > best_level:
+                best, best_level = k, level
+            k += 1
+        return None if best is None else _cpulist(_read(self.root, base + "%d/shared_cpu_list" % best))
+
+    def core_complex(self, g):
+        node, r, _ = self.peers(g)
+        cpus = self.allowed_of(node)
+        groups = {}
+        for c in sorted(cpus):
+            llc = self.last_level(c) or {c}
+            groups.setdefault(min(llc), set()).add(c)
+        order = sorted(groups, key=lambda k: (-len(groups[k]), k))
+        return groups[order[r % len(order)]]
+
+
+MODES = ["node", "socket", "exclusive", "core-complex"]
+
+
+def side_by_side(build, rounds):
+    import time
+
+    sys.path.insert(0, os.path.join(build, "python"))
+    import gpuaff
+
+    root = os.path.join(build, "fixtures", "dgx-h100")
+    bdfs = [g["pci"] for g in gpuaff.gpus(root=root)]
+    allowed = _cpulist(_read(root, "sys/devices/system/cpu/online"))
+    reader = Reader(root, bdfs, allowed)
+    gpus = range(len(bdfs))
+    machine = gpuaff.load(root=root)
+
+    def run_reader(mode):
+        f = getattr(reader, mode.replace("-", "_"))
+        return [sorted(f(g)) for g in gpus]
+
+    def run_per_call(mode):
+        return [sorted(gpuaff.plan(gpu=g, root=root, policy=mode).cpus) for g in gpus]
+
+    def run_loaded(mode):
+        return [sorted(machine.plan(gpu=g, policy=mode).cpus) for g in gpus]
+
+    def run_load_and_plan(mode):
+        m = gpuaff.load(root=root)
+        return [sorted(m.plan(gpu=g, policy=mode).cpus) for g in gpus]
+
+    ways = [("reader", run_reader), ("per call", run_per_call), ("loaded", run_loaded), ("load+8", run_load_and_plan)]
+    for mode in MODES:
+        want = run_reader(mode)
+        for name, way in ways[1:]:
+            if way(mode) != want:
+                sys.exit("python_bind.py: %s and the PyTorch-equivalent reader disagree on %s" % (name, mode))
+    times = {(m, w): [] for m in MODES for w, _ in ways}
+    for r in range(rounds):
+        for i in range(len(ways)):
+            name, way = ways[(i + r) % len(ways)]
+            for mode in MODES:
+                t0 = time.perf_counter()
+                way(mode)
+                times[(mode, name)].append(time.perf_counter() - t0)
+    print()
+    print("| P | %d GPUs of dgx-h100 planned in one process, per mode (median of %d interleaved rounds, wall) | "
+          "PyTorch-equivalent reader | gpuaff.plan per call | ratio | gpuaff loaded: 8 x Machine.plan | ratio | "
+          "gpuaff.load + 8 plans | target | verdict |" % (len(bdfs), rounds))
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for mode in MODES:
+        med = {w: statistics.median(times[(mode, w)]) * 1e3 for w, _ in ways}
+        per, loaded = med["reader"] / med["per call"], med["reader"] / med["loaded"]
+        verdict = "holds" if per > 1 and loaded > 1 else "DOES NOT HOLD"
+        print("| P | %s | %.3f ms | %.3f ms | %.2fx faster | %.3f ms | %.1fx faster | %.3f ms | faster, per call and "
+              "loaded | %s |" % (mode, med["reader"], med["per call"], per, med["loaded"], loaded, med["load+8"], verdict))
 
 
 def main():
@@ -77,6 +246,7 @@ def main():
         quoted = "%.2f ms" % QUOTED_PYTORCH_MS[p] if p in QUOTED_PYTORCH_MS else "-"
         print("| P | %s (GPU 7: %s) | %.2f ms | %.2f ms | %.3f ms | %.2f ms | %s |"
               % (p, samples[p][0]["cpus"], med["import"], med["plan"], med["apply"], total, quoted))
+    side_by_side(build, max(rounds, 21))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from ._errors import (  # noqa: F401  (the public exception classes)
     Unsupported,
 )
 from . import _gpuaff
-from ._gpuaff import Plan, thread_affinity  # noqa: F401
+from ._gpuaff import Machine, Plan, thread_affinity  # noqa: F401
 
 _gpuaff._register_errors(_errors.BY_CODE)
 
@@ -60,6 +60,22 @@ def plan(**options):
     value raises InvalidArgument.
     """
     return _gpuaff.plan(**options)
+
+
+def load(**source):
+    """The machine, read once: plan many GPUs and policies from it.
+
+    Takes the keywords that name the machine (``root=``, ``topology=``,
+    ``source=``, ``hwloc_xml=``, ``visible_devices=``; none: this machine),
+    ``pci=`` for a device that is not a GPU, and ``unreachable=``,
+    ``nic_env=``, ``mem_nodes=`` when plans will use them (they need parts of
+    the machine a plain load leaves out). ``Machine.plan(**options)`` then
+    takes the other keywords of ``plan()`` and reads nothing::
+
+        m = gpuaff.load(root="fixtures/dgx-h100")
+        plans = [m.plan(gpu=g, policy="exclusive") for g in range(len(m.gpus))]
+    """
+    return _gpuaff.load(**source)
 
 
 def gpus(**source):

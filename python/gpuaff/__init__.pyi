@@ -17,7 +17,7 @@ from ._errors import (
     UnknownLocality as UnknownLocality,
     Unsupported as Unsupported,
 )
-from ._gpuaff import Plan as Plan, thread_affinity as thread_affinity
+from ._gpuaff import Machine as Machine, Plan as Plan, thread_affinity as thread_affinity
 
 __version__: str
 OPTIONS: tuple[str, ...]
@@ -32,6 +32,18 @@ def gpus(
     source: Optional[str] = ...,
     visible_devices: Optional[str] = ...,
 ) -> list[dict[str, Any]]: ...
+def load(
+    *,
+    root: Optional[str] = ...,
+    topology: Optional[str] = ...,
+    source: Optional[str] = ...,
+    hwloc_xml: Optional[str] = ...,
+    visible_devices: Optional[str] = ...,
+    pci: Optional[str] = ...,
+    unreachable: Optional[str] = ...,
+    nic_env: Optional[bool] = ...,
+    mem_nodes: Optional[str] = ...,
+) -> Machine: ...
 def local_rank() -> int: ...
 def local_size() -> Optional[int]: ...
 def reapply() -> Plan: ...

@@ -127,10 +127,18 @@ std::string text_of(const OptionInfo& o, py::handle v) {
 /// The options the keywords name; None leaves an option at its default.
 /// Errors (InvalidArgument): an unknown keyword, a value of the wrong type,
 /// and every check of set_option and check_options.
-LaunchOptions options_of(const py::kwargs& kw, std::initializer_list<std::string_view> only = {}) {
+/// The keywords that name the machine: gpuaff.load() takes them, Machine.plan() does not.
+bool names_machine(std::string_view k) {
+  return k == "root" || k == "topology" || k == "source" || k == "hwloc_xml" || k == "visible_devices";
+}
+
+LaunchOptions options_of(const py::kwargs& kw, std::initializer_list<std::string_view> only = {},
+                         bool plan_of_loaded = false) {
   LaunchOptions o;
   for (auto [key, value] : kw) {
     std::string k = key.cast<std::string>();
+    if (plan_of_loaded && names_machine(k))
+      usage(k + "= belongs to gpuaff.load(); a loaded machine plans with the other keywords");
     const OptionInfo* row = find_option(k);
     bool allowed = only.size() == 0 || std::find(only.begin(), only.end(), k) != only.end();
     if (row == nullptr || !takes_python(*row) || !allowed) {
@@ -155,6 +163,20 @@ struct Plan {
 
   std::string memory_words() const { return std::string(name_of(membind_choices, plan.membind)); }
 };
+
+/// The visible GPUs, one dict each (gpuaff.gpus(), Machine.gpus).
+py::list gpu_dicts(const Topology& topo) {
+  py::list out;
+  for (const Gpu& g : topo.gpus) {
+    py::dict d;
+    d["index"] = g.index;
+    d["pci"] = std::string(g.address().to_string().view());
+    d["numa_node"] = g.numa_node();
+    d["uuid"] = g.uuid.empty() ? py::object(py::none()) : py::object(py::str(detail::escape_control(g.uuid.view())));
+    out.append(d);
+  }
+  return out;
+}
 
 py::set set_of(const CpuSet& s) {
   py::set out;
@@ -384,6 +406,55 @@ PYBIND11_MODULE(_gpuaff, m) {
       },
       "The binding the keywords name (see gpuaff.plan).");
 
+  py::class_<LoadedMachine>(m, "Machine",
+                            "A machine read once (gpuaff.load): plan any visible GPU with any policy from it, "
+                            "reading nothing more.")
+      .def(
+          "plan",
+          [](const LoadedMachine& lm, const py::kwargs& kw) {
+            LaunchOptions o = options_of(kw, {}, true);
+            o.machine = lm.options.machine;
+            o.visible_devices = lm.options.visible_devices;
+            if (!o.gpu && !o.pci && !o.local_rank) usage("name the device: gpu=N, pci='BDF' or local_rank=True");
+            Result<LaunchPlan> made = Unexpected(Error());
+            LaunchStage stage = LaunchStage::plan;
+            {
+              py::gil_scoped_release nogil;
+              made = gpuaff::plan(lm, o, process_environment(), &stage);
+            }
+            if (!made) raise(made.error(), usage_mistake(made.error(), stage));
+            return Plan{std::move(*made), std::move(o)};
+          },
+          "The binding the keywords name, as gpuaff.plan() gives it, from this machine.")
+      .def_property_readonly("gpus", [](const LoadedMachine& lm) { return gpu_dicts(lm.topo); },
+                             "the visible GPUs, as gpuaff.gpus() lists them")
+      .def_property_readonly("notes", [](const LoadedMachine& lm) {
+        std::vector<std::string> out;
+        for (const auto& n : lm.topo.notes) out.push_back(python_text(n));
+        return out;
+      }, "what the reader assumed where the machine did not say (gpuaff topo's notes)")
+      .def_property_readonly("origin", [](const LoadedMachine& lm) { return python_text(lm.topo.origin.view()); })
+      .def("__repr__", [](const LoadedMachine& lm) {
+        return "<gpuaff.Machine " + python_text(lm.topo.origin.view()) + ": " + std::to_string(lm.topo.gpus.size()) +
+               " GPUs, " + std::to_string(lm.topo.online.count()) + " CPUs>";
+      });
+
+  m.def(
+      "load",
+      [](const py::kwargs& kw) {
+        LaunchOptions o = options_of(kw, {"root", "topology", "source", "hwloc_xml", "visible_devices", "pci",
+                                          "unreachable", "nic_env", "mem_nodes"});
+        Result<LoadedMachine> loaded = Unexpected(Error());
+        LaunchStage stage = LaunchStage::machine;
+        {
+          py::gil_scoped_release nogil;
+          loaded = load_for_plans(o, process_environment(), python_readers(), &stage);
+        }
+        if (!loaded) raise(loaded.error(), usage_mistake(loaded.error(), stage));
+        return std::move(*loaded);
+      },
+      "The machine the keywords name, read once (see gpuaff.load).");
+
   m.def(
       "check_apply",
       [](const py::kwargs& kw) {
@@ -403,16 +474,7 @@ PYBIND11_MODULE(_gpuaff, m) {
           topo = load(o, process_environment(), python_readers(), SysfsDetail::full, &stage, TopologyParts::none());
         }
         if (!topo) raise(topo.error(), usage_mistake(topo.error(), stage));
-        py::list out;
-        for (const Gpu& g : topo->gpus) {
-          py::dict d;
-          d["index"] = g.index;
-          d["pci"] = std::string(g.address().to_string().view());
-          d["numa_node"] = g.numa_node();
-          d["uuid"] = g.uuid.empty() ? py::object(py::none()) : py::object(py::str(detail::escape_control(g.uuid.view())));
-          out.append(d);
-        }
-        return out;
+        return gpu_dicts(*topo);
       },
       "The visible GPUs of the machine the keywords name (root=, topology=, visible_devices=).");
 

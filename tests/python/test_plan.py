@@ -235,3 +235,38 @@ def test_empty_and_nul_strings_are_refused_as_the_cli_refuses_them(clean_env, kw
     with pytest.raises(gpuaff.InvalidArgument):
         gpuaff.plan(gpu=0, **kw) if "pci" not in kw else gpuaff.plan(**kw)
 
+
+
+def test_loaded_machine_plans_every_gpu_and_policy(clean_env):
+    # One gpuaff.load() of the DGX H100 root, then every GPU under several
+    # policies. DGX H100 (fixtures/README.md): GPUs 0-3 on node 0 (CPUs 0-55 and
+    # their siblings 112-167), GPUs 4-7 on node 1 (56-111, 168-223). node: the
+    # GPU's node; exclusive: the node's 56 cores split 4 ways, 14 each, GPU 3 the
+    # last quarter (cores 42-55 and their siblings).
+    m = gpuaff.load(root=DGX_H100)
+    assert [g["index"] for g in m.gpus] == list(range(8))
+    assert m.plan(gpu=3).cpulist == "0-55,112-167"
+    assert m.plan(gpu=5, policy="node").cpulist == "56-111,168-223"
+    assert m.plan(gpu=3, policy="exclusive").cpulist == "42-55,154-167"
+    # The same answers as a plan that reads the root itself, for every GPU and policy.
+    for policy in ("node", "socket", "exclusive", "core-complex", "unique-contiguous", "single-unique"):
+        for g in range(8):
+            assert m.plan(gpu=g, policy=policy).cpus == gpuaff.plan(gpu=g, root=DGX_H100, policy=policy).cpus
+
+
+def test_loaded_machine_refuses_what_belongs_to_the_load(clean_env):
+    m = gpuaff.load(root=DGX_H100)
+    with pytest.raises(gpuaff.InvalidArgument, match="root= belongs to gpuaff.load"):
+        m.plan(gpu=0, root=DGX_H100)
+    with pytest.raises(gpuaff.InvalidArgument, match="visible_devices= belongs to gpuaff.load"):
+        m.plan(gpu=0, visible_devices="1")
+    # NIC variables need the NICs, which a plain load leaves out.
+    with pytest.raises(gpuaff.InvalidArgument, match="nic_env"):
+        m.plan(gpu=0, nic_env=True)
+    # A plan option is not a load option.
+    with pytest.raises(gpuaff.InvalidArgument, match="unknown option 'policy'"):
+        gpuaff.load(root=DGX_H100, policy="node")
+    # The visibility list given to the load stays: GPU 0 is the host's GPU 6.
+    v = gpuaff.load(root=DGX_H100, visible_devices="6,7")
+    assert len(v.gpus) == 2
+    assert v.plan(gpu=0).cpulist == "56-111,168-223"

@@ -218,6 +218,75 @@ inline Result<std::vector<LaunchPlan>> plan_every_gpu(const LaunchOptions& o,
   return plans;
 }
 
+/// A machine read once to plan many devices and policies from (Python's
+/// gpuaff.load()): the visible GPUs selected, every part a policy reads, and
+/// the cgroup cpuset. Plans from it read nothing more.
+struct LoadedMachine {
+  Topology topo;
+  TopologyParts parts;               ///< the parts read: a plan needing another is refused
+  LaunchOptions options;             ///< what it was loaded with (the machine, visibility, pci)
+  std::optional<CgroupCpuset> cgroup;  ///< nullopt: none (a JSON or XML file), or unreadable
+  std::string cgroup_error;          ///< why the cgroup cpuset could not be read, if it could not
+};
+
+/// Reads the machine `o` names once, with every part a policy reads (and the
+/// distances, NICs and GPU memory nodes when `o` asks for them).
+/// Errors: those of load() (LaunchStage::options, machine, device, visibility).
+inline Result<LoadedMachine> load_for_plans(const LaunchOptions& o, const Environment& env = process_environment(),
+                                          const Readers& readers = {}, LaunchStage* failed_at = nullptr) {
+  LoadedMachine m;
+  m.parts = TopologyParts::policies() | plan_needs(o);
+  GPUAFF_TRY(m.topo, load(o, env, readers, plan_detail(o), failed_at, m.parts));
+  m.options = o;
+  if (o.machine.topology.empty() && o.machine.hwloc_xml.empty()) {
+    auto cgroup = read_cgroup_cpuset(o.machine.root_or_live());
+    if (cgroup) m.cgroup = std::move(*cgroup);
+    else m.cgroup_error = std::string(cgroup.error().message());
+  }
+  return m;
+}
+
+/// The plan of the device `o` names on a loaded machine: the options of the
+/// plan only (policy, device, job, memory); the machine, its visibility list
+/// and the devices were given to load_for_plans().
+/// Errors: Errc::invalid_argument (LaunchStage::options) when `o` names
+/// another machine or visibility list, or needs a part that was not read;
+/// those of launch_request() and make_plan().
+inline Result<LaunchPlan> plan(const LoadedMachine& m, const LaunchOptions& o,
+                               const Environment& env = process_environment(), LaunchStage* failed_at = nullptr) {
+  if (auto ok = check_options(o); !ok) return detail::staged(ok.error(), LaunchStage::options, failed_at);
+  const MachineSource& a = o.machine;
+  const MachineSource& b = m.options.machine;
+  if (a.root != b.root || a.topology != b.topology || a.hwloc_xml != b.hwloc_xml || a.reader != b.reader ||
+      o.visible_devices != m.options.visible_devices)
+    return detail::staged(make_error(Errc::invalid_argument, "a plan from a loaded machine takes no root, topology, "
+                                     "source, hwloc_xml or visible_devices: they belong to the load"),
+                          LaunchStage::options, failed_at);
+  TopologyParts needs = plan_needs(o);
+  if ((needs | m.parts) != m.parts)
+    return detail::staged(make_error(Errc::invalid_argument, "this plan needs ",
+                                     needs.distances && !m.parts.distances ? "the node distances (unreachable=nearest)"
+                                                                           : "the NICs (nic_env, mem_nodes=gpu)",
+                                     ", which the machine was loaded without; pass the same option to the load"),
+                          LaunchStage::options, failed_at);
+  auto request = launch_request(o, env);
+  if (!request) return detail::staged(request.error(), LaunchStage::options, failed_at);
+  if (o.baseline == Baseline::cgroup && !m.cgroup)
+    return detail::staged(make_error(Errc::io_error, "baseline=cgroup: ",
+                                     m.cgroup_error.empty() ? std::string("the machine was read from a file, which "
+                                                                          "carries no cgroup")
+                                                            : m.cgroup_error),
+                          LaunchStage::machine, failed_at);
+  request->cgroup = m.cgroup;
+  if (o.pci && m.topo.find_pci(*o.pci) == nullptr)
+    return detail::staged(make_error(Errc::not_found, "PCI device ", o.pci->to_string(), " was not read with the "
+                                     "machine (only GPUs and the device named by pci= at the load are)"),
+                          LaunchStage::device, failed_at);
+  auto p = make_plan(m.topo, *request);
+  if (!p) return detail::staged(p.error(), LaunchStage::plan, failed_at);
+  return p;
+}
+
 /// The checks of a plan that is to be applied (exec, Python's bind): a
 /// memory node choice needs a memory policy to act on.
 /// Errors: Errc::invalid_argument.
