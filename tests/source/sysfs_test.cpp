@@ -1,4 +1,6 @@
 // SysfsSource on small trees shaped like real machines.
+#include <cerrno>
+
 #include <gpuaff/source/sysfs.hpp>
 
 #include "source/tree.hpp"
@@ -372,6 +374,36 @@ TEST_CASE("symlinks are resolved inside the root: absolute targets are re-rooted
     CHECK(topo.gpus[0].numa_node() == 1);
     CHECK(topo.gpus[1].pci.vendor == gpuaff::pci_vendor::amd);
   }
+}
+
+TEST_CASE("user-space resolution: a folder swapped for a link after it was resolved is not followed out") {
+  // RootResolver resolves a folder once and caches it; the open then walks the
+  // resolved path from the root's descriptor without following links. A folder
+  // replaced by a link to outside the root between the two (here: after the
+  // first read, so the cache holds the old answer) fails the open instead of
+  // reading the outside file.
+  UserSpaceResolution mode(true);
+  TempTree t;
+  t.write("sys/a/b/file", "inside\n");
+  TempTree outside;
+  outside.write("b/file", "outside\n");
+  gpuaff::detail::RootDir dir(t.root(), false);
+  std::string out;
+  REQUIRE(dir.read("sys/a/b/file", out) == 0);
+  CHECK(out == "inside\n");
+  t.remove("sys/a");
+  t.link("sys/a", outside.root());
+  int err = dir.read("sys/a/b/file", out);
+  CHECK((err == ENOTDIR || err == ELOOP));
+  CHECK(out.find("outside") == std::string::npos);
+  // A file swapped for a link to outside is resolved again, inside the root: missing there.
+  t.remove("sys/a");
+  t.write("sys/a/b/file", "inside\n");
+  REQUIRE(dir.read("sys/a/b/file", out) == 0);
+  t.remove("sys/a/b/file");
+  t.link("sys/a/b/file", outside.path("b/file"));
+  CHECK(dir.read("sys/a/b/file", out) == ENOENT);
+  CHECK(out.find("outside") == std::string::npos);
 }
 
 TEST_CASE("a symlink loop is an error naming the file, not a hang") {

@@ -673,26 +673,54 @@ class RootDir {
 
   // RootResolver's way: the directory part resolved (and cached), the last
   // component opened without following it; only if it is a symlink is the
-  // whole path resolved.
+  // whole path resolved. Each open walks the resolved path from the root's
+  // descriptor without following any link (open_beneath), so a component
+  // swapped for a link after it was resolved fails the open instead of
+  // leading out of the root.
   int open_resolved(std::string_view rel, int flags, int& fd) {
     std::string path;
     if ((flags & O_DIRECTORY) != 0) {
       int err = resolver_.resolve(rel, path);
       if (err != 0) return err;
-      fd = ::open(resolver_.host_path(path).c_str(), flags | O_CLOEXEC);
-      return fd >= 0 ? 0 : errno;
+      return open_beneath(path, flags, fd);
     }
     std::size_t slash = rel.rfind('/');
     int err = resolver_.resolve_dir(slash == std::string_view::npos ? std::string_view{} : rel.substr(0, slash), path);
     if (err != 0) return err;
     if (!path.empty()) path += '/';
     path += slash == std::string_view::npos ? rel : rel.substr(slash + 1);
-    fd = ::open(resolver_.host_path(path).c_str(), flags | O_CLOEXEC | O_NOFOLLOW);
-    if (fd >= 0 || errno != ELOOP || (flags & O_NOFOLLOW) != 0) return fd >= 0 ? 0 : errno;
+    err = open_beneath(path, flags, fd);
+    if (err != ELOOP || (flags & O_NOFOLLOW) != 0) return err;
     err = resolver_.resolve(rel, path);  // the file itself is a symlink: resolve it inside the root
     if (err != 0) return err;
-    fd = ::open(resolver_.host_path(path).c_str(), flags | O_CLOEXEC);
-    return fd >= 0 ? 0 : errno;
+    return open_beneath(path, flags, fd);
+  }
+
+  // Opens a root-relative path that holds no symlink and no "..", one
+  // component at a time from the root's descriptor with O_NOFOLLOW: the open
+  // can only reach what lies under the root now. Returns 0 or errno (ELOOP or
+  // ENOTDIR where a link now stands).
+  int open_beneath(const std::string& path, int flags, int& fd) {
+    fd = -1;
+    if (root_fd_ < 0) {  // the root could not be opened: the path as the resolver left it
+      fd = ::open(resolver_.host_path(path).c_str(), flags | O_CLOEXEC | O_NOFOLLOW);
+      return fd >= 0 ? 0 : errno;
+    }
+    std::vector<std::string> parts;
+    split_path(path, parts);
+    int dir = root_fd_;
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+      int next = ::openat(dir, parts[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      int e = errno;
+      if (dir != root_fd_) ::close(dir);
+      if (next < 0) return e;
+      dir = next;
+    }
+    if (parts.empty()) fd = ::openat(dir, ".", flags | O_CLOEXEC);
+    else fd = ::openat(dir, parts.back().c_str(), flags | O_CLOEXEC | O_NOFOLLOW);
+    int e = errno;
+    if (dir != root_fd_) ::close(dir);
+    return fd >= 0 ? 0 : e;
   }
 
   bool live_;
