@@ -33,7 +33,7 @@ enum class Errc {
   io_error,              ///< a file could not be opened or read
   not_found,             ///< a GPU, node, device or file that is needed does not exist
   out_of_range,          ///< an id beyond what gpuaff or the kernel can hold
-  empty_result,          ///< the binding would be empty (e.g. no allowed CPU on the node)
+  empty_result,          ///< the binding would be empty (e.g. no allowed CPU on the node), or the kernel refuses its CPUs
   unknown_locality,      ///< the device's NUMA node cannot be determined
   insufficient_cores,    ///< fewer cores than the policy needs
   permission_denied,     ///< the kernel refused (EPERM), e.g. set_mempolicy in a container

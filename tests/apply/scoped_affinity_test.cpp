@@ -117,7 +117,7 @@ TEST_CASE("a guard that cannot bind fails and changes nothing") {
     int outside = impossible_cpu();
     auto g = ScopedAffinity::create(CpuSet{cpu_a(), outside});
     REQUIRE_FALSE(g);
-    CHECK(g.error().code() == Errc::invalid_argument);
+    CHECK(g.error().code() == Errc::empty_result);  // the machine refuses: exit 5, not a usage mistake
   }
   CHECK(mine() == allowed_at_start());
 }

@@ -29,11 +29,16 @@ inline int write_affinity(pid_t tid, const AllocatedCpuSet& mask) {
   return sys().set_affinity(tid, mask.bytes(), mask.get()) == 0 ? 0 : errno;
 }
 
-/// The error for a refused or partially applied set.
+/// The error for a refused or partially applied set. A set the kernel
+/// refuses (EINVAL: none of its CPUs may run this thread) or narrows is the
+/// machine's answer, not a wrong argument: Errc::empty_result, what a plan
+/// that cannot be bound here gives (exit 5 in the CLI, which `exec --fallback
+/// unbound` may cover; a launcher's cpuset that holds other CPUs than the
+/// plan's is the usual cause).
 inline Error affinity_error(pid_t tid, const CpuSet& cpus, int e, const CpuSet& missing) {
   if (e == EINVAL || e == 0) {
     const CpuSet& named = missing.empty() ? cpus : missing;
-    return make_sys_error(Errc::invalid_argument, e == 0 ? EINVAL : e, "CPUs ", named.to_list(),
+    return make_sys_error(Errc::empty_result, e == 0 ? EINVAL : e, "CPUs ", named.to_list(),
                           " are not in this process's allowed set (cgroup/taskset) or are offline (",
                           e == 0 ? std::string("the kernel dropped them") : "sched_setaffinity: EINVAL",
                           "); nothing was changed for ", thread_name(tid),
@@ -83,7 +88,7 @@ inline Result<void> check_binding_set(const CpuSet& cpus) {
 
 /// Binds the calling thread to exactly `cpus`; threads it creates afterwards
 /// inherit the mask. On any error the thread's mask is unchanged.
-/// Errors: Errc::empty_result (empty set); Errc::invalid_argument naming the
+/// Errors: Errc::empty_result (empty set, or CPUs the kernel refuses) naming the
 /// CPUs outside the allowed set (cgroup/taskset) or offline (EINVAL, or CPUs
 /// the kernel would silently drop); Errc::permission_denied (EPERM);
 /// Errc::system_error for other errno values (Error::sys_errno has it).

@@ -37,8 +37,8 @@ class ScopedAffinity {
   /// that when either half fails nothing stays changed: never half-bound.
   /// With OnRefused::cpu_only a refused memory policy becomes a warning
   /// (warnings()) and only the CPUs are bound. The library prints nothing.
-  /// Errors: Errc::empty_result (empty `cpus`); Errc::invalid_argument (CPUs
-  /// outside the allowed set or offline; a node policy without nodes);
+  /// Errors: Errc::empty_result (empty `cpus`, or CPUs outside the allowed set
+  /// or offline); Errc::invalid_argument (a node policy without nodes);
   /// Errc::permission_denied / Errc::unsupported / Errc::system_error when the
   /// kernel refuses the memory policy and on_refused is OnRefused::error.
   static Result<ScopedAffinity> create(const CpuSet& cpus, const MemoryOptions& memory = {}) {
