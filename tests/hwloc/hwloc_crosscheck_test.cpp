@@ -102,6 +102,21 @@ struct NotLoadable {
 };
 const std::vector<NotLoadable> not_loadable = {};
 
+// Fixtures whose shape the sysfs reader reads with a note (docs/contract.md
+// section 1) where hwloc reads something else: nothing to compare, but hwloc
+// must still load them.
+const std::vector<NotLoadable> read_otherwise = {
+    {"empty-cpu-online", "hwloc takes an empty cpu/online as CPU 0 alone; gpuaff reads cpu/present"},
+    {"l3-type-missing", "hwloc keeps an L3 index without `type`; gpuaff cannot tell it is the last level and "
+                        "reads no core complex"},
+    {"llc-not-own-cpu", "hwloc groups CPUs by a shared_cpu_map that does not name its CPU; gpuaff ignores that level"},
+    {"duplicate-node-cpus", "both merge the nodes, but hwloc also drops the merged ids from the allowed memory nodes"},
+};
+
+bool compared(const std::string& fx) {
+  return std::none_of(read_otherwise.begin(), read_otherwise.end(), [&](const auto& n) { return n.fixture == fx; });
+}
+
 // ---- helpers ------------------------------------------------------------------
 
 std::vector<std::string> fixture_roots() {
@@ -307,6 +322,7 @@ TEST_CASE("hwloc and sysfs describe every fixture alike, except for the listed d
       continue;
     }
     REQUIRE_MESSAGE(hw, hw.error().message());
+    if (!compared(fx)) continue;
 
     Topology h = *hw;
     // The hwloc source reads no NICs and no GPU memory nodes (docs/nics.md): compare the rest.
@@ -342,7 +358,7 @@ TEST_CASE("hwloc and sysfs give the same binding for every fixture, policy and G
     std::string root = gpuaff_test::fixture(fx);
     const auto& sysfs = load(fx).sysfs;
     const auto& hw = load(fx).hwloc;
-    if (!sysfs) continue;  // see the test above
+    if (!sysfs || !compared(fx)) continue;  // see the test above
     REQUIRE_MESSAGE(hw, hw.error().message());
     bool cache_masks = has_cache_masks(root, *sysfs);
     // host_bridge_shared_locality: compare on hwloc's locality for those devices

@@ -352,3 +352,40 @@ TEST_CASE("GPU selection errors from the environment stop the load") {
   CHECK(std::string(r.error().message()).find("CUDA_VISIBLE_DEVICES") != std::string::npos);
   CHECK(std::string(r.error().message()).find("abc") != std::string::npos);
 }
+
+TEST_CASE("a node directory without its CPU list is an error, also when the nodes come from the directories") {
+  // node/online gone (nodes from the nodeN directories) and node0 lost its cpulist:
+  // node0 exists, so its devices cannot be placed; not read as an absent node.
+  TempTree t;
+  base(t);
+  t.remove(node_root + "online");
+  t.remove(node_root + "node0/cpulist");
+  SysfsSource s(SysfsOptions{.root = t.root(), .visible = {.use_environment = false}});
+  auto r = s.load();
+  REQUIRE_FALSE(r);
+  CHECK(std::string(r.error().message()).find(t.path(node_root + "node0/cpulist")) != std::string::npos);
+}
+
+TEST_CASE("an older NVIDIA driver's proc list (0, 1, ...) hides no GPU, with a note") {
+  // Entries named by index say nothing about which GPUs are the process's.
+  TempTree t;
+  base(t);
+  t.write("proc/driver/nvidia/gpus/0/information", "Model: Tesla M2090\n");
+  SysfsSource s(SysfsOptions{.root = t.root(), .visible = {.use_environment = false}});
+  auto r = s.load();
+  REQUIRE(r);
+  CHECK(r->gpus.size() == 1);
+  CHECK(r->hidden_gpus.empty());
+  bool noted = false;
+  for (const auto& n : r->notes) noted = noted || n.find("proc/driver/nvidia/gpus names no GPU by PCI address") != std::string::npos;
+  CHECK(noted);
+}
+
+TEST_CASE("a GPU whose numa_node names a memory-only node is noted") {
+  // Node 1 of the base tree lists no CPU; the GPU says it is there.
+  TempTree t;
+  base(t);
+  t.write(gpu_real + "numa_node", "1\n");
+  Topology topo = degraded(t, gpu + "numa_node");
+  CHECK(topo.gpus[0].numa_node() == 1);
+}

@@ -604,7 +604,9 @@ inline Result<std::string> read_nodes(SysfsReader& r, Topology& t) {
     std::string dir = node + "node" + std::to_string(id) + "/";
     GPUAFF_TRY(auto file, r.list_or_mask(dir, {"cpulist", "cpumap"}, Empty::allowed, s));
     if (!file) {
-      if (from_possible) continue;  // possible but absent node
+      // A possible node that never came up has no directory; one that has a
+      // directory but no CPU list lost it, and its devices cannot be placed.
+      if (from_possible && !r.is_directory(dir.substr(0, dir.size() - 1))) continue;
       return r.bad(Errc::not_found, dir + "cpulist", "is missing (and so is cpumap), but ", lrel, " lists node ", id);
     }
     cpu_files.push_back(file->path);
@@ -817,6 +819,11 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology
                  ", but the tree has no sys/devices/system/node: the kernel that wrote it has NUMA, so the recording "
                  "lost its node tree and the device's CPUs are unknown; record the root again");
   bool lost_node = d.numa_node >= 0 && t.find_node(d.numa_node) == nullptr;
+  if (const NumaNode* n = d.numa_node >= 0 ? t.find_node(d.numa_node) : nullptr;
+      n != nullptr && n->memory_only() && (d.is_gpu() || extra))
+    t.notes.push_back(dir + "numa_node names node " + std::to_string(d.numa_node) + ", whose " + std::string(sysfs_node) +
+                      "node" + std::to_string(d.numa_node) + "/cpulist lists no CPU (a memory-only node): the device "
+                      "is placed as one on a memory-only node");
   // Binding detail: a known node places the device; local CPUs only help with -1.
   if (detail == SysfsDetail::full || d.numa_node < 0 || lost_node) {
     GPUAFF_TRY(auto local, r.list_or_mask(dir, {"local_cpulist", "local_cpus"}, Empty::allowed, s));
@@ -860,12 +867,20 @@ inline Result<void> read_pci(SysfsReader& r, Topology& t, const SysfsOptions& op
 /// named by its PCI address), or nullopt when the root has no such directory.
 /// Inside a container it lists only the container's GPUs (docs/contract.md
 /// sections 1 and 2). Entries that are not PCI addresses are skipped.
-inline Result<std::optional<std::vector<PciAddress>>> read_driver_gpus(SysfsReader& r) {
+inline Result<std::optional<std::vector<PciAddress>>> read_driver_gpus(SysfsReader& r, Topology& t) {
   using Out = std::optional<std::vector<PciAddress>>;
   bool missing = false;
   GPUAFF_TRY(auto names, r.list(nvidia_driver_gpus, &missing));
   if (missing) return Out();
-  return Out(driver_gpu_addresses(names));
+  auto addresses = driver_gpu_addresses(names);
+  if (addresses.empty() && !names.empty()) {
+    // Drivers before about 2012 named the entries 0, 1, ... : the list says
+    // nothing about which GPUs are the process's, so it is not used.
+    t.notes.push_back(std::string(nvidia_driver_gpus) + " names no GPU by PCI address (an older driver's 0, 1, ...): "
+                      "every NVIDIA GPU is taken as the process's");
+    return Out();
+  }
+  return Out(std::move(addresses));
 }
 
 /// Binding detail leaves out PCI `device`; the CUDA_DEVICE_ORDER check needs it
@@ -991,7 +1006,7 @@ inline Result<Topology> SysfsSource::load() {
   GPUAFF_TRY_VOID(detail::read_allowed(r, t));
   bool nics = needs.nics || full;
   std::vector<std::pair<PciAddress, std::string>> network;
-  GPUAFF_TRY(r.found.driver_gpus, detail::read_driver_gpus(r));
+  GPUAFF_TRY(r.found.driver_gpus, detail::read_driver_gpus(r, t));
   GPUAFF_TRY_VOID(detail::read_pci(r, t, options_, nics ? &network : nullptr));
   GPUAFF_TRY_VOID(detail::read_gpus(r, t, options_));
   // source/nics.hpp: what is near each GPU
