@@ -213,8 +213,11 @@ def side_by_side(build, rounds):
         med = {w: statistics.median(times[(mode, w)]) * 1e3 for w, _ in ways}
         per, loaded = med["reader"] / med["per call"], med["reader"] / med["loaded"]
         verdict = "holds" if per > 1 and loaded > 1 else "DOES NOT HOLD"
-        print("| P | %s | %.3f ms | %.3f ms | %.2fx faster | %.3f ms | %.1fx faster | %.3f ms | faster, per call and "
-              "loaded | %s |" % (mode, med["reader"], med["per call"], per, med["loaded"], loaded, med["load+8"], verdict))
+        def ratio(r):
+            return "%.1fx faster" % r if r >= 1 else "%.1fx slower" % (1 / r)
+
+        print("| P | %s | %.3f ms | %.3f ms | %s | %.3f ms | %s | %.3f ms | faster, per call and loaded | %s |"
+              % (mode, med["reader"], med["per call"], ratio(per), med["loaded"], ratio(loaded), med["load+8"], verdict))
 
 
 def main():
