@@ -240,6 +240,27 @@ TEST_CASE("record --force replaces links planted at files in --out and never wri
   CHECK(tool({"topo", "--root", out.string()}).rc == 0);
 }
 
+TEST_CASE("record records a root with a broken file no answer needs as a whole, with a note naming it") {
+  // cpu0's sibling lists garbled: only the policies that need cores depend on them.
+  fs::path root = fresh_root("broken-siblings");
+  for (const char* f : {"core_cpus_list", "thread_siblings_list"})
+    cli_test::write_file(root / "sys/devices/system/cpu/cpu0/topology" / f, "x\n");
+  fs::path out = cli_test::temp_dir("broken-siblings-out") / "rec";
+  Run r = tool({"record", "--root", root.string(), "--out", out.string()});
+  CHECK(r.rc == 0);
+  bool noted = false;
+  for (const auto& line : r.err_lines())
+    noted = noted || (line.rfind("gpuaff: note: core siblings left out", 0) == 0 &&
+                      line.find("cpu0/topology/core_cpus_list") != std::string::npos);
+  CHECK_MESSAGE(noted, r.err);
+  // The recording holds the broken file as it was: node binds, exclusive says which file.
+  CHECK(cli_test::slurp((out / "sys/devices/system/cpu/cpu0/topology/core_cpus_list").string()) == "x\n");
+  CHECK(tool({"bind", "--root", out.string(), "--gpu", "0", "--policy", "node"}).rc == 0);
+  Run ex = tool({"bind", "--root", out.string(), "--gpu", "0", "--policy", "exclusive"});
+  CHECK(ex.rc == 3);
+  CHECK(ex.err.find("cpu0/topology/core_cpus_list") != std::string::npos);
+}
+
 TEST_CASE("record --force refuses a link planted at a directory in --out, whatever its depth") {
   // A link at each depth of the paths the recording writes, to a directory outside.
   for (const std::string planted : {"sys", "sys/devices/system", "sys/devices/system/node/node0", "proc/self"}) {

@@ -36,6 +36,12 @@ class SignalsHeld {
   sigset_t before_{};
 };
 
+/// What the reader assumed about the recorded root, one "gpuaff: note:" line
+/// each on stderr: the recording holds the files as they are.
+void print_notes(const RecordSummary& summary) {
+  for (const auto& n : summary.topology.notes) print_line(stderr, "gpuaff: note: " + n);
+}
+
 /// `record --out FILE.tar`: the recording is made in a scratch directory beside
 /// FILE.tar, written into that one tar file, and the directory removed.
 int record_to_tar(const RecordArgs& args, const std::vector<PciAddress>& extra) {
@@ -51,6 +57,7 @@ int record_to_tar(const RecordArgs& args, const std::vector<PciAddress>& extra) 
   std::error_code ec;
   std::filesystem::remove_all(scratch, ec);
   if (!tar) return report_error(tar.error());
+  print_notes(*summary);
   return write_result("recorded " + std::to_string(summary->files) + " files and " + std::to_string(summary->symlinks) +
                       " symlinks from " + args.root + " into " + args.out + "; replay with: gpuaff topo --root " +
                       shell_quote(args.out) + "\n");
@@ -74,6 +81,7 @@ int run_record(const RecordArgs& args) {
   auto summary = record_topology(RecordOptions{
       .out_dir = args.out, .root = args.root, .extra_pci = extra, .allow_non_empty = args.force});
   if (!summary) return report_error(summary.error());
+  print_notes(*summary);
   return write_result("recorded " + std::to_string(summary->files) + " files and " + std::to_string(summary->symlinks) +
                       " symlinks from " + args.root + " into " + args.out + "; replay with: gpuaff topo --root " +
                       shell_quote(args.out) + '\n');

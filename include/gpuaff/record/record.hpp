@@ -77,8 +77,13 @@ inline Result<RecordSummary> record_topology(const RecordOptions& options) {
                   "' is not empty; choose a new directory so that old files cannot mix into the recording");
   }
 
-  SysfsSource source(SysfsOptions{.root = options.root, .visible = {.use_environment = false},
-                                  .extra_pci = options.extra_pci});
+  // Every part is read; one that cannot be read is left out with a note (the
+  // recording of a machine with a broken file is what a bug report needs),
+  // while what every answer needs still stops the recording.
+  SysfsSource source(SysfsOptions{.root = options.root,
+                                  .visible = {.use_environment = false},
+                                  .extra_pci = options.extra_pci,
+                                  .needs = TopologyParts::none()});
   auto topo = source.load();
   if (!topo) {
     Error err = topo.error();
