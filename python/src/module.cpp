@@ -349,7 +349,15 @@ PYBIND11_MODULE(_gpuaff, m) {
       .def_property_readonly("membind", &Plan::memory_words, "the memory policy applied over memory_nodes")
       .def_property_readonly("policy", [](const Plan& p) { return std::string(to_string(p.plan.policy.kind)); })
       .def_property_readonly("recommended_threads",
-                             [](const Plan& p) { return recommended_threads(p.plan.topo, p.plan.cpus); },
+                             [](const Plan& p) {
+                               Result<int> n = Unexpected(Error());
+                               {
+                                 py::gil_scoped_release nogil;
+                                 n = plan_threads(p.plan, p.options, process_environment(), python_readers());
+                               }
+                               if (!n) raise(n.error());
+                               return *n;
+                             },
                              "physical cores in the binding (OMP_NUM_THREADS)")
       .def_property_readonly("origin", [](const Plan& p) { return detail::escape_control(p.plan.topo.origin.view()); })
       .def_property_readonly("foreign", [](const Plan& p) { return p.options.machine.another_machine(); },

@@ -270,3 +270,18 @@ def test_loaded_machine_refuses_what_belongs_to_the_load(clean_env):
     v = gpuaff.load(root=DGX_H100, visible_devices="6,7")
     assert len(v.gpus) == 2
     assert v.plan(gpu=0).cpulist == "56-111,168-223"
+
+
+def test_recommended_threads_counts_cores_whatever_the_policy_read(clean_env):
+    # DGX H100, GPU 3 on node 0: CPUs 0-55 and their SMT siblings 112-167, 56 physical
+    # cores. `node` needs no core siblings to bind, so its plan is made without them;
+    # the thread count still counts cores (56), never CPUs (112).
+    p = gpuaff.plan(gpu=3, root=DGX_H100, policy="node")
+    assert p.cpulist == "0-55,112-167"
+    assert p.recommended_threads == 56
+    assert gpuaff.plan(gpu=3, root=DGX_H100, policy="node", omp_threads=True).environment["OMP_NUM_THREADS"] == "56"
+    cli = os.path.join(os.environ.get("GPUAFF_BINARY_DIR", ""), "tools", "gpuaff", "gpuaff")
+    if os.access(cli, os.X_OK):
+        out = json.loads(subprocess.run([cli, "bind", "--root", DGX_H100, "--gpu", "3", "--format", "json"], check=True,
+                                        capture_output=True, text=True).stdout)
+        assert out["recommended_threads"] == 56

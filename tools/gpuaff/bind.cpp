@@ -41,14 +41,14 @@ std::string format_plan(const LaunchPlan& p, const BindArgs& args) {
     case BindFormat::cpulist: return p.cpus.to_list();
     case BindFormat::mask: return mask_of(p.topo, p.cpus);
     case BindFormat::numactl: return numactl_of(p, args.options.was_given("membind"));
-    case BindFormat::json: return plan_json(p).dump(2);
+    case BindFormat::json: return plan_json(p, args.options).dump(2);
   }
   return {};
 }
 
 }  // namespace
 
-nlohmann::ordered_json plan_json(const LaunchPlan& p) {
+nlohmann::ordered_json plan_json(const LaunchPlan& p, const LaunchOptions& o) {
   nlohmann::ordered_json j;
   j["gpu"] = p.visible_gpu >= 0 ? nlohmann::ordered_json(p.visible_gpu) : nlohmann::ordered_json(nullptr);
   j["bdf"] = std::string(p.target().address().to_string().view());
@@ -62,7 +62,9 @@ nlohmann::ordered_json plan_json(const LaunchPlan& p) {
   // Present only when --unreachable nearest was needed: the nodes the CPUs came from.
   if (!p.nearest_nodes.empty()) j["nearest_nodes"] = p.nearest_nodes;
   if (!p.nproc_source.empty()) j["nproc_from"] = p.nproc_source;
-  j["recommended_threads"] = recommended_threads(p.topo, p.cpus);
+  // null when the core siblings the count needs cannot be read (the binding did not need them)
+  auto threads = plan_threads(p, o, process_environment(), cli_readers());
+  j["recommended_threads"] = threads ? nlohmann::ordered_json(*threads) : nlohmann::ordered_json(nullptr);
   j["origin"] = std::string(p.topo.origin.view());
   nlohmann::ordered_json env = nlohmann::ordered_json::object();
   for (const auto& [name, value] : p.env) env[name] = value;
@@ -88,7 +90,7 @@ int run_bind(const BindArgs& args) {
     std::string out;
     if (args.format == BindFormat::json) {
       nlohmann::ordered_json a = nlohmann::ordered_json::array();
-      for (const auto& p : *plans) a.push_back(plan_json(p));
+      for (const auto& p : *plans) a.push_back(plan_json(p, args.options));
       out = a.dump(2) + '\n';
     } else {
       // One line per GPU: its visible index, a space, then the format's text.

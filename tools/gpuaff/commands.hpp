@@ -62,7 +62,7 @@ int run_record(const RecordArgs& args);
 Readers cli_readers();
 
 /// The plan as `bind --format json` prints it (exec --dry-run adds "command").
-nlohmann::ordered_json plan_json(const LaunchPlan& p);
+nlohmann::ordered_json plan_json(const LaunchPlan& p, const LaunchOptions& o);
 
 /// Prints the plan's warnings on stderr, "gpuaff: warning: ..." each.
 void print_warnings(const LaunchPlan& p);

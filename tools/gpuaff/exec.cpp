@@ -76,7 +76,7 @@ Result<std::string> bind_for_exec(const ExecArgs& args, const LaunchPlan& plan) 
 
 /// --dry-run: the plan as `bind --format json` prints it, plus "command".
 int print_dry_run(const LaunchPlan& plan, const ExecArgs& args) {
-  nlohmann::ordered_json j = plan_json(plan);
+  nlohmann::ordered_json j = plan_json(plan, args.options);
   j["command"] = args.command;
   j["plan_variable"] = plan_variable_value(plan);
   if (args.options.omp_threads) j["omp_num_threads"] = recommended_threads(plan.topo, plan.cpus);

@@ -23,6 +23,7 @@
 #include "gpuaff/launch/launcher.hpp"
 #include "gpuaff/launch/options.hpp"
 #include "gpuaff/launch/plan.hpp"
+#include "gpuaff/policy/threads.hpp"
 #include "gpuaff/source/cgroup.hpp"
 #include "gpuaff/source/load.hpp"
 
@@ -116,6 +117,7 @@ inline TopologyParts plan_needs(const LaunchOptions& o) {
   TopologyParts p = policy_needs(o.policy);
   p.cores = p.cores || o.reserve_os_cores > 0;
   p.packages = p.packages || o.mem_nodes == MemNodes::socket;
+  p.cores = p.cores || o.omp_threads;  // OMP_NUM_THREADS counts physical cores
   p.distances = o.unreachable == Unreachable::nearest;
   p.nics = o.nic_env || o.mem_nodes == MemNodes::gpu;
   return p;
@@ -216,6 +218,18 @@ inline Result<std::vector<LaunchPlan>> plan_every_gpu(const LaunchOptions& o,
     plans.push_back(std::move(*p));
   }
   return plans;
+}
+
+/// recommended_threads() of a plan: the physical cores its CPUs touch. A plan
+/// whose answer needs no core siblings was made without them (a machine has
+/// at least one core, so none read means not read): they are read now, from
+/// the machine `o` names, core siblings only.
+/// Errors: those of load() (a broken sibling list names its file).
+inline Result<int> plan_threads(const LaunchPlan& p, const LaunchOptions& o,
+                                const Environment& env = process_environment(), const Readers& readers = {}) {
+  if (!p.topo.cores.empty()) return recommended_threads(p.topo, p.cpus);
+  GPUAFF_TRY(Topology t, load(o, env, readers, SysfsDetail::binding, nullptr, TopologyParts::only(&TopologyParts::cores)));
+  return recommended_threads(t, p.cpus);
 }
 
 /// A machine read once to plan many devices and policies from (Python's
