@@ -48,7 +48,7 @@ std::string format_plan(const LaunchPlan& p, const BindArgs& args) {
 
 }  // namespace
 
-nlohmann::ordered_json plan_json(const LaunchPlan& p, const LaunchOptions& o) {
+nlohmann::ordered_json plan_json(const LaunchPlan& p, const LaunchOptions& o, std::optional<Topology>* cores) {
   nlohmann::ordered_json j;
   j["gpu"] = p.visible_gpu >= 0 ? nlohmann::ordered_json(p.visible_gpu) : nlohmann::ordered_json(nullptr);
   j["bdf"] = std::string(p.target().address().to_string().view());
@@ -63,7 +63,7 @@ nlohmann::ordered_json plan_json(const LaunchPlan& p, const LaunchOptions& o) {
   if (!p.nearest_nodes.empty()) j["nearest_nodes"] = p.nearest_nodes;
   if (!p.nproc_source.empty()) j["nproc_from"] = p.nproc_source;
   // null when the core siblings the count needs cannot be read (the binding did not need them)
-  auto threads = plan_threads(p, o, process_environment(), cli_readers());
+  auto threads = plan_threads(p, o, process_environment(), cli_readers(), cores);
   j["recommended_threads"] = threads ? nlohmann::ordered_json(*threads) : nlohmann::ordered_json(nullptr);
   j["origin"] = std::string(p.topo.origin.view());
   nlohmann::ordered_json env = nlohmann::ordered_json::object();
@@ -90,7 +90,8 @@ int run_bind(const BindArgs& args) {
     std::string out;
     if (args.format == BindFormat::json) {
       nlohmann::ordered_json a = nlohmann::ordered_json::array();
-      for (const auto& p : *plans) a.push_back(plan_json(p, args.options));
+      std::optional<Topology> cores;  // read once for every GPU's thread count, when the plans read none
+      for (const auto& p : *plans) a.push_back(plan_json(p, args.options, &cores));
       out = a.dump(2) + '\n';
     } else {
       // One line per GPU: its visible index, a space, then the format's text.

@@ -7,6 +7,7 @@
 // the process exit code and writes its result to stdout, or one error line
 // to stderr and nothing to stdout.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,7 +63,9 @@ int run_record(const RecordArgs& args);
 Readers cli_readers();
 
 /// The plan as `bind --format json` prints it (exec --dry-run adds "command").
-nlohmann::ordered_json plan_json(const LaunchPlan& p, const LaunchOptions& o);
+/// `cores` (optional) keeps the core siblings plan_threads() reads, for the
+/// next plans of the same machine.
+nlohmann::ordered_json plan_json(const LaunchPlan& p, const LaunchOptions& o, std::optional<Topology>* cores = nullptr);
 
 /// Prints the plan's warnings on stderr, "gpuaff: warning: ..." each.
 void print_warnings(const LaunchPlan& p);

@@ -223,13 +223,19 @@ inline Result<std::vector<LaunchPlan>> plan_every_gpu(const LaunchOptions& o,
 /// recommended_threads() of a plan: the physical cores its CPUs touch. A plan
 /// whose answer needs no core siblings was made without them (a machine has
 /// at least one core, so none read means not read): they are read now, from
-/// the machine `o` names, core siblings only.
+/// the machine `o` names, core siblings only. `cores` (optional) keeps that
+/// read for the next plans of the same machine (`bind gpu=all`).
 /// Errors: those of load() (a broken sibling list names its file).
 inline Result<int> plan_threads(const LaunchPlan& p, const LaunchOptions& o,
-                                const Environment& env = process_environment(), const Readers& readers = {}) {
+                                const Environment& env = process_environment(), const Readers& readers = {},
+                                std::optional<Topology>* cores = nullptr) {
   if (!p.topo.cores.empty()) return recommended_threads(p.topo, p.cpus);
-  GPUAFF_TRY(Topology t, load(o, env, readers, SysfsDetail::binding, nullptr, TopologyParts::only(&TopologyParts::cores)));
-  return recommended_threads(t, p.cpus);
+  std::optional<Topology> once;
+  std::optional<Topology>& read = cores != nullptr ? *cores : once;
+  if (!read) {
+    GPUAFF_TRY(read, load(o, env, readers, SysfsDetail::binding, nullptr, TopologyParts::only(&TopologyParts::cores)));
+  }
+  return recommended_threads(*read, p.cpus);
 }
 
 /// A machine read once to plan many devices and policies from (Python's
