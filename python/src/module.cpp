@@ -164,6 +164,21 @@ struct Plan {
   std::string memory_words() const { return std::string(name_of(membind_choices, plan.membind)); }
 };
 
+/// The Plan `make(o, &stage)` gives (gpuaff.plan, Machine.plan), made with
+/// the GIL released; the device must be named. Raises what it fails with.
+template <class Make>
+Plan plan_of(LaunchOptions o, Make&& make) {
+  if (!o.gpu && !o.pci && !o.local_rank) usage("name the device: gpu=N, pci='BDF' or local_rank=True");
+  Result<LaunchPlan> made = Unexpected(Error());
+  LaunchStage stage = LaunchStage::plan;
+  {
+    py::gil_scoped_release nogil;
+    made = make(o, &stage);
+  }
+  if (!made) raise(made.error(), usage_mistake(made.error(), stage));
+  return Plan{std::move(*made), std::move(o)};
+}
+
 /// The visible GPUs, one dict each (gpuaff.gpus(), Machine.gpus).
 py::list gpu_dicts(const Topology& topo) {
   py::list out;
@@ -401,16 +416,9 @@ PYBIND11_MODULE(_gpuaff, m) {
   m.def(
       "plan",
       [](const py::kwargs& kw) {
-        LaunchOptions o = options_of(kw);
-        if (!o.gpu && !o.pci && !o.local_rank) usage("name the device: gpu=N, pci='BDF' or local_rank=True");
-        Result<LaunchPlan> made = Unexpected(Error());
-        LaunchStage stage = LaunchStage::plan;
-        {
-          py::gil_scoped_release nogil;
-          made = gpuaff::plan(o, process_environment(), python_readers(), &stage);
-        }
-        if (!made) raise(made.error(), usage_mistake(made.error(), stage));
-        return Plan{std::move(*made), std::move(o)};
+        return plan_of(options_of(kw), [](const LaunchOptions& o, LaunchStage* stage) {
+          return gpuaff::plan(o, process_environment(), python_readers(), stage);
+        });
       },
       "The binding the keywords name (see gpuaff.plan).");
 
@@ -423,15 +431,9 @@ PYBIND11_MODULE(_gpuaff, m) {
             LaunchOptions o = options_of(kw, {}, true);
             o.machine = lm.options.machine;
             o.visible_devices = lm.options.visible_devices;
-            if (!o.gpu && !o.pci && !o.local_rank) usage("name the device: gpu=N, pci='BDF' or local_rank=True");
-            Result<LaunchPlan> made = Unexpected(Error());
-            LaunchStage stage = LaunchStage::plan;
-            {
-              py::gil_scoped_release nogil;
-              made = gpuaff::plan(lm, o, process_environment(), &stage);
-            }
-            if (!made) raise(made.error(), usage_mistake(made.error(), stage));
-            return Plan{std::move(*made), std::move(o)};
+            return plan_of(std::move(o), [&lm](const LaunchOptions& opts, LaunchStage* stage) {
+              return gpuaff::plan(lm, opts, process_environment(), stage);
+            });
           },
           "The binding the keywords name, as gpuaff.plan() gives it, from this machine.")
       .def_property_readonly("gpus", [](const LoadedMachine& lm) { return gpu_dicts(lm.topo); },
