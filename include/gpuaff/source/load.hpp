@@ -12,8 +12,6 @@
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
-#include <sys/stat.h>
-
 #include <string>
 #include <utility>
 #include <vector>
@@ -103,13 +101,9 @@ inline Result<Topology> read_machine(const LoadRequest& r, const std::vector<Pci
                   "not include; read a root instead (root=DIR)");
     return r.readers.json(s.topology);
   }
-  std::string root = s.root_or_live();
-  struct stat st {};
-  if (::stat(root.c_str(), &st) != 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)))
-    return fail(Errc::io_error, "topology root '", root.substr(0, 200),
-                "' is neither a directory nor a file; name a tree made by gpuaff record with root=DIR (or the FILE.tar "
-                "it writes), or leave root unset to read this machine");
-  SysfsOptions o{.root = root,
+  // A root that is neither a directory nor a file is refused by the reader
+  // itself (is_live_root), named, before anything is read.
+  SysfsOptions o{.root = s.root_or_live(),
                  .visible = every_gpu_visible,
                  .extra_pci = extra_pci,
                  .detail = r.detail,
