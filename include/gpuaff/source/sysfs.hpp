@@ -372,6 +372,9 @@ inline Result<std::pair<int, long long>> find_last_level_cache(SysfsReader& r, T
   std::pair<int, long long> llc{-1, 0};
   long long broken_level = -1;  // highest level among broken indexes; 16: unknown
   std::string broken;
+  auto add_broken = [&broken](const std::string& file, std::string_view why) {
+    broken += (broken.empty() ? "" : ", ") + file + " (" + std::string(why) + ")";
+  };
   std::string s;
   for (int k = 0; k < 32; ++k) {
     std::string dir = base + std::to_string(k) + "/";
@@ -381,7 +384,7 @@ inline Result<std::pair<int, long long>> find_last_level_cache(SysfsReader& r, T
       // them, unless the directory is there (a broken index).
       if (!r.is_directory(dir.substr(0, dir.size() - 1))) break;
       broken_level = 16;
-      broken += (broken.empty() ? "" : ", ") + dir + "level (missing)";
+      add_broken(dir + "level", "missing");
       continue;
     }
     auto level = r.integer(dir + "level", s, 1, 15);
@@ -391,14 +394,13 @@ inline Result<std::pair<int, long long>> find_last_level_cache(SysfsReader& r, T
     bool known = data || type == "Instruction";  // all the kernel writes (cacheinfo.c)
     if (!level && known && !data) {
       // An instruction cache is never the last level, whatever its level says.
-      broken += (broken.empty() ? "" : ", ") + dir + "level (malformed; a " + escape_control(type.substr(0, 16)) + " cache)";
+      add_broken(dir + "level", "malformed; a " + escape_control(type.substr(0, 16)) + " cache");
       continue;
     }
     if (!level || !known) {
       broken_level = std::max(broken_level, level ? *level : 16);
-      broken += (broken.empty() ? "" : ", ") + dir +
-                (!level ? "level (malformed)" : !have_type ? "type (missing)" : type.empty() ? "type (empty)"
-                                                                                       : "type (malformed)");
+      add_broken(dir + (level ? "type" : "level"),
+                 !level ? "malformed" : !have_type ? "missing" : type.empty() ? "empty" : "malformed");
       continue;
     }
     if (data && *level > llc.second) llc = {k, *level};
@@ -732,16 +734,70 @@ inline Result<std::vector<std::pair<PciAddress, std::string>>> list_pci_devices(
   return devices;
 }
 
+/// Where a GPU or `extra` device is: its numa_node (a node merged for listing
+/// the same CPUs as another reads as that one) and, where the node does not
+/// place it or with full detail, its local CPUs. A device whose numa_node
+/// names a node the tree does not have is placed by its local CPUs (numa_node
+/// becomes -1, noted): the kernel's local_cpulist of a device is its node's
+/// cpulist, so it carries the same answer; without local CPUs it is an error
+/// rather than a binding to every CPU. A memory-only node is noted.
+inline Result<void> place_pci_device(SysfsReader& r, Topology& t, PciDevice& d, const std::string& dir, bool extra,
+                                     SysfsDetail detail) {
+  std::string s;
+  GPUAFF_TRY(bool have_node, r.get(dir + "numa_node", s));
+  if (have_node) {
+    GPUAFF_TRY(long long v, r.integer(dir + "numa_node", s, -1, CpuSet::capacity - 1));
+    d.numa_node = static_cast<int>(v);
+    for (const auto& [merged, into] : r.found.node_aliases)
+      if (d.numa_node == merged) d.numa_node = into;
+  }
+  // A tree without a node directory reads as one node 0 holding every CPU (a
+  // kernel without NUMA, or a dump that left the directory out). A GPU or a
+  // named device on a node above 0 says the machine has more nodes than that:
+  // the recording lost its node tree, and node 0 (every CPU) is no device's
+  // node then, so nothing can be bound right from it.
+  if (d.numa_node > 0 && (d.is_gpu() || extra) && !r.found.node_tree)
+    return r.bad(Errc::parse_error, dir + "numa_node", "names NUMA node ", d.numa_node,
+                 ", but the tree has no sys/devices/system/node: the kernel that wrote it has NUMA, so the recording "
+                 "lost its node tree and the device's CPUs are unknown; record the root again");
+  bool lost_node = d.numa_node >= 0 && t.find_node(d.numa_node) == nullptr;
+  if (const NumaNode* n = d.numa_node >= 0 ? t.find_node(d.numa_node) : nullptr;
+      n != nullptr && n->memory_only() && (d.is_gpu() || extra))
+    t.notes.push_back(dir + "numa_node names node " + std::to_string(d.numa_node) + ", whose " + std::string(sysfs_node) +
+                      "node" + std::to_string(d.numa_node) + "/cpulist lists no CPU (a memory-only node): the device "
+                      "is placed as one on a memory-only node");
+  // Binding detail: a known node places the device; local CPUs only help with -1.
+  if (detail == SysfsDetail::full || d.numa_node < 0 || lost_node) {
+    GPUAFF_TRY(auto local, r.list_or_mask(dir, {"local_cpulist", "local_cpus"}, Empty::allowed, s));
+    if (local && local->cpus.empty()) {
+      // The kernel gives a device without a node every CPU: an empty list says nothing.
+      t.notes.push_back(local->path + " is empty: the device's local CPUs are unknown");
+    } else if (local) {
+      d.local_cpus = local->cpus & t.online;
+      d.has_local_cpus = true;
+    }
+  }
+  if (lost_node) {
+    std::string node_dir = std::string(sysfs_node) + "node" + std::to_string(d.numa_node);
+    if (!d.has_local_cpus || d.local_cpus.empty())
+      return r.bad(Errc::not_found, node_dir, "is not among the nodes of this tree, but ", r.shown(dir + "numa_node"),
+                   " names node ", d.numa_node, " and the device has no local_cpulist to place it by; record the "
+                   "tree again with `gpuaff record`");
+    t.notes.push_back(dir + "numa_node names node " + std::to_string(d.numa_node) + ", but " + node_dir +
+                      " is not among the nodes: device placed by its local_cpulist (" + d.local_cpus.to_list() +
+                      ") instead");
+    d.numa_node = -1;
+  }
+  return {};
+}
+
 /// One PCI device's class, and for GPUs and `extra` devices vendor, device,
 /// node and local CPUs (what a detail level leaves out is in the table at the
 /// top). nullopt: a device no Topology keeps. A device whose `class` or
 /// `vendor` is missing is not a GPU and is left out, noted when its other file
 /// says it could have been one; an `extra` device, which was asked for, is
-/// kept with class or vendor 0 (its binding needs only its node and CPUs). A device whose numa_node names a node the tree does
-/// not have is placed by its local CPUs (numa_node becomes -1, noted): the
-/// kernel's local_cpulist of a device is its node's cpulist, so it carries the
-/// same answer; without local CPUs it is an error rather than a binding to
-/// every CPU.
+/// kept with class or vendor 0 (its binding needs only its node and CPUs).
+/// Then place_pci_device().
 inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology& t, const PciAddress& addr,
                                                         const std::string& name, bool extra, SysfsDetail detail,
                                                         std::uint32_t* class_seen = nullptr) {
@@ -802,50 +858,7 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology
     if (v) d.device = static_cast<std::uint16_t>(*v);
     else t.notes.push_back(dir + "device is malformed ('" + escape_control(trim(s).substr(0, 24)) + "'): device id 0");
   }
-  GPUAFF_TRY(bool have_node, r.get(dir + "numa_node", s));
-  if (have_node) {
-    GPUAFF_TRY(long long v, r.integer(dir + "numa_node", s, -1, CpuSet::capacity - 1));
-    d.numa_node = static_cast<int>(v);
-    for (const auto& [merged, into] : r.found.node_aliases)
-      if (d.numa_node == merged) d.numa_node = into;
-  }
-  // A tree without a node directory reads as one node 0 holding every CPU (a
-  // kernel without NUMA, or a dump that left the directory out). A GPU or a
-  // named device on a node above 0 says the machine has more nodes than that:
-  // the recording lost its node tree, and node 0 (every CPU) is no device's
-  // node then, so nothing can be bound right from it.
-  if (d.numa_node > 0 && (d.is_gpu() || extra) && !r.found.node_tree)
-    return r.bad(Errc::parse_error, dir + "numa_node", "names NUMA node ", d.numa_node,
-                 ", but the tree has no sys/devices/system/node: the kernel that wrote it has NUMA, so the recording "
-                 "lost its node tree and the device's CPUs are unknown; record the root again");
-  bool lost_node = d.numa_node >= 0 && t.find_node(d.numa_node) == nullptr;
-  if (const NumaNode* n = d.numa_node >= 0 ? t.find_node(d.numa_node) : nullptr;
-      n != nullptr && n->memory_only() && (d.is_gpu() || extra))
-    t.notes.push_back(dir + "numa_node names node " + std::to_string(d.numa_node) + ", whose " + std::string(sysfs_node) +
-                      "node" + std::to_string(d.numa_node) + "/cpulist lists no CPU (a memory-only node): the device "
-                      "is placed as one on a memory-only node");
-  // Binding detail: a known node places the device; local CPUs only help with -1.
-  if (detail == SysfsDetail::full || d.numa_node < 0 || lost_node) {
-    GPUAFF_TRY(auto local, r.list_or_mask(dir, {"local_cpulist", "local_cpus"}, Empty::allowed, s));
-    if (local && local->cpus.empty()) {
-      // The kernel gives a device without a node every CPU: an empty list says nothing.
-      t.notes.push_back(local->path + " is empty: the device's local CPUs are unknown");
-    } else if (local) {
-      d.local_cpus = local->cpus & t.online;
-      d.has_local_cpus = true;
-    }
-  }
-  if (lost_node) {
-    std::string node_dir = std::string(sysfs_node) + "node" + std::to_string(d.numa_node);
-    if (!d.has_local_cpus || d.local_cpus.empty())
-      return r.bad(Errc::not_found, node_dir, "is not among the nodes of this tree, but ", r.shown(dir + "numa_node"),
-                   " names node ", d.numa_node, " and the device has no local_cpulist to place it by; record the "
-                   "tree again with `gpuaff record`");
-    t.notes.push_back(dir + "numa_node names node " + std::to_string(d.numa_node) + ", but " + node_dir +
-                      " is not among the nodes: device placed by its local_cpulist (" + d.local_cpus.to_list() +
-                      ") instead");
-    d.numa_node = -1;
-  }
+  GPUAFF_TRY_VOID(place_pci_device(r, t, d, dir, extra, detail));
   return std::optional<PciDevice>(d);
 }
 
