@@ -52,7 +52,7 @@ def plan(**options):
     """The binding of one device, computed and checked; nothing is applied.
 
     Name the device with exactly one of ``gpu=N`` (a visible GPU's index),
-    ``pci="0000:18:00.0"`` (any PCI device) or ``local_rank=True`` (the GPU
+    ``pci="0000:1b:00.0"`` (any PCI device) or ``local_rank=True`` (the GPU
     of the launcher's LOCAL_RANK, SLURM_LOCALID, ...). The other keywords are
     the command line's options, named like its flags (``--min-cores`` is
     ``min_cores=``): see ``OPTIONS`` and docs/python.md. Values are checked as

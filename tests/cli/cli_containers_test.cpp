@@ -3,7 +3,7 @@
 // (docs/contract.md sections 2 and 3, docs/containers.md).
 //
 // Machine facts (fixtures/README.md): dgx-h100 node 0 = 0-55,112-167 with GPUs
-// 0-3, node 1 = 56-111,168-223 with GPUs 4-7 (0000:9a:00.0 is GPU 4); core c =
+// 0-3, node 1 = 56-111,168-223 with GPUs 4-7 (0000:9d:00.0 is GPU 4); core c =
 // CPUs c, c+112. dgx-h100-container-gpus45: the driver lists host GPUs 4 and 5.
 // mi300x: node 0 = 0-95,192-287 with AMD GPUs 0-3. workstation-mixed-gpus: two
 // unlike NVIDIA GPUs and an AMD one on one node, CPUs 0-31.
@@ -36,12 +36,12 @@ TEST_CASE("bind in a container given host GPUs 4 and 5: --gpu 0 is host GPU 4 on
   Run j = tool({"bind", "--root", container, "--gpu", "1", "--format", "json"});
   REQUIRE(j.rc == 0);
   auto doc = nlohmann::json::parse(j.out);
-  CHECK(doc["bdf"] == "0000:ab:00.0");
+  CHECK(doc["bdf"] == "0000:c3:00.0");
   CHECK(doc["node"] == 1);
   // --visible-devices selects among the container's GPUs: its index 1 is host GPU 5.
   Run v = tool({"bind", "--root", container, "--gpu", "0", "--visible-devices", "1", "--format", "json"});
   REQUIRE(v.rc == 0);
-  CHECK(nlohmann::json::parse(v.out)["bdf"] == "0000:ab:00.0");
+  CHECK(nlohmann::json::parse(v.out)["bdf"] == "0000:c3:00.0");
   Run none = tool({"bind", "--root", container, "--gpu", "2"});
   CHECK(none.rc == 4);
   CHECK(none.out.empty());
@@ -108,7 +108,7 @@ TEST_CASE("MIG-<uuid>: the one GPU of a MIG container; an error on a machine wit
   Run ok = tool({"bind", "--root", fixture("dgx-h100-mig-container"), "--gpu", "0", "--format", "json"}, mig);
   REQUIRE(ok.rc == 0);
   auto doc = nlohmann::json::parse(ok.out);
-  CHECK(doc["bdf"] == "0000:3a:00.0");
+  CHECK(doc["bdf"] == "0000:52:00.0");
   CHECK(doc["cpus"] == "0-55,112-167");
   Run bad = tool({"bind", "--root", h100, "--gpu", "0"}, mig);
   CHECK(bad.rc == 2);
@@ -147,7 +147,7 @@ TEST_CASE("topo --format json of a container lists the hidden GPUs; --topology r
 }
 
 TEST_CASE("topo in a container says which host GPUs are not the process's, apart from those a variable hides") {
-  // The container has host GPUs 4 and 5 (9a, ab); the other six of the DGX
+  // The container has host GPUs 4 and 5 (9d, c3); the other six of the DGX
   // H100 are the host's only. With CUDA_VISIBLE_DEVICES=1 the container's GPU
   // 0 (9a) is hidden by the variable instead.
   Run r = tool({"topo", "--root", container}, {{"CUDA_VISIBLE_DEVICES", "1"}});
@@ -160,11 +160,11 @@ TEST_CASE("topo in a container says which host GPUs are not the process's, apart
   };
   CHECK(count("not this process's (not in proc/driver/nvidia/gpus)") == 6);
   CHECK(count("GPU, not visible (*_VISIBLE_DEVICES)") == 1);
-  for (const char* host_only : {"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0", "0000:ba:00.0",
-                                "0000:db:00.0"}) {
+  for (const char* host_only : {"0000:1b:00.0", "0000:43:00.0", "0000:52:00.0", "0000:61:00.0", "0000:d1:00.0",
+                                "0000:df:00.0"}) {
     auto line = r.out.substr(r.out.find(host_only), 200);
     CHECK(has(line.substr(0, line.find('\n')), "not this process's"));
   }
-  auto line = r.out.substr(r.out.find("0000:9a:00.0", r.out.find("other PCI devices")), 200);
+  auto line = r.out.substr(r.out.find("0000:9d:00.0", r.out.find("other PCI devices")), 200);
   CHECK(has(line.substr(0, line.find('\n')), "*_VISIBLE_DEVICES"));
 }

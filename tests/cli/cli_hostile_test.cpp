@@ -408,7 +408,7 @@ TEST_CASE("topo's text holds no control byte from the recording: a GPU UUID with
   // looks at a bug report.
   fs::path root = cli_test::temp_dir("uuid-escape");
   fs::copy(gpuaff_test::fixture("dgx-h100"), root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
-  cli_test::write_file(root / "proc/driver/nvidia/gpus/0000:18:00.0/information",
+  cli_test::write_file(root / "proc/driver/nvidia/gpus/0000:1b:00.0/information",
                        "Model: \t H100\nGPU UUID: \t GPU-\x1b]0;owned\x07-aaaa\n");
   Run r = tool({"topo", "--root", root.string()});
   INFO(r.err);

@@ -71,8 +71,9 @@ TEST_CASE("bind --nic-env needs --format json; a root without RDMA NIC is an err
   CHECK(text.out.empty());
   CHECK(text.one_error_line());
   CHECK(text.err.find("--format json") != std::string::npos);
-  // dgx-h100's NICs have no sys/class/infiniband names: nothing to export.
-  Run none = tool({"bind", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/dgx-h100", "--gpu", "0", "--nic-env",
+  // p4d.24xlarge (without -efa) records its EFA devices with no sys/class/infiniband
+  // names: nothing to export.
+  Run none = tool({"bind", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/p4d.24xlarge", "--gpu", "0", "--nic-env",
                    "--format", "json"});
   CHECK(none.rc == 4);
   CHECK(none.out.empty());
@@ -93,13 +94,13 @@ TEST_CASE("exec --nic-env exports the GPU's NIC to the command, and nothing with
 }
 
 TEST_CASE("topo shows each GPU's compute NIC with class PIX on the DGX H100") {
-  Run r = tool({"topo", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/dgx-h100-nics"});
+  Run r = tool({"topo", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/dgx-h100"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
   // the row of GPU 5: --nic-env mlx5_9, nearest PIX: mlx5_9 alone
   CHECK(r.out.find("  5    mlx5_9     PIX: mlx5_9; NODE:") != std::string::npos);
   CHECK(r.out.find("package 1, node 1; RDMA NICs: mlx5_6 mlx5_7 mlx5_8 mlx5_9 mlx5_10 mlx5_11:") != std::string::npos);
-  Run j = tool({"topo", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/dgx-h100-nics", "--format", "json"});
+  Run j = tool({"topo", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/dgx-h100", "--format", "json"});
   REQUIRE(j.rc == 0);
   auto doc = nlohmann::json::parse(j.out);
   CHECK(doc["gpus"][0]["nics"][0] ==
@@ -481,7 +482,7 @@ TEST_CASE("exec --local-rank --nic-env --dry-run gives each local rank its own c
   // (mlx5_1/2 and mlx5_7/8 are the storage ports). So local rank k, which is
   // GPU k, exports the k-th of those, and no two ranks share one.
   const char* expected[] = {"mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"};
-  std::string root = std::string(GPUAFF_FIXTURES_DIR) + "/dgx-h100-nics";
+  std::string root = std::string(GPUAFF_FIXTURES_DIR) + "/dgx-h100";
   for (int rank = 0; rank < 8; ++rank) {
     Run r = tool({"exec", "--root", root, "--local-rank", "--nic-env", "--dry-run", "--", "python", "train.py"},
                  {{"LOCAL_RANK", std::to_string(rank)}, {"LOCAL_WORLD_SIZE", "8"}});

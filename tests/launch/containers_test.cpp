@@ -4,11 +4,11 @@
 //
 // Machine facts (fixtures/README.md):
 //   dgx-h100: 224 CPUs, SMT2 (core c = CPUs c and c+112); node 0 = cores 0-55,
-//     node 1 = cores 56-111; GPUs 0-3 (18, 2a, 3a, 5d:00.0) on node 0, 4-7 (9a,
-//     ab, ba, db:00.0) on node 1; one L3 per socket (= node).
+//     node 1 = cores 56-111; GPUs 0-3 (1b, 43, 52, 61:00.0) on node 0, 4-7 (9d,
+//     c3, d1, df:00.0) on node 1; one L3 per socket (= node).
 //   dgx-h100-container-gpus45: that machine seen from a container given host
-//     GPUs 4 and 5: the driver lists 0000:9a:00.0 and 0000:ab:00.0 only.
-//   dgx-h100-mig-container: the driver lists host GPU 2 (0000:3a:00.0) only.
+//     GPUs 4 and 5: the driver lists 0000:9d:00.0 and 0000:c3:00.0 only.
+//   dgx-h100-mig-container: the driver lists host GPU 2 (0000:52:00.0) only.
 //   dgx-a100: 256 CPUs, SMT2 (core c = CPUs c and c+128), NPS4: node k = cores
 //     16k..16k+15, a 4-core L3 (CCX) each; GPUs 0,1 on node 3, 2,3 on node 1,
 //     4,5 on node 7, 6,7 on node 5.
@@ -78,8 +78,8 @@ void check_pairwise_disjoint(const std::vector<CpuSet>& slices) {
 TEST_CASE("a container given host GPUs 4 and 5: its GPU 0 is host GPU 4, on node 1") {
   gpuaff::Topology t = fixture("dgx-h100-container-gpus45");
   REQUIRE(t.gpus.size() == 2);
-  CHECK(bdf(t.gpus[0]) == "0000:9a:00.0");
-  CHECK(bdf(t.gpus[1]) == "0000:ab:00.0");
+  CHECK(bdf(t.gpus[0]) == "0000:9d:00.0");
+  CHECK(bdf(t.gpus[1]) == "0000:c3:00.0");
   CHECK(t.host_gpus.size() == 8);  // sysfs still lists every GPU of the host
   CHECK(t.hidden_gpus.size() == 6);
   auto p = plan(t, LaunchRequest{.gpu = 0});
@@ -99,7 +99,7 @@ TEST_CASE("a container given host GPUs 4 and 5: its GPU 0 is host GPU 4, on node
   CHECK(m0.cpus == cores(56, 14, 112));
   CHECK(m1.cpus == cores(70, 14, 112));
   CHECK(m0.visible_gpu == 0);
-  CHECK(bdf(m0.target()) == "0000:9a:00.0");
+  CHECK(bdf(m0.target()) == "0000:9d:00.0");
 
   // No GPU 2 in the container.
   auto none = gpuaff::make_plan(t, LaunchRequest{.gpu = 2});
@@ -223,7 +223,7 @@ TEST_CASE("--share machine applies to the splitting policies only, without --npr
 TEST_CASE("a MIG container: CUDA_VISIBLE_DEVICES=MIG-<uuid> is the one GPU the driver lists") {
   gpuaff::Topology t = fixture("dgx-h100-mig-container", cuda("MIG-7d1e1a1c-2b2b-3c3c-4d4d-5e5e6f6f7a7a"));
   REQUIRE(t.gpus.size() == 1);
-  CHECK(bdf(t.gpus[0]) == "0000:3a:00.0");
+  CHECK(bdf(t.gpus[0]) == "0000:52:00.0");
   auto p = plan(t, LaunchRequest{.gpu = 0});
   CHECK(p.node == 0);
   CHECK(p.cpus == cpus("0-55,112-167"));
@@ -242,7 +242,7 @@ TEST_CASE("Slurm's every-vendor variables on a DGX H100 and on an MI300X machine
                                                           .cuda_visible_devices = "0",
                                                           .rocr_visible_devices = "0"});
   REQUIRE(h.gpus.size() == 1);
-  CHECK(bdf(h.gpus[0]) == "0000:18:00.0");
+  CHECK(bdf(h.gpus[0]) == "0000:1b:00.0");
   CHECK(plan(h, LaunchRequest{.gpu = 0}).cpus == cpus("0-55,112-167"));
   // MI300X: ROCr keeps GPU 0 (0000:05:00.0, node 0 = cores 0-95, siblings +192),
   // HIP reads CUDA_VISIBLE_DEVICES=0 as index 0 of that.
@@ -284,7 +284,7 @@ TEST_CASE("a recording made in a container replays the container, also through J
   gpuaff::Topology replay = load(dir);
   gpuaff::Topology original = fixture("dgx-h100-container-gpus45");
   REQUIRE(replay.gpus.size() == 2);
-  CHECK(bdf(replay.gpus[0]) == "0000:9a:00.0");
+  CHECK(bdf(replay.gpus[0]) == "0000:9d:00.0");
   CHECK(replay.hidden_gpus == original.hidden_gpus);
   CHECK(replay.host_gpus.size() == 8);
 
@@ -314,7 +314,7 @@ TEST_CASE("a recording made in a container replays the container, also through J
   auto back = js.load();
   REQUIRE_MESSAGE(back, (back ? "" : std::string(back.error().message())));
   REQUIRE(back->gpus.size() == 2);
-  CHECK(bdf(back->gpus[1]) == "0000:ab:00.0");
+  CHECK(bdf(back->gpus[1]) == "0000:c3:00.0");
   CHECK(back->host_gpus.size() == 8);
   // A whole machine's JSON has no hidden_gpus key.
   CHECK(gpuaff::to_json(fixture("dgx-h100")).find("hidden_gpus") == std::string::npos);

@@ -5,8 +5,8 @@
 // plan a process carries (GPUAFF_PLAN).
 //
 // dgx-h100 (fixtures/dgx-h100): 2 sockets x 56 cores, SMT2 with split
-// numbering; node 0 = 0-55,112-167 holds GPUs 0-3 (0000:18:00.0,
-// 0000:2a:00.0, 0000:3a:00.0, 0000:5d:00.0), node 1 = 56-111,168-223 holds
+// numbering; node 0 = 0-55,112-167 holds GPUs 0-3 (0000:1b:00.0,
+// 0000:43:00.0, 0000:52:00.0, 0000:61:00.0), node 1 = 56-111,168-223 holds
 // GPUs 4-7.
 #include <doctest/doctest.h>
 
@@ -136,7 +136,7 @@ TEST_CASE("one machine and one device: naming two is a usage error") {
   CHECK(!gpuaff::check_options(o));
   LaunchOptions d;
   REQUIRE(gpuaff::set_option(d, "gpu", "1"));
-  REQUIRE(gpuaff::set_option(d, "pci", "0000:18:00.0"));
+  REQUIRE(gpuaff::set_option(d, "pci", "0000:1b:00.0"));
   auto e = gpuaff::check_options(d);
   REQUIRE(!e);
   CHECK(gpuaff::spell_options(message(e.error()), Spelling::command_line).find("--gpu N, --pci BDF and --local-rank") == 0);
@@ -181,7 +181,7 @@ TEST_CASE("the front door plans from options set as text, as the command line gi
   // GPU 3 gets cores 42-55 and their siblings 154-167.
   CHECK(p->cpus.to_list() == "42-55,154-167");
   CHECK(p->device_source == "gpu=3");
-  CHECK(p->target().address().to_string().view() == "0000:5d:00.0");
+  CHECK(p->target().address().to_string().view() == "0000:61:00.0");
 }
 
 TEST_CASE("under local_rank the launcher's variables pick the GPU and say so") {
@@ -264,7 +264,7 @@ TEST_CASE("the plan a process carries reads back as it was applied") {
   auto back = gpuaff::parse_plan_variable(value);
   REQUIRE_MESSAGE(back, (back ? "" : message(back.error())));
   CHECK(back->gpu == 6);
-  CHECK(back->pci == "0000:ba:00.0");
+  CHECK(back->pci == "0000:d1:00.0");
   CHECK(back->from == "LOCAL_RANK=6");
   CHECK(back->policy == gpuaff::PolicyKind::exclusive);
   CHECK(back->node == 1);
@@ -275,14 +275,14 @@ TEST_CASE("the plan a process carries reads back as it was applied") {
 }
 
 TEST_CASE("a GPUAFF_PLAN that gpuaff did not write is refused, naming the variable") {
-  for (const char* bad : {"", "v2 gpu=0 pci=0000:18:00.0 cpus=0", "v1 gpu=0 cpus=0-3", "v1 gpu=x pci=0000:18:00.0 cpus=0",
-                          "v1 pci=0000:18:00.0 cpus=", "v1 pci=0000:18:00.0 cpus=0 policy=fastest",
-                          "v1 pci=0000:18:00.0 cpus=0-99999"}) {
+  for (const char* bad : {"", "v2 gpu=0 pci=0000:1b:00.0 cpus=0", "v1 gpu=0 cpus=0-3", "v1 gpu=x pci=0000:1b:00.0 cpus=0",
+                          "v1 pci=0000:1b:00.0 cpus=", "v1 pci=0000:1b:00.0 cpus=0 policy=fastest",
+                          "v1 pci=0000:1b:00.0 cpus=0-99999"}) {
     auto r = gpuaff::parse_plan_variable(bad);
     CHECK_MESSAGE(!r, bad);
     if (!r) CHECK(message(r.error()).find("GPUAFF_PLAN=") == 0);
   }
-  auto later = gpuaff::parse_plan_variable("v1 pci=0000:18:00.0 cpus=0-3 added_later=1");
+  auto later = gpuaff::parse_plan_variable("v1 pci=0000:1b:00.0 cpus=0-3 added_later=1");
   REQUIRE(later);  // unknown fields of a later v1 are ignored
   CHECK(later->cpus.to_list() == "0-3");
 }

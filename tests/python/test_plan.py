@@ -39,7 +39,7 @@ def test_each_gpu_gets_its_own_node(root, clean_env):
 
 def test_dgx_h100_policies(clean_env):
     # DGX H100 (fixtures/README.md): node 0 = CPUs 0-55,112-167 (56 cores, SMT
-    # siblings +112); GPU 0 (0000:18:00.0) is on node 0, 4 GPUs per node.
+    # siblings +112); GPU 0 (0000:1b:00.0) is on node 0, 4 GPUs per node.
     assert gpuaff.plan(gpu=0, root=DGX_H100).cpulist == "0-55,112-167"
     assert gpuaff.plan(gpu=4, root=DGX_H100, policy="socket").cpulist == "56-111,168-223"
     # exclusive: node 0's 56 cores split among its 4 GPUs, 14 cores each with their siblings.
@@ -56,8 +56,8 @@ def test_same_answer_as_gpuaff_bind(clean_env):
         pytest.skip("the gpuaff CLI is not built in GPUAFF_BINARY_DIR")
     for kw, flags in (({"gpu": 3, "policy": "exclusive"}, ["--gpu", "3", "--policy", "exclusive"]),
                       ({"gpu": 5, "policy": "core-complex"}, ["--gpu", "5", "--policy", "core-complex"]),
-                      ({"pci": "0000:18:00.0", "policy": "unique-interleaved", "max_cores": 4},
-                       ["--pci", "0000:18:00.0", "--policy", "unique-interleaved", "--max-cores", "4"])):
+                      ({"pci": "0000:1b:00.0", "policy": "unique-interleaved", "max_cores": 4},
+                       ["--pci", "0000:1b:00.0", "--policy", "unique-interleaved", "--max-cores", "4"])):
         out = json.loads(subprocess.run([cli, "bind", "--root", DGX_H100, "--format", "json"] + flags, check=True,
                                         capture_output=True, text=True).stdout)
         p = gpuaff.plan(root=DGX_H100, **kw)
@@ -188,10 +188,10 @@ def test_stubs_name_every_function():
 
 def test_ray_actor_recipe(clean_env):
     # docs/python.md, Ray: the actor sees one GPU (here the DGX H100's GPU 5,
-    # 0000:ab:00.0, the second of node 1's four).
+    # 0000:c3:00.0, the second of node 1's four).
     clean_env.setenv("CUDA_VISIBLE_DEVICES", "5")
     mine = gpuaff.gpus(root=DGX_H100)[0]["pci"]
-    assert mine == "0000:ab:00.0"
+    assert mine == "0000:c3:00.0"
     # Alone in its visible list, exclusive gives it all of node 1 (56-111,168-223) ...
     assert gpuaff.plan(gpu=0, root=DGX_H100, policy="exclusive").cpulist == "56-111,168-223"
     # ... among the machine's 8 it gets the second 14-core quarter of node 1: cores 70-83, siblings +112.

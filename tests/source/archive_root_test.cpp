@@ -40,7 +40,7 @@ std::string write_tar_of(const std::string& dir, const std::string& tar) {
 
 TEST_CASE("every fixture read from its tar file is the fixture read from its directory") {
   gpuaff_test::TempTree out;
-  for (const char* name : {"dgx-h100", "dgx-h100-nics", "p4d.24xlarge", "dgx-a100", "gb200-tray-numa", "mi300x",
+  for (const char* name : {"dgx-h100", "p4d.24xlarge", "dgx-a100", "gb200-tray-numa", "mi300x",
                            "container-half-node", "cloud-vm-numa-unknown", "hybrid", "big-1152"}) {
     INFO(name);
     std::string dir = gpuaff_test::fixture(name);

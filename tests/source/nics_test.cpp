@@ -106,15 +106,16 @@ TEST_CASE("path classes from bridge chains, as nvidia-smi topo -m names them") {
   CHECK(classify_path(std::nullopt, 0, nic, 1) == PciPath::sys);
 }
 
-TEST_CASE("dgx-h100-nics: each GPU's compute NIC is PIX, the socket's others NODE, the other socket's SYS") {
+TEST_CASE("dgx-h100: each GPU's compute NIC is PIX, the socket's others NODE, the other socket's SYS") {
   // DGX H100 user guide: GPU k shares a PCIe switch with compute NIC k
   // (mlx5_0, 3, 4, 5 on socket 0; mlx5_6, 9, 10, 11 on socket 1); every PCIe
   // stack has its own host bridge, so a NIC under another stack of the same
   // socket is NODE (storage NICs mlx5_1, 2 on socket 0 and mlx5_7, 8 on
-  // socket 1 included), and one of the other socket SYS.
-  Topology t = load("dgx-h100-nics");
+  // socket 1 included), and one of the other socket SYS. The onboard management
+  // port (enp12s0, no RDMA name) has its own root port on socket 0.
+  Topology t = load("dgx-h100");
   REQUIRE(t.gpus.size() == 8);
-  REQUIRE(t.nics.size() == 12);
+  REQUIRE(t.nics.size() == 13);
   const std::vector<std::string> compute{"mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5",
                                          "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"};
   const std::vector<std::string> storage{"mlx5_1", "mlx5_2", "mlx5_7", "mlx5_8"};
@@ -122,7 +123,8 @@ TEST_CASE("dgx-h100-nics: each GPU's compute NIC is PIX, the socket's others NOD
     CAPTURE(g);
     int socket = g / 4;
     const auto& near = t.gpus[static_cast<std::size_t>(g)].nics;
-    REQUIRE(near.size() == 12);
+    REQUIRE(near.size() == 13);
+    CHECK(path_to(t, g, "enp12s0") == (socket == 0 ? PciPath::node : PciPath::sys));
     CHECK(name_of(t, near.front().nic) == compute[static_cast<std::size_t>(g)]);
     CHECK(near.front().path == PciPath::pix);
     for (int k = 0; k < 8; ++k) {
@@ -148,7 +150,7 @@ TEST_CASE("dgx-h100-nics: each GPU's compute NIC is PIX, the socket's others NOD
 
 TEST_CASE("--nic-env is decided by the visible GPU, whatever else is visible") {
   // CUDA_VISIBLE_DEVICES=5,6: visible GPU 0 is bus c3 (its switch holds mlx5_9), GPU 1 is d1 (mlx5_10).
-  Topology t = load("dgx-h100-nics", "5,6");
+  Topology t = load("dgx-h100", "5,6");
   REQUIRE(t.gpus.size() == 2);
   CHECK(chosen(t) == std::vector<std::string>{"mlx5_9", "mlx5_10"});
   auto env = gpuaff::nic_environment(t, 1);
@@ -228,7 +230,7 @@ TEST_CASE("fair sharing when NICs are fewer than GPUs, by GPU index") {
 }
 
 TEST_CASE("the plan carries the NIC variables only when asked") {
-  Topology t = load("dgx-h100-nics");
+  Topology t = load("dgx-h100");
   auto plain = gpuaff::make_plan(t, gpuaff::LaunchRequest{.gpu = 2});
   REQUIRE(plain.has_value());
   CHECK(plain->env.empty());
@@ -239,7 +241,7 @@ TEST_CASE("the plan carries the NIC variables only when asked") {
 }
 
 TEST_CASE("JSON keeps the NICs, the path classes and the memory nodes") {
-  for (const char* name : {"dgx-h100-nics", "gb200-tray-numa", "p4d.24xlarge-efa"}) {
+  for (const char* name : {"dgx-h100", "gb200-tray-numa", "p4d.24xlarge-efa"}) {
     CAPTURE(name);
     Topology t = load(name);
     auto back = gpuaff::topology_from_json(gpuaff::to_json(t), t.origin.view());
@@ -274,11 +276,11 @@ TEST_CASE("JSON keeps the NICs, the path classes and the memory nodes") {
 TEST_CASE("a recording keeps the class links and bridge directories the NICs need") {
   gpuaff_test::TempTree out;
   auto rec = gpuaff::record_topology(gpuaff::RecordOptions{
-      .out_dir = out.path("rec"), .root = gpuaff_test::fixture("dgx-h100-nics"), .for_hwloc = false});
+      .out_dir = out.path("rec"), .root = gpuaff_test::fixture("dgx-h100"), .for_hwloc = false});
   REQUIRE_MESSAGE(rec.has_value(), rec.error().message());
   auto again = SysfsSource(SysfsOptions{.root = out.path("rec"), .visible = {.use_environment = false}}).load();
   REQUIRE_MESSAGE(again.has_value(), again.error().message());
-  Topology t = load("dgx-h100-nics");
+  Topology t = load("dgx-h100");
   CHECK(again->nics == t.nics);
   REQUIRE(again->gpus.size() == t.gpus.size());
   for (std::size_t g = 0; g < t.gpus.size(); ++g) CHECK(again->gpus[g].nics == t.gpus[g].nics);
@@ -292,7 +294,7 @@ TEST_CASE("a recording keeps the class links and bridge directories the NICs nee
 }
 
 TEST_CASE("binding detail reads no NIC; a class entry without a PCI device is skipped") {
-  auto lean = SysfsSource(SysfsOptions{.root = gpuaff_test::fixture("dgx-h100-nics"),
+  auto lean = SysfsSource(SysfsOptions{.root = gpuaff_test::fixture("dgx-h100"),
                                        .visible = {.use_environment = false},
                                        .detail = gpuaff::SysfsDetail::binding})
                   .load();

@@ -223,11 +223,14 @@ TEST_CASE("an extra_pci device keeps device; its local_cpulist only where numa_n
   }
 }
 
-TEST_CASE("fixtures/dgx-h100: 222 files in full detail, 187 in binding detail") {
+TEST_CASE("fixtures/dgx-h100: 287 files in full detail, 211 in binding detail") {
   // The machine (fixtures/README.md): 2 sockets x 56 cores x SMT2 = 224 CPUs, one
   // node and one L3 per socket, 8 H100 (class 0x0302, NVIDIA, 4 per node, each with
-  // an information file), an ASPEED BMC VGA (class 0x0300, vendor 0x1a03) and 37
-  // other PCI devices (NICs, NVMe, bridges, 4 NVSwitches): 46 in all.
+  // an information file), an ASPEED BMC VGA (class 0x0300, vendor 0x1a03) and 61
+  // other PCI devices: 70 in all. Each GPU and its compute NIC sit below a switch
+  // (root port, upstream port, two downstream ports: 4 bridges), 8 x 6 = 48; the
+  // two storage slots' root ports and their 4 functions 6; every other device
+  // (management NIC, 2 NVMe, 4 NVSwitches, the VGA) with a root port of its own 16.
   //   cpu/online                                         1
   //   one sibling list per core                        112
   //   physical_package_id + package_cpus_list x 2        4
@@ -236,15 +239,18 @@ TEST_CASE("fixtures/dgx-h100: 222 files in full detail, 187 in binding detail") 
   //   node/online, node0..1/cpulist                      3
   //   node0..1/distance                                  2  (full only)
   //   proc/self/status                                   1
-  //   class of every PCI device                         46
+  //   class of every PCI device                         70
   //   vendor of the display-class device the NVIDIA      1
   //   driver does not list (the BMC VGA)
   //   device, numa_node, local_cpulist per GPU          24  (binding: numa_node only, 8;
   //                                                          every GPU has a node)
   //   information per GPU                                8  (full only)
-  //   numa_node of the 9 network devices (8 ConnectX-7   9  (full only: the NIC list, source/nics.hpp;
-  //   InfiniBand, 1 Ethernet)                                no sys/class entries, no memory-only node)
-  // full: 1+112+4+9+2+3+2+1+46+1+24+8+9 = 222; binding: 222 - 2 - 16 - 8 - 9 = 187.
+  //   NICs (full only: the NIC list, source/nics.hpp): 50
+  //     numa_node of the 13 network devices (8 compute ConnectX-7, 4 storage
+  //     functions, the onboard port) 13; sys/class/infiniband/NAME/device/class of
+  //     the 12 RDMA names 12 and ports/1/link_layer of each 12; sys/class/net/
+  //     NAME/device/class of the 13 interfaces 13 (no memory-only node: no numa_status)
+  // full: 1+112+4+9+2+3+2+1+70+1+24+8+50 = 287; binding: 287 - 2 - 16 - 8 - 50 = 211.
   auto count = [](gpuaff::SysfsDetail d) {
     SysfsSource s(SysfsOptions{.root = gpuaff_test::fixture("dgx-h100"), .visible = {.use_environment = false},
                                .detail = d});
@@ -253,15 +259,17 @@ TEST_CASE("fixtures/dgx-h100: 222 files in full detail, 187 in binding detail") 
   };
   auto [full_opened, full_read] = count(gpuaff::SysfsDetail::full);
   auto [bind_opened, bind_read] = count(gpuaff::SysfsDetail::binding);
-  CHECK(full_opened == 222);
-  CHECK(full_read.size() == 221);
-  CHECK(bind_opened == 187);
-  CHECK(bind_read.size() == 186);
+  CHECK(full_opened == 287);
+  CHECK(full_read.size() == 286);
+  CHECK(bind_opened == 211);
+  CHECK(bind_read.size() == 210);
   // What binding leaves out, by name.
   std::set<std::string> left;
   for (const auto& f : full_read)
     if (std::find(bind_read.begin(), bind_read.end(), f) == bind_read.end()) left.insert(f.substr(f.rfind('/') + 1));
-  CHECK(left == std::set<std::string>{"device", "distance", "information", "local_cpulist", "numa_node"});
+  // (a NIC's "class" is read again through its sys/class entry: another path)
+  CHECK(left == std::set<std::string>{"class", "device", "distance", "information", "link_layer", "local_cpulist",
+                                      "numa_node"});
   for (const auto& f : bind_read) CHECK(std::find(full_read.begin(), full_read.end(), f) != full_read.end());
 }
 
@@ -288,8 +296,8 @@ TEST_CASE("fixtures/h100-vm-1gpu (recorded): the GPU's numa_node is -1, so bindi
 
 TEST_CASE("fixtures/dgx-h100: a binding load reads the parts its policy needs, and no others") {
   // What every answer reads on this machine (see the full count above): cpu/online 1,
-  // node/online and two cpulists 3, proc/self/status 1, 46 class, the BMC VGA's
-  // vendor 1, the 8 GPUs' numa_node 8: 60. Then per part: core siblings, one list
+  // node/online and two cpulists 3, proc/self/status 1, 70 class, the BMC VGA's
+  // vendor 1, the 8 GPUs' numa_node 8: 84. Then per part: core siblings, one list
   // per core, 112; packages, physical_package_id and package_cpus_list of each
   // package's first CPU, 4; caches, cpu0's index0..3 level+type and the missing
   // index4/level 9, and one shared_cpu_list per L3 2: 11.
@@ -305,14 +313,14 @@ TEST_CASE("fixtures/dgx-h100: a binding load reads the parts its policy needs, a
   };
   using gpuaff::PolicyKind;
   using gpuaff::PolicySpec;
-  CHECK(opened(gpuaff::policy_needs(PolicySpec{.kind = PolicyKind::node})) == 60);
-  CHECK(opened(gpuaff::policy_needs(PolicySpec{.kind = PolicyKind::socket})) == 60 + 4);
-  CHECK(opened(gpuaff::policy_needs(PolicySpec{.kind = PolicyKind::exclusive})) == 60 + 112);
-  CHECK(opened(gpuaff::policy_needs(PolicySpec{.kind = PolicyKind::core_complex})) == 60 + 11);
-  CHECK(opened(gpuaff::policy_needs(PolicySpec{.kind = PolicyKind::unique_contiguous})) == 60 + 112);
+  CHECK(opened(gpuaff::policy_needs(PolicySpec{.kind = PolicyKind::node})) == 84);
+  CHECK(opened(gpuaff::policy_needs(PolicySpec{.kind = PolicyKind::socket})) == 84 + 4);
+  CHECK(opened(gpuaff::policy_needs(PolicySpec{.kind = PolicyKind::exclusive})) == 84 + 112);
+  CHECK(opened(gpuaff::policy_needs(PolicySpec{.kind = PolicyKind::core_complex})) == 84 + 11);
+  CHECK(opened(gpuaff::policy_needs(PolicySpec{.kind = PolicyKind::unique_contiguous})) == 84 + 112);
   // scope=socket adds the packages to an NVIDIA mode.
   PolicySpec socket_scope{.kind = PolicyKind::unique_contiguous};
   socket_scope.nvidia.scope = gpuaff::Scope::socket;
-  CHECK(opened(gpuaff::policy_needs(socket_scope)) == 60 + 112 + 4);
-  CHECK(opened(TopologyParts::policies()) == 60 + 112 + 4 + 11);
+  CHECK(opened(gpuaff::policy_needs(socket_scope)) == 84 + 112 + 4);
+  CHECK(opened(TopologyParts::policies()) == 84 + 112 + 4 + 11);
 }

@@ -6,7 +6,7 @@
 //
 // The value is one line of space-separated fields, the version first:
 //
-//   v1 gpu=3 pci=0000:9a:00.0 from=LOCAL_RANK=3 policy=exclusive node=1 cpus=56-69,168-181 mems=1 membind=none
+//   v1 gpu=3 pci=0000:9d:00.0 from=LOCAL_RANK=3 policy=exclusive node=1 cpus=56-69,168-181 mems=1 membind=none
 //
 // `gpu` is -1 for a PCI device that is not a visible GPU; `from` says where
 // the device choice came from (a launcher variable, or gpu=N / pci=BDF named
