@@ -90,6 +90,7 @@ def plan(
     membind: Optional[Literal["none", "local", "bind", "preferred", "interleave"]] = ...,
     mem_nodes: Optional[Literal["cpu", "gpu", "socket"]] = ...,
     nic_env: Optional[bool] = ...,
+    nic_libs: Optional[str] = ...,
     omp_threads: Optional[bool] = ...,
     fallback: Optional[Literal["error", "unbound"]] = ...,
 ) -> Plan: ...
@@ -119,6 +120,7 @@ def bind(
     membind: Optional[Literal["none", "local", "bind", "preferred", "interleave"]] = ...,
     mem_nodes: Optional[Literal["cpu", "gpu", "socket"]] = ...,
     nic_env: Optional[bool] = ...,
+    nic_libs: Optional[str] = ...,
     omp_threads: Optional[bool] = ...,
     fallback: Optional[Literal["error", "unbound"]] = ...,
 ) -> Optional[Plan]: ...
@@ -148,6 +150,7 @@ def bound(
     membind: Optional[Literal["none", "local", "bind", "preferred", "interleave"]] = ...,
     mem_nodes: Optional[Literal["cpu", "gpu", "socket"]] = ...,
     nic_env: Optional[bool] = ...,
+    nic_libs: Optional[str] = ...,
     omp_threads: Optional[bool] = ...,
     fallback: Optional[Literal["error", "unbound"]] = ...,
 ) -> ContextManager[Optional[Plan]]: ...
@@ -178,6 +181,7 @@ def use_executable(
     membind: Optional[Literal["none", "local", "bind", "preferred", "interleave"]] = ...,
     mem_nodes: Optional[Literal["cpu", "gpu", "socket"]] = ...,
     nic_env: Optional[bool] = ...,
+    nic_libs: Optional[str] = ...,
     omp_threads: Optional[bool] = ...,
     fallback: Optional[Literal["error", "unbound"]] = ...,
 ) -> Optional[Plan]: ...
@@ -208,6 +212,7 @@ def doctor(
     membind: Optional[Literal["none", "local", "bind", "preferred", "interleave"]] = ...,
     mem_nodes: Optional[Literal["cpu", "gpu", "socket"]] = ...,
     nic_env: Optional[bool] = ...,
+    nic_libs: Optional[str] = ...,
     omp_threads: Optional[bool] = ...,
     fallback: Optional[Literal["error", "unbound"]] = ...,
 ) -> dict[str, Any]: ...

@@ -391,6 +391,11 @@ PYBIND11_MODULE(_gpuaff, m) {
         env[py::str(std::string(plan_variable))] = plan_variable_value(p.plan);
         return env;
       }, "the variables bind() sets in os.environ once applied: GPUAFF_PLAN, the NIC variables (nic_env), OMP_NUM_THREADS (omp_threads)")
+      .def_property_readonly("nic_set", [](const Plan& p) { return p.plan.nic_set; },
+                             "nic_env: the GPU's NIC set as the libraries name it (['mlx5_0:1']); [] without")
+      .def_property_readonly("nic_path", [](const Plan& p) {
+        return p.plan.nic_path ? py::object(py::str(std::string(to_string(*p.plan.nic_path)))) : py::object(py::none());
+      }, "nic_env: the set's PCIe path class from the GPU ('PIX' ... 'SYS'); None without")
       .def_property_readonly("fallback", [](const Plan& p) { return std::string(name_of(fallback_choices, p.options.fallback)); })
       .def(
           "apply",

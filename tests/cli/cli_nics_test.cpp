@@ -49,35 +49,108 @@ const char* print_env = "echo \"${NCCL_IB_HCA-unset}|${UCX_NET_DEVICES-unset}|${
 }  // namespace
 
 TEST_CASE("bind --nic-env --format json shows each GPU its own NIC under env") {
-  // Both GPUs reach both NICs through the host bridge (PHB): GPU 0 takes the
-  // lower address (mlx5_0), GPU 1 the one GPU 0 did not take.
+  // Both GPUs reach both NICs through the host bridge (PHB): two candidates,
+  // two competitors, one each; GPU 0 takes the lower address (mlx5_0), GPU 1
+  // the one GPU 0 did not take. NCCL_IB_HCA is left to NCCL by default.
   for (auto [gpu, nic] : {std::pair{"0", "mlx5_0:1"}, std::pair{"1", "mlx5_1:1"}}) {
     Run r = tool({"bind", "--root", two_nic_root(), "--gpu", gpu, "--nic-env", "--format", "json"});
     INFO(r.err);
     REQUIRE(r.rc == 0);
     auto j = nlohmann::json::parse(r.out);
-    CHECK(j["env"]["NCCL_IB_HCA"] == std::string("=") + nic);
+    CHECK_FALSE(j["env"].contains("NCCL_IB_HCA"));
+    CHECK(j["nic_set"] == nlohmann::json::array({nic}));
+    CHECK(j["nic_path"] == "PHB");
     CHECK(j["env"]["UCX_NET_DEVICES"] == nic);
     CHECK(j["env"]["NVSHMEM_HCA_LIST"] == nic);
   }
   Run plain = tool({"bind", "--root", two_nic_root(), "--gpu", "0", "--format", "json"});
   REQUIRE(plain.rc == 0);
   CHECK(nlohmann::json::parse(plain.out)["env"].empty());
+  CHECK_FALSE(nlohmann::json::parse(plain.out).contains("nic_set"));
+  // --nic-libs names the variables: NCCL's set or its rails when a site wants them.
+  Run nccl = tool({"bind", "--root", two_nic_root(), "--gpu", "1", "--nic-env", "--nic-libs", "nccl-set", "--format", "json"});
+  REQUIRE(nccl.rc == 0);
+  CHECK(nlohmann::json::parse(nccl.out)["env"] == nlohmann::json::parse(R"({"NCCL_IB_HCA": "=mlx5_1:1"})"));
+  Run rails = tool({"bind", "--root", two_nic_root(), "--gpu", "1", "--nic-env", "--nic-libs", "nccl-rails,ucx", "--format", "json"});
+  REQUIRE(rails.rc == 0);
+  CHECK(nlohmann::json::parse(rails.out)["env"] ==
+        nlohmann::json::parse(R"({"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1", "UCX_NET_DEVICES": "mlx5_1:1"})"));
 }
 
-TEST_CASE("bind --nic-env needs --format json; a root without RDMA NIC is an error") {
-  Run text = tool({"bind", "--root", two_nic_root(), "--gpu", "0", "--nic-env"});
-  CHECK(text.rc == 2);
-  CHECK(text.out.empty());
-  CHECK(text.one_error_line());
-  CHECK(text.err.find("--format json") != std::string::npos);
-  // p4d.24xlarge (without -efa) records its EFA devices with no sys/class/infiniband
-  // names: nothing to export.
-  Run none = tool({"bind", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/p4d.24xlarge", "--gpu", "0", "--nic-env",
-                   "--format", "json"});
-  CHECK(none.rc == 4);
-  CHECK(none.out.empty());
-  CHECK(none.err.find("no RDMA NIC") != std::string::npos);
+TEST_CASE("bind --nic-env --format env prints lines a shell can eval") {
+  Run r = tool({"bind", "--root", two_nic_root(), "--gpu", "1", "--nic-env", "--format", "env"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(r.out == "UCX_NET_DEVICES='mlx5_1:1'\nNVSHMEM_HCA_LIST='mlx5_1:1'\n");
+  Run sh = cli_test::run_program("/bin/sh", {"-c", "eval \"$(" + cli_test::exe() + " bind --root " + two_nic_root() +
+                               " --gpu 1 --nic-env --nic-libs ucx,nccl-set --format env)\" && " + print_env});
+  CHECK(sh.out == "=mlx5_1:1|mlx5_1:1|unset\n");
+}
+
+TEST_CASE("--format env and --nic-libs are usage mistakes without --nic-env; a bad list names the item") {
+  struct Case {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--format", "env"}, "--nic-env"},
+           {{"--nic-libs", "ucx", "--format", "json"}, "--nic-env"},
+           {{"--nic-env", "--nic-libs", "nccl", "--format", "json"}, "nccl-set or nccl-rails"},
+           {{"--nic-env", "--nic-libs", "ucx,nvshmm", "--format", "json"}, "did you mean nvshmem?"},
+           {{"--nic-env", "--nic-libs", "nccl-set,nccl-rails", "--format", "json"}, "name one"},
+           {{"--nic-env", "--nic-libs", "", "--format", "json"}, "names no library"},
+           {{"--nic-env", "--format", "numactl"}, "--format json"},
+       }) {
+    std::vector<std::string> args{"bind", "--root", two_nic_root(), "--gpu", "0"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    Run r = tool(args);
+    INFO(r.err);
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    CHECK(r.one_error_line());
+    CHECK(r.err.find(c.says) != std::string::npos);
+  }
+  Run all = tool({"bind", "--root", two_nic_root(), "--gpu", "all", "--nic-env", "--format", "env"});
+  CHECK(all.rc == 2);
+  CHECK(all.err.find("one GPU") != std::string::npos);
+}
+
+TEST_CASE("--format env under eval: a crafted NIC name never reaches the shell") {
+  // An RDMA name is a directory entry of the recording, or a string of a JSON
+  // topology: it could hold a quote and a command substitution. The reader
+  // keeps only names the kernel gives (letters, digits, '_', '.', '-'), so
+  // the NIC is unnamed (exit 4, no RDMA NIC), and the JSON is refused; the
+  // values are single-quoted besides.
+  auto dir = cli_test::temp_dir("quote-nic");
+  cli_test::FakeMachine m = cli_test::two_cpu_machine();
+  m.devices = {{.bdf = "0000:17:00.0", .local_cpus = "0-1"},
+               {.bdf = "0000:18:00.0", .vendor = "0x15b3", .cls = "0x020700", .local_cpus = "0-1"}};
+  cli_test::write_machine(dir, m);
+  std::string name = "mlx5_0'$(touch owned)'";
+  std::string dev = "devices/pci0000:00/0000:18:00.0/infiniband/" + name;
+  cli_test::write_file(dir / "sys" / dev / "ports/1/link_layer", "InfiniBand\n");
+  std::filesystem::create_directory_symlink("../../../0000:18:00.0", dir / "sys" / dev / "device");
+  std::filesystem::create_directories(dir / "sys/class/infiniband");
+  std::filesystem::create_directory_symlink("../../" + dev, dir / "sys/class/infiniband" / name);
+  auto cwd = cli_test::temp_dir("quote-nic-cwd");
+  Run sh = cli_test::run_program("/bin/sh", {"-c", "cd " + cwd.string() + " && eval \"$(" + cli_test::exe() +
+                                                       " bind --root " + dir.string() +
+                                                       " --gpu 0 --nic-env --format env)\"; echo \"${UCX_NET_DEVICES-unset}\""});
+  CHECK(sh.out == "unset\n");
+  CHECK(sh.err.find("no RDMA NIC") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(cwd / "owned"));
+  // The same name in a JSON topology: refused where it is.
+  Run j = tool({"topo", "--root", two_nic_root(), "--format", "json"});
+  REQUIRE(j.rc == 0);
+  auto doc = nlohmann::json::parse(j.out);
+  doc["nics"][0]["names"][0] = name;
+  doc["nics"][0]["rdma"][0] = name;
+  auto file = cwd / "crafted.json";
+  cli_test::write_file(file, doc.dump());
+  Run r = tool({"bind", "--topology", file.string(), "--gpu", "0", "--nic-env", "--format", "env"});
+  CHECK(r.rc != 0);
+  CHECK(r.out.empty());
+  CHECK(r.err.find("nics[0].names[0]") != std::string::npos);
 }
 
 TEST_CASE("exec --nic-env exports the GPU's NIC to the command, and nothing without it") {
@@ -88,7 +161,7 @@ TEST_CASE("exec --nic-env exports the GPU's NIC to the command, and nothing with
   Run with = tool({"exec", "--root", two_nic_root(), "--gpu", "1", "--nic-env", "--", "sh", "-c", print_env});
   INFO(with.err);
   CHECK(with.rc == 0);
-  CHECK(with.out == "=mlx5_1:1|mlx5_1:1|mlx5_1:1\n");
+  CHECK(with.out == "unset|mlx5_1:1|mlx5_1:1\n");
   Run without = tool({"exec", "--root", two_nic_root(), "--gpu", "1", "--", "sh", "-c", print_env});
   CHECK(without.out == "unset|unset|unset\n");
 }
@@ -97,8 +170,18 @@ TEST_CASE("topo shows each GPU's compute NIC with class PIX on the DGX H100") {
   Run r = tool({"topo", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/dgx-h100"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
-  // the row of GPU 5: --nic-env mlx5_9, nearest PIX: mlx5_9 alone
-  CHECK(r.out.find("  5    mlx5_9     PIX: mlx5_9; NODE:") != std::string::npos);
+  // the row of GPU 5: its set mlx5_9, nearest PIX: mlx5_9 alone
+  CHECK(r.out.find("  5    mlx5_9   PIX: mlx5_9; NODE:") != std::string::npos);
+  // the NIC table says which NICs are rails, and why the others are not
+  auto row_of = [&](const std::string& name) {
+    std::size_t at = r.out.find(" " + name + " ");
+    REQUIRE(at != std::string::npos);
+    return r.out.substr(at, r.out.find('\n', at) - at);
+  };
+  CHECK(row_of("ibp24s0").find("GPU 0") != std::string::npos);
+  CHECK(row_of("ibp192s0").find("GPU 5") != std::string::npos);
+  CHECK(row_of("enp41s0f0np0").find("every GPU has a nearer RDMA NIC: not a rail") != std::string::npos);
+  CHECK(row_of("enp12s0").find("no RDMA device (sys/class/infiniband): not a rail") != std::string::npos);
   CHECK(r.out.find("package 1, node 1; RDMA NICs: mlx5_6 mlx5_7 mlx5_8 mlx5_9 mlx5_10 mlx5_11:") != std::string::npos);
   Run j = tool({"topo", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/dgx-h100", "--format", "json"});
   REQUIRE(j.rc == 0);
@@ -491,7 +574,9 @@ TEST_CASE("exec --local-rank --nic-env --dry-run gives each local rank its own c
     auto j = nlohmann::json::parse(r.out);
     CHECK(j["gpu"] == rank);
     CHECK(j["env"]["UCX_NET_DEVICES"] == std::string(expected[rank]) + ":1");
-    CHECK(j["env"]["NCCL_IB_HCA"] == "=" + std::string(expected[rank]) + ":1");
+    CHECK_FALSE(j["env"].contains("NCCL_IB_HCA"));  // NCCL picks its rails itself
+    CHECK(j["nic_set"] == nlohmann::json::array({std::string(expected[rank]) + ":1"}));
+    CHECK(j["nic_path"] == "PIX");
     CHECK(j["command"] == nlohmann::json::array({"python", "train.py"}));
   }
   // A process that sees only GPU 5 (a pod, a Ray actor) under --share machine

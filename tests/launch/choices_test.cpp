@@ -26,7 +26,7 @@ TEST_CASE("an unknown word is an error naming the option, the word and the choic
   CHECK(!gpuaff::parse_membind("Local"));  // words are case-sensitive, as the command line's
   auto f = gpuaff::parse_bind_format("yaml");
   REQUIRE(!f);
-  CHECK(f.error().message() == "format=yaml is not valid; use cpulist|mask|numactl|json");
+  CHECK(f.error().message() == "format=yaml is not valid; use cpulist|mask|numactl|json|env");
 }
 
 TEST_CASE("every other option word parses to its value") {

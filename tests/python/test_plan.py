@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 import gpuaff
-from conftest import DGX_H100, SOURCE_DIR, header_version
+from conftest import DGX_H100, FIXTURES, SOURCE_DIR, header_version
 
 LAUNCHER_VARIABLES = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK",
                       "PALS_LOCAL_RANKID", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
@@ -285,3 +285,26 @@ def test_recommended_threads_counts_cores_whatever_the_policy_read(clean_env):
         out = json.loads(subprocess.run([cli, "bind", "--root", DGX_H100, "--gpu", "3", "--format", "json"], check=True,
                                         capture_output=True, text=True).stdout)
         assert out["recommended_threads"] == 56
+
+
+def test_nic_sets_through_the_option_table(clean_env):
+    # b300-16nics: GPU k shares its switch with mlx5_2k and mlx5_2k+1 (PIX) and no
+    # other GPU reaches them there, so its set is both. NCCL_IB_HCA is left to
+    # NCCL unless nic_libs names it.
+    b300 = os.path.join(FIXTURES, "b300-16nics")
+    p = gpuaff.plan(gpu=5, root=b300, nic_env=True)
+    assert p.nic_set == ["mlx5_10:1", "mlx5_11:1"]
+    assert p.nic_path == "PIX"
+    assert p.environment["UCX_NET_DEVICES"] == "mlx5_10:1,mlx5_11:1"
+    assert p.environment["NVSHMEM_HCA_LIST"] == "mlx5_10:1,mlx5_11:1"
+    assert "NCCL_IB_HCA" not in p.environment
+    rails = gpuaff.plan(gpu=0, root=DGX_H100, nic_env=True, nic_libs="nccl-rails")
+    # the DGX H100's eight compute ConnectX-7, not its storage ports mlx5_1, 2, 7, 8
+    assert rails.environment["NCCL_IB_HCA"] == "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"
+    assert "UCX_NET_DEVICES" not in rails.environment
+    plain = gpuaff.plan(gpu=0, root=DGX_H100)
+    assert plain.nic_set == [] and plain.nic_path is None
+    with pytest.raises(gpuaff.InvalidArgument, match="nic_libs='ucx' names the variables nic_env=True writes"):
+        gpuaff.plan(gpu=0, root=DGX_H100, nic_libs="ucx")
+    with pytest.raises(gpuaff.InvalidArgument, match="did you mean nvshmem"):
+        gpuaff.plan(gpu=0, root=DGX_H100, nic_env=True, nic_libs="nvshmen")

@@ -9,6 +9,7 @@
 #include <gpuaff/source/nics.hpp>
 #include <gpuaff/source/sysfs.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -64,10 +65,14 @@ PciPath path_to(const Topology& t, int g, const std::string& nic) {
   return PciPath::sys;
 }
 
-/// The name of the NIC --nic-env picks for each GPU.
+/// The NIC set of each GPU of the process, as "mlx5_0 mlx5_1" ("-": none).
 std::vector<std::string> chosen(const Topology& t) {
   std::vector<std::string> out;
-  for (const auto& c : gpuaff::choose_nics(t)) out.push_back(c ? name_of(t, c->nic->address) : std::string("-"));
+  for (const auto& g : t.gpus) {
+    std::string names;
+    for (const Nic* n : gpuaff::nic_set_of(t, g).nics) names += (names.empty() ? "" : " ") + name_of(t, n->address);
+    out.push_back(names.empty() ? std::string("-") : names);
+  }
   return out;
 }
 
@@ -144,8 +149,22 @@ TEST_CASE("dgx-h100: each GPU's compute NIC is PIX, the socket's others NODE, th
   CHECK(n0->rdma_names[0].view() == "mlx5_0");
   REQUIRE(n0->net_names.size() == 1);
   CHECK(n0->net_names[0].view() == "ibp24s0");
-  // --nic-env: every GPU its own compute NIC (the storage NICs are never nearest).
+  // NIC sets: every GPU its own compute NIC, alone under its switch (the storage
+  // NICs are never nearest; the management port has no RDMA name).
   CHECK(chosen(t) == compute);
+  // The rails are the eight compute NICs; each other NIC says why it is not one.
+  std::vector<std::string> rails;
+  for (const Nic* n : gpuaff::nic_rails(t)) rails.push_back(name_of(t, n->address));
+  CHECK(rails == std::vector<std::string>{"mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"});
+  for (const auto& n : t.nics) {
+    std::string name = name_of(t, n.address);
+    CAPTURE(name);
+    bool rail = std::find(rails.begin(), rails.end(), name) != rails.end();
+    std::string why(gpuaff::not_a_rail(t, n));
+    if (rail) CHECK(why.empty());
+    else if (name == "enp12s0") CHECK(why.find("no RDMA device") != std::string::npos);
+    else CHECK(why.find("every GPU has a nearer RDMA NIC") != std::string::npos);
+  }
 }
 
 TEST_CASE("--nic-env is decided by the visible GPU, whatever else is visible") {
@@ -153,10 +172,75 @@ TEST_CASE("--nic-env is decided by the visible GPU, whatever else is visible") {
   Topology t = load("dgx-h100", "5,6");
   REQUIRE(t.gpus.size() == 2);
   CHECK(chosen(t) == std::vector<std::string>{"mlx5_9", "mlx5_10"});
+  // By default UCX and NVSHMEM get the set and NCCL_IB_HCA is left to NCCL.
   auto env = gpuaff::nic_environment(t, 1);
   REQUIRE(env.has_value());
-  CHECK(*env == std::vector<std::pair<std::string, std::string>>{
-                    {"NCCL_IB_HCA", "=mlx5_10:1"}, {"UCX_NET_DEVICES", "mlx5_10:1"}, {"NVSHMEM_HCA_LIST", "mlx5_10:1"}});
+  CHECK(*env == std::vector<std::pair<std::string, std::string>>{{"UCX_NET_DEVICES", "mlx5_10:1"},
+                                                                 {"NVSHMEM_HCA_LIST", "mlx5_10:1"}});
+  // nccl-set: the GPU's own set, "=" for exact names; nccl-rails: every compute
+  // NIC of the machine (the storage NICs mlx5_1, 2, 7, 8 left out), whatever is visible.
+  auto set = gpuaff::nic_environment(t, 1, gpuaff::nic_lib_nccl_set);
+  REQUIRE(set.has_value());
+  CHECK(*set == std::vector<std::pair<std::string, std::string>>{{"NCCL_IB_HCA", "=mlx5_10:1"}});
+  auto rails = gpuaff::nic_environment(t, 1, gpuaff::nic_lib_nccl_rails | gpuaff::nic_lib_ucx);
+  REQUIRE(rails.has_value());
+  CHECK(*rails == std::vector<std::pair<std::string, std::string>>{
+                      {"NCCL_IB_HCA", "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"},
+                      {"UCX_NET_DEVICES", "mlx5_10:1"}});
+}
+
+TEST_CASE("b300-16nics: each GPU's set is the two NICs under its switch") {
+  // Each GPU shares its ConnectX-8's switch with two NIC functions, mlx5_2k and
+  // mlx5_2k+1 (PIX); no other GPU reaches them at PIX, so the GPU is their only
+  // competitor and takes both (k = 2 candidates, n = 1): all 16 NICs are rails.
+  Topology t = load("b300-16nics");
+  REQUIRE(t.gpus.size() == 8);
+  std::vector<std::string> expected;
+  for (int k = 0; k < 8; ++k) expected.push_back("mlx5_" + std::to_string(2 * k) + " mlx5_" + std::to_string(2 * k + 1));
+  CHECK(chosen(t) == expected);
+  CHECK(gpuaff::nic_set_of(t, t.gpus[5]).path == PciPath::pix);
+  CHECK(gpuaff::nic_rails(t).size() == 16);
+  auto env = gpuaff::nic_environment(t, 5);
+  REQUIRE(env.has_value());
+  CHECK(*env == std::vector<std::pair<std::string, std::string>>{{"UCX_NET_DEVICES", "mlx5_10:1,mlx5_11:1"},
+                                                                 {"NVSHMEM_HCA_LIST", "mlx5_10:1,mlx5_11:1"}});
+  // The management port has no RDMA name: never a rail.
+  for (const auto& n : t.nics)
+    if (!n.rdma()) CHECK(std::string(gpuaff::not_a_rail(t, n)).find("no RDMA device") != std::string::npos);
+}
+
+TEST_CASE("nic sets are the host's: a process that sees one GPU gets that GPU's share") {
+  // gb200-tray-numa: host GPUs 0 and 1 share mlx5_0 and mlx5_1 (both NODE, one each
+  // by GPU order). A process that sees host GPU 1 only (CUDA_VISIBLE_DEVICES=1)
+  // still gets mlx5_1: the sets are computed over every GPU of the host, so two
+  // one-GPU processes never pile onto the same NIC.
+  Topology t = load("gb200-tray-numa", "1");
+  REQUIRE(t.gpus.size() == 1);
+  CHECK(chosen(t) == std::vector<std::string>{"mlx5_1"});
+}
+
+TEST_CASE("nic_libs: the words, and the mistakes") {
+  CHECK(gpuaff::parse_nic_libs("ucx,nvshmem").value() == gpuaff::default_nic_libs);
+  CHECK(gpuaff::parse_nic_libs("nccl-rails").value() == gpuaff::nic_lib_nccl_rails);
+  CHECK(gpuaff::nic_libs_text(gpuaff::nic_lib_ucx | gpuaff::nic_lib_nccl_set) == "ucx,nccl-set");
+  for (const char* bad : {"", "ucx,", "nccl", "ucxx", "nccl-set,nccl-rails", "UCX"}) {
+    CAPTURE(bad);
+    auto r = gpuaff::parse_nic_libs(bad);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code() == Errc::invalid_argument);
+    CHECK(r.error().message().find("nic_libs=") != std::string_view::npos);
+  }
+  CHECK(gpuaff::parse_nic_libs("nccl").error().message().find("nccl-set or nccl-rails") != std::string_view::npos);
+  CHECK(gpuaff::parse_nic_libs("ucxx").error().message().find("did you mean ucx?") != std::string_view::npos);
+}
+
+TEST_CASE("listed_devices: the names a UCX or NVSHMEM list holds") {
+  using V = std::vector<std::string>;
+  CHECK(gpuaff::listed_devices("mlx5_0:1,mlx5_3") == V{"mlx5_0", "mlx5_3"});
+  CHECK(gpuaff::listed_devices("all").empty());
+  CHECK(gpuaff::listed_devices("^mlx5_1").empty());  // an exclusion names no device it uses
+  CHECK(gpuaff::listed_devices("").empty());
+  CHECK(gpuaff::listed_devices(",mlx5_2:1,") == V{"mlx5_2"});
 }
 
 TEST_CASE("p4d.24xlarge-efa: two GPUs share each EFA device on their root bus") {
@@ -214,8 +298,24 @@ TEST_CASE("fair sharing when NICs are fewer than GPUs, by GPU index") {
     g.nics.push_back(NicPath{a.address, PciPath::node});
     t.gpus.push_back(g);
   }
-  // GPU 0 takes the first unused (mlx5_1, first listed), GPU 1 the other, then again in turn.
-  CHECK(chosen(t) == std::vector<std::string>{"mlx5_1", "mlx5_0", "mlx5_1", "mlx5_0"});
+  // Two candidates, four competitors: one NIC each. GPU 0 takes the least used with
+  // the lowest address (mlx5_0, though listed second), GPU 1 the other, then again in turn.
+  CHECK(chosen(t) == std::vector<std::string>{"mlx5_0", "mlx5_1", "mlx5_0", "mlx5_1"});
+  // Three NICs for two GPUs: the first competitor gets 3 / 2 + 1 = 2, the second 1.
+  Topology three = t;
+  three.gpus.resize(2);
+  Nic c = make_nic("0000:50:00.0", "mlx5_2", "");
+  three.nics = {a, b, c, eth};
+  for (auto& g : three.gpus) g.nics = {NicPath{a.address, PciPath::pxb}, NicPath{b.address, PciPath::pxb},
+                                       NicPath{c.address, PciPath::pxb}};
+  CHECK(chosen(three) == std::vector<std::string>{"mlx5_0 mlx5_1", "mlx5_2"});
+  // Overlapping candidates: GPU 0 has mlx5_0 alone at PIX, GPU 1 both at NODE. They
+  // compete for mlx5_0; GPU 1's quota is 2 / 2 = 1 and mlx5_0 is taken: mlx5_1.
+  Topology overlap = three;
+  overlap.nics = {a, b};
+  overlap.gpus[0].nics = {NicPath{a.address, PciPath::pix}, NicPath{b.address, PciPath::node}};
+  overlap.gpus[1].nics = {NicPath{a.address, PciPath::node}, NicPath{b.address, PciPath::node}};
+  CHECK(chosen(overlap) == std::vector<std::string>{"mlx5_0", "mlx5_1"});
   // A GPU with no RDMA NIC at all: an error naming it.
   t.gpus[2].nics.clear();
   auto env = gpuaff::nic_environment(t, 2);
@@ -234,10 +334,14 @@ TEST_CASE("the plan carries the NIC variables only when asked") {
   auto plain = gpuaff::make_plan(t, gpuaff::LaunchRequest{.gpu = 2});
   REQUIRE(plain.has_value());
   CHECK(plain->env.empty());
+  CHECK(plain->nic_set.empty());
+  CHECK_FALSE(plain->nic_path.has_value());
   auto with = gpuaff::make_plan(t, gpuaff::LaunchRequest{.gpu = 2, .nic_env = true});
   REQUIRE(with.has_value());
-  REQUIRE(with->env.size() == 3);
-  CHECK(with->env[0] == std::pair<std::string, std::string>{"NCCL_IB_HCA", "=mlx5_4:1"});
+  REQUIRE(with->env.size() == 2);
+  CHECK(with->env[0] == std::pair<std::string, std::string>{"UCX_NET_DEVICES", "mlx5_4:1"});
+  CHECK(with->nic_set == std::vector<std::string>{"mlx5_4:1"});
+  CHECK(with->nic_path == PciPath::pix);
 }
 
 TEST_CASE("JSON keeps the NICs, the path classes and the memory nodes") {

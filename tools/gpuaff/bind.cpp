@@ -35,6 +35,32 @@ std::string numactl_of(const LaunchPlan& p, bool membind_given) {
   return s;
 }
 
+/// `text` in single quotes for a POSIX shell: a name read from a recording
+/// cannot end the quote and run something under `eval`.
+std::string shell_quoted(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+/// `--format env`: one NAME='value' line per variable the plan sets.
+std::string env_lines(const LaunchPlan& p) {
+  std::string out;
+  for (const auto& [name, value] : p.env) {
+    if (!out.empty()) out += '\n';
+    out += name;
+    out += '=';
+    out += shell_quoted(value);
+  }
+  return out;
+}
+
 /// One plan in the chosen format (json: an object).
 std::string format_plan(const LaunchPlan& p, const BindArgs& args) {
   switch (args.format) {
@@ -42,6 +68,7 @@ std::string format_plan(const LaunchPlan& p, const BindArgs& args) {
     case BindFormat::mask: return mask_of(p.topo, p.cpus);
     case BindFormat::numactl: return numactl_of(p, args.options.was_given("membind"));
     case BindFormat::json: return plan_json(p, args.options).dump(2);
+    case BindFormat::env: return env_lines(p);
   }
   return {};
 }
@@ -69,6 +96,10 @@ nlohmann::ordered_json plan_json(const LaunchPlan& p, const LaunchOptions& o, st
   nlohmann::ordered_json env = nlohmann::ordered_json::object();
   for (const auto& [name, value] : p.env) env[name] = value;
   j["env"] = std::move(env);
+  if (p.nic_path) {
+    j["nic_set"] = p.nic_set;
+    j["nic_path"] = std::string(to_string(*p.nic_path));
+  }
   return j;
 }
 
@@ -80,10 +111,16 @@ int run_bind(const BindArgs& args) {
   const LaunchOptions& o = args.options;
   if (!o.gpu && !o.all_gpus && !o.pci)
     return report_error(make_error(Errc::invalid_argument, "bind needs gpu=N, gpu=all or pci=BDF; see 'gpuaff bind --help'"));
-  if (o.nic_env && args.format != BindFormat::json) {
-    return report_error(make_error(Errc::invalid_argument, "nic_env=true is shown by format=json only (under \"env\"); "
-                                                           "add format=json, or use it with gpuaff exec"));
+  if (o.nic_env && args.format != BindFormat::json && args.format != BindFormat::env) {
+    return report_error(make_error(Errc::invalid_argument, "nic_env=true is shown by format=json (under \"env\") and "
+                                                           "format=env only; add one, or use it with gpuaff exec"));
   }
+  if (args.format == BindFormat::env && !o.nic_env)
+    return report_error(make_error(Errc::invalid_argument, "format=env prints the variables nic_env=true sets, and "
+                                                           "nic_env=true is not given; add it"));
+  if (args.format == BindFormat::env && o.all_gpus)
+    return report_error(make_error(Errc::invalid_argument, "format=env prints one process's variables; name one GPU "
+                                                           "with gpu=N (or use format=json for every GPU)"));
   if (o.all_gpus) {
     auto plans = plan_every_gpu(o, process_environment(), cli_readers());
     if (!plans) return report_error(plans.error());

@@ -180,7 +180,7 @@ const char* const bind_examples =
     "  gpuaff bind --gpu all                             every GPU, one line each\n"
     "  gpuaff bind --gpu 1 --policy unique-contiguous --smt one --nproc 4\n"
     "  gpuaff bind --topology fixtures/dgx-h100.json --gpu 7 --format json   a recorded machine (from the source tree)\n"
-    "  gpuaff bind --gpu 2 --nic-env --format json        the NIC beside GPU 2, under \"env\"\n";
+    "  eval \"$(gpuaff bind --gpu 2 --nic-env --format env)\"   export GPU 2's NIC set (UCX, NVSHMEM)\n";
 const char* const topo_examples =
     "Examples:\n"
     "  gpuaff topo                                  this machine\n"

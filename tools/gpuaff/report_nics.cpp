@@ -1,6 +1,8 @@
 // The NICs in `gpuaff topo`'s text report: the network devices, each GPU's
-// nearest ones by PCIe path class and the --nic-env choice, each GPU's own
+// nearest ones by PCIe path class and its NIC set (--nic-env), which NICs are
+// rails and why the others are not, each GPU's own
 // memory nodes, and the NICs of each node beside the picture.
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,13 +33,38 @@ std::string by_class(const Topology& topo, const Gpu& g) {
   return out.empty() ? std::string("-") : out;
 }
 
+/// The rail column: the GPUs whose set holds `n` ("GPU 0", "GPUs 0 1"; a GPU
+/// this process does not see by its address), or why it is in no set.
+std::string rail_of(const Topology& topo, const std::vector<NicSet>& sets, const Nic& n) {
+  std::span<const Gpu> all = nic_set_gpus(topo);
+  std::string gpus;
+  int count = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (!sets[i].holds(&n)) continue;
+    ++count;
+    gpus += ' ';
+    const Gpu* seen = nullptr;
+    for (const auto& g : topo.gpus)
+      if (g.address() == all[i].address()) seen = &g;
+    if (seen != nullptr) {
+      gpus += std::to_string(seen->index);
+    } else {
+      gpus += all[i].address().to_string().view();
+      gpus += " (not this process's)";
+    }
+  }
+  if (count == 0) return std::string(not_a_rail(topo, n));
+  return (count == 1 ? "GPU" : "GPUs") + gpus;
+}
+
 }  // namespace
 
 std::string nics_section(const Topology& topo, const std::function<std::string(const std::vector<std::vector<std::string>>&)>& table) {
   std::string out;
   if (topo.nics.empty()) return out;
-  out += "\nNICs (" + std::to_string(topo.nics.size()) + "):\n";
-  std::vector<std::vector<std::string>> rows{{"pci", "node", "rdma", "names"}};
+  auto sets = nic_sets(topo, nic_set_gpus(topo));
+  out += "\nNICs (" + std::to_string(topo.nics.size()) + "; a rail is in some GPU's NIC set):\n";
+  std::vector<std::vector<std::string>> rows{{"pci", "node", "rdma", "names", "rail"}};
   for (const auto& n : topo.nics) {
     std::string names;
     auto add = [&](const auto& x) {  // appended: `"literal" + std::string` trips GCC 12's -Wrestrict at -O3
@@ -49,17 +76,20 @@ std::string nics_section(const Topology& topo, const std::function<std::string(c
     rows.push_back({std::string(n.address.to_string().view()),
                     n.numa_node < 0 ? std::string("unknown (-1)") : std::to_string(n.numa_node),
                     n.rdma() ? "port " + std::to_string(n.rdma_port) : std::string("-"),
-                    names.empty() ? std::string("-") : names});
+                    names.empty() ? std::string("-") : names, rail_of(topo, sets, n)});
   }
   out += table(rows);
   out += "NICs by GPU, nearest first (PIX: one PCIe switch, PXB: several switches, PHB: the host bridge, "
-         "NODE: another host bridge of the node, SYS: across nodes):\n";
-  rows = {{"gpu", "--nic-env", "nics"}};
-  auto chosen = choose_nics(topo);
-  for (std::size_t i = 0; i < topo.gpus.size(); ++i) {
-    const Gpu& g = topo.gpus[i];
-    rows.push_back({std::to_string(g.index), chosen[i] ? nic_name(topo, chosen[i]->nic->address) : std::string("-"),
-                    by_class(topo, g)});
+         "NODE: another host bridge of the node, SYS: across nodes); the set is what --nic-env exports:\n";
+  rows = {{"gpu", "set", "nics"}};
+  for (const auto& g : topo.gpus) {
+    NicSet set = nic_set_of(topo, g);
+    std::string names;
+    for (const Nic* n : set.nics) {
+      if (!names.empty()) names += ' ';
+      names += nic_name(topo, n->address);
+    }
+    rows.push_back({std::to_string(g.index), set.empty() ? std::string("-") : names, by_class(topo, g)});
   }
   out += table(rows);
   return out;

@@ -128,6 +128,17 @@ inline std::string escape_control(std::string_view text) {
   return out;
 }
 
+/// Whether `name` is one the kernel gives a network or RDMA interface: letters,
+/// digits, '_', '.', '-'. Anything else would change the meaning of the lists
+/// the names go into (NCCL_IB_HCA's ',' and ':', UCX's '^').
+constexpr bool interface_name_ok(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+      return false;
+  return true;
+}
+
 }  // namespace detail
 }  // namespace v0
 }  // namespace gpuaff

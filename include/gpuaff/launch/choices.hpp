@@ -28,7 +28,7 @@ struct Choice {
 };
 
 /// `gpuaff bind --format`: how a binding is printed.
-enum class BindFormat { cpulist, mask, numactl, json };
+enum class BindFormat { cpulist, mask, numactl, json, env };
 /// `gpuaff topo --format`.
 enum class TopoFormat { text, json };
 /// `--baseline`: the CPUs (and memory nodes) bindings are drawn from.
@@ -58,7 +58,8 @@ inline constexpr std::array membind_choices{
     Choice<MemPolicy>{"interleave", MemPolicy::interleave}};
 inline constexpr std::array bind_format_choices{
     Choice<BindFormat>{"cpulist", BindFormat::cpulist}, Choice<BindFormat>{"mask", BindFormat::mask},
-    Choice<BindFormat>{"numactl", BindFormat::numactl}, Choice<BindFormat>{"json", BindFormat::json}};
+    Choice<BindFormat>{"numactl", BindFormat::numactl}, Choice<BindFormat>{"json", BindFormat::json},
+    Choice<BindFormat>{"env", BindFormat::env}};
 inline constexpr std::array topo_format_choices{Choice<TopoFormat>{"text", TopoFormat::text},
                                                 Choice<TopoFormat>{"json", TopoFormat::json}};
 inline constexpr std::array color_choices{Choice<ColorMode>{"auto", ColorMode::automatic},

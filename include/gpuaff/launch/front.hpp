@@ -147,6 +147,7 @@ inline Result<LaunchRequest> launch_request(const LaunchOptions& o, const Enviro
   r.share = o.share;
   r.cuda_device_order = env("CUDA_DEVICE_ORDER").value_or(std::string());
   r.nic_env = o.nic_env;
+  r.nic_libs = o.nic_libs;
   r.mem_nodes = o.mem_nodes;
   if (o.local_rank) {
     auto rank = local_rank(env);

@@ -1,69 +1,219 @@
 #pragma once
-// The RDMA NIC for each GPU, and the variables that tell the communication
-// libraries (`--nic-env`, docs/nics.md).
+// The NIC set of each GPU, and the variables that tell the communication
+// libraries (`--nic-env`, `--nic-libs`; docs/nics.md, docs/contract.md
+// section 4).
 //
-// The rule: GPUs are taken in index order; each gets, among the RDMA NICs
-// (those with a sys/class/infiniband name) on its nearest path class, the one
-// the fewest GPUs before it got, the lowest PCI address on a tie. So every GPU
-// under its own switch gets its own NIC, GPUs that share their closest NICs
-// spread over them evenly, and the answer depends only on GPU indexes and
-// addresses: servers of one shape give GPU k the same NIC (the same rail).
+// The rule. A GPU's candidates are the RDMA NICs (those with a
+// sys/class/infiniband name) at its nearest path class to any RDMA NIC. GPUs
+// whose candidates overlap compete: with k candidates and n competitors
+// (itself included), a GPU gets k / n of them, the first k mod n competitors
+// (by GPU order) one more, and at least one; it takes them one at a time, each
+// time the candidate the fewest GPUs before it took, the lowest PCI address on
+// a tie. The sets are computed over every GPU of the host in bus order
+// (Topology::host_gpus), so they depend only on the machine's shape and
+// addresses, never on which GPUs a process sees: servers of one shape give
+// GPU k the same NICs (the same rails), and a GPU alone under its switch gets
+// every NIC there (two on a host with two NICs per GPU switch).
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
+#include <algorithm>
+#include <array>
+#include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "gpuaff/detail/suggest.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/topology.hpp"
 
 namespace gpuaff {
 inline namespace v0 {
 
-/// The NIC chosen for a GPU and how far it is.
-struct NicChoice {
-  const Nic* nic = nullptr;
+/// A GPU's NIC set: the NICs (pointers into Topology::nics, by address) and
+/// their path class from the GPU. Empty when no RDMA NIC reaches the GPU.
+struct NicSet {
+  std::vector<const Nic*> nics{};
   PciPath path = PciPath::sys;
+
+  bool empty() const { return nics.empty(); }
+  bool holds(const Nic* n) const { return std::find(nics.begin(), nics.end(), n) != nics.end(); }
 };
 
-/// The choice for every GPU of `topo`, by index; nullopt for a GPU with no
-/// RDMA NIC in its nics list.
-inline std::vector<std::optional<NicChoice>> choose_nics(const Topology& topo) {
-  std::vector<int> uses(topo.nics.size(), 0);
-  std::vector<std::optional<NicChoice>> out;
-  for (const auto& g : topo.gpus) {
-    std::optional<NicChoice> best;
-    std::size_t best_index = 0;
-    for (const auto& np : g.nics) {  // nearest first, then by address
-      const Nic* n = topo.find_nic(np.nic);
-      if (n == nullptr || !n->rdma()) continue;
-      if (best && np.path != best->path) break;  // only the nearest class competes
-      auto i = static_cast<std::size_t>(n - topo.nics.data());
-      if (!best || uses[i] < uses[best_index]) {
-        best = NicChoice{n, np.path};
-        best_index = i;
-      }
+/// The libraries `--nic-env` writes for (`nic_libs=`, a bit set).
+enum NicLib : unsigned {
+  nic_lib_ucx = 1u,         ///< UCX_NET_DEVICES = the set
+  nic_lib_nvshmem = 2u,     ///< NVSHMEM_HCA_LIST = the set
+  nic_lib_nccl_set = 4u,    ///< NCCL_IB_HCA = the set
+  nic_lib_nccl_rails = 8u,  ///< NCCL_IB_HCA = every rail of the machine
+};
+inline constexpr unsigned default_nic_libs = nic_lib_ucx | nic_lib_nvshmem;
+inline constexpr std::array<std::pair<std::string_view, unsigned>, 4> nic_lib_names{{
+    {"ucx", nic_lib_ucx}, {"nvshmem", nic_lib_nvshmem}, {"nccl-set", nic_lib_nccl_set}, {"nccl-rails", nic_lib_nccl_rails}}};
+
+/// Parses a `nic_libs=` list ("ucx,nvshmem", "nccl-rails").
+/// Errors: Errc::invalid_argument for an empty list or item, an unknown item
+/// (with the closest name), or both NCCL items (one variable, one value).
+inline Result<unsigned> parse_nic_libs(std::string_view text) {
+  if (text.empty()) return fail(Errc::invalid_argument, "nic_libs='' names no library; use a list of ucx, nvshmem, nccl-set, nccl-rails");
+  std::array<std::string_view, nic_lib_names.size()> words{};
+  for (std::size_t i = 0; i < words.size(); ++i) words[i] = nic_lib_names[i].first;
+  unsigned libs = 0;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    std::size_t comma = std::min(text.find(',', at), text.size());
+    std::string_view item = text.substr(at, comma - at);
+    const auto* known = std::find_if(nic_lib_names.begin(), nic_lib_names.end(), [&](const auto& n) { return n.first == item; });
+    if (known == nic_lib_names.end()) {
+      std::string_view guess = item == "nccl" ? std::string_view("nccl-set or nccl-rails") : detail::closest(item, words);
+      return fail(Errc::invalid_argument, "nic_libs=", text.substr(0, 60), ": '", item.substr(0, 40), "' is not a library",
+                  guess.empty() ? std::string() : "; did you mean " + std::string(guess) + "?",
+                  " (use a list of ucx, nvshmem, nccl-set, nccl-rails)");
     }
-    if (best) ++uses[best_index];
-    out.push_back(best);
+    libs |= known->second;
+    at = comma + 1;
+  }
+  if ((libs & nic_lib_nccl_set) != 0 && (libs & nic_lib_nccl_rails) != 0)
+    return fail(Errc::invalid_argument, "nic_libs=", text.substr(0, 60),
+                ": nccl-set and nccl-rails both set NCCL_IB_HCA; name one");
+  return libs;
+}
+
+/// "ucx,nvshmem": the words of a nic_libs bit set.
+inline std::string nic_libs_text(unsigned libs) {
+  std::string out;
+  for (const auto& [name, bit] : nic_lib_names)
+    if ((libs & bit) != 0) out += (out.empty() ? "" : ",") + std::string(name);
+  return out;
+}
+
+namespace detail {
+
+/// A GPU's candidates: indexes into topo.nics of the RDMA NICs at its nearest
+/// class (g.nics is nearest first), and that class.
+inline std::pair<std::vector<std::size_t>, PciPath> nic_candidates(const Topology& topo, const Gpu& g) {
+  std::vector<std::size_t> out;
+  PciPath path = PciPath::sys;
+  for (const auto& np : g.nics) {
+    const Nic* n = topo.find_nic(np.nic);
+    if (n == nullptr || !n->rdma()) continue;
+    if (!out.empty() && np.path != path) break;  // only the nearest class
+    path = np.path;
+    out.push_back(static_cast<std::size_t>(n - topo.nics.data()));
+  }
+  std::sort(out.begin(), out.end());  // by address (topo.nics is sorted), whatever the list's order
+  return {out, path};
+}
+
+inline bool overlap(const std::vector<std::size_t>& a, const std::vector<std::size_t>& b) {
+  return std::any_of(a.begin(), a.end(), [&](std::size_t x) { return std::find(b.begin(), b.end(), x) != b.end(); });
+}
+
+}  // namespace detail
+
+/// The NIC set of each GPU of `gpus` (in that order, which is the order
+/// ties and remainders go by), under the rule at the top of this file.
+inline std::vector<NicSet> nic_sets(const Topology& topo, std::span<const Gpu> gpus) {
+  std::vector<std::pair<std::vector<std::size_t>, PciPath>> cand;
+  for (const auto& g : gpus) cand.push_back(detail::nic_candidates(topo, g));
+  std::vector<int> uses(topo.nics.size(), 0);
+  std::vector<NicSet> out(gpus.size());
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const auto& [mine, path] = cand[i];
+    if (mine.empty()) continue;
+    std::size_t competitors = 0, before = 0;
+    for (std::size_t j = 0; j < gpus.size(); ++j) {
+      if (!detail::overlap(mine, cand[j].first)) continue;
+      ++competitors;
+      if (j < i) ++before;
+    }
+    std::size_t k = mine.size();
+    std::size_t quota = k >= competitors ? k / competitors + (before < k % competitors ? 1 : 0) : 1;
+    std::vector<std::size_t> taken;
+    for (std::size_t q = 0; q < quota; ++q) {
+      std::optional<std::size_t> best;
+      for (std::size_t c : mine) {
+        if (std::find(taken.begin(), taken.end(), c) != taken.end()) continue;
+        if (!best || uses[c] < uses[*best]) best = c;
+      }
+      taken.push_back(*best);  // quota <= k: a candidate is left
+      ++uses[*best];
+    }
+    std::sort(taken.begin(), taken.end());  // topo.nics is sorted by address
+    out[i].path = path;
+    for (std::size_t c : taken) out[i].nics.push_back(&topo.nics[c]);
   }
   return out;
 }
 
-/// The variables that point NCCL, UCX and NVSHMEM at the NIC chosen for GPU
-/// `gpu` (an index into topo.gpus): NCCL_IB_HCA ("=mlx5_0:1": "=" makes NCCL
-/// match the name exactly, not as a prefix of mlx5_10), UCX_NET_DEVICES and
-/// NVSHMEM_HCA_LIST ("mlx5_0:1").
+/// The GPUs the sets are computed over: every GPU of the host when the source
+/// knows them, else the process's.
+inline std::span<const Gpu> nic_set_gpus(const Topology& topo) {
+  return topo.host_gpus.empty() ? std::span<const Gpu>(topo.gpus) : std::span<const Gpu>(topo.host_gpus);
+}
+
+/// The NIC set of `g` (a GPU of `topo`, or a device planned as one): its set
+/// among nic_set_gpus(), found by address; a device not among them (a PCI
+/// device named as the target) competes with none.
+inline NicSet nic_set_of(const Topology& topo, const Gpu& g) {
+  std::span<const Gpu> all = nic_set_gpus(topo);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i].address() != g.address()) continue;
+    return nic_sets(topo, all)[i];
+  }
+  return nic_sets(topo, std::span<const Gpu>(&g, 1)).front();
+}
+
+/// The rails: every NIC in some GPU's set, by address.
+inline std::vector<const Nic*> nic_rails(const Topology& topo) {
+  std::vector<const Nic*> out;
+  for (const auto& s : nic_sets(topo, nic_set_gpus(topo)))
+    for (const Nic* n : s.nics)
+      if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  std::sort(out.begin(), out.end());  // pointers into topo.nics, which is sorted by address
+  return out;
+}
+
+/// Why `n` is not a rail ("" when it is one): no RDMA name, or every GPU has
+/// nearer RDMA NICs (or none competes for it).
+inline std::string_view not_a_rail(const Topology& topo, const Nic& n) {
+  if (!n.rdma()) return "no RDMA device (sys/class/infiniband): not a rail";
+  auto rails = nic_rails(topo);
+  if (std::find(rails.begin(), rails.end(), &n) != rails.end()) return {};
+  if (nic_set_gpus(topo).empty()) return "no GPU: not a rail";
+  return "every GPU has a nearer RDMA NIC: not a rail";
+}
+
+/// "mlx5_0:1,mlx5_3:1": NICs as the libraries name a port.
+inline std::string nic_port_list(const std::vector<const Nic*>& nics) {
+  std::string out;
+  for (const Nic* n : nics) {
+    if (!out.empty()) out += ',';
+    out += n->rdma_names.front().view();
+    out += ':';
+    out += std::to_string(n->rdma_port);
+  }
+  return out;
+}
+
+/// The variables `libs` (NicLib bits) ask for, pointing at the set of GPU
+/// `gpu` (an index into topo.gpus): UCX_NET_DEVICES and NVSHMEM_HCA_LIST
+/// ("mlx5_0:1,mlx5_1:1"); NCCL_IB_HCA with a leading "=" (NCCL then matches
+/// names exactly, not as prefixes: mlx5_1 would also select mlx5_10),
+/// holding the set (nccl-set) or every rail (nccl-rails).
 /// Errors: Errc::not_found when the GPU has no RDMA NIC (or the topology
 /// lists no NIC at all), naming where it was read.
-inline Result<std::vector<std::pair<std::string, std::string>>> nic_environment(const Topology& topo, int gpu) {
-  auto chosen = choose_nics(topo);
-  if (gpu < 0 || static_cast<std::size_t>(gpu) >= chosen.size())
+inline Result<std::vector<std::pair<std::string, std::string>>> nic_environment(const Topology& topo, int gpu,
+                                                                                unsigned libs = default_nic_libs) {
+  if (gpu < 0 || static_cast<std::size_t>(gpu) >= topo.gpus.size())
     return fail(Errc::not_found, "nic_env=true: no GPU ", gpu, " in ", topo.origin.view());
   const Gpu& g = topo.gpus[static_cast<std::size_t>(gpu)];
-  if (!chosen[static_cast<std::size_t>(gpu)]) {
+  NicSet set = nic_set_of(topo, g);
+  if (set.empty()) {
     if (topo.nics.empty())
       return fail(Errc::not_found, "nic_env=true: ", topo.origin.view(),
                   " lists no network device (read it from sysfs: root=DIR or this machine, or a JSON topology "
@@ -71,10 +221,30 @@ inline Result<std::vector<std::pair<std::string, std::string>>> nic_environment(
     return fail(Errc::not_found, "nic_env=true: no RDMA NIC (sys/class/infiniband) reaches GPU ", g.index, " (",
                 g.address().to_string().view(), ") in ", topo.origin.view(), "; leave out nic_env=true");
   }
-  const Nic& n = *chosen[static_cast<std::size_t>(gpu)]->nic;
-  std::string port = std::string(n.rdma_names.front().view()) + ":" + std::to_string(n.rdma_port);
-  return std::vector<std::pair<std::string, std::string>>{
-      {"NCCL_IB_HCA", "=" + port}, {"UCX_NET_DEVICES", port}, {"NVSHMEM_HCA_LIST", port}};
+  std::string mine = nic_port_list(set.nics);
+  std::vector<std::pair<std::string, std::string>> env;
+  if ((libs & nic_lib_nccl_set) != 0) env.emplace_back("NCCL_IB_HCA", "=" + mine);
+  if ((libs & nic_lib_nccl_rails) != 0) env.emplace_back("NCCL_IB_HCA", "=" + nic_port_list(nic_rails(topo)));
+  if ((libs & nic_lib_ucx) != 0) env.emplace_back("UCX_NET_DEVICES", mine);
+  if ((libs & nic_lib_nvshmem) != 0) env.emplace_back("NVSHMEM_HCA_LIST", mine);
+  return env;
+}
+
+/// The RDMA device names a UCX_NET_DEVICES or NVSHMEM_HCA_LIST value lists
+/// ("mlx5_0:1,mlx5_3" -> mlx5_0, mlx5_3), ports dropped. A value that
+/// excludes ("^mlx5_1") or names no device ("all", "") gives none.
+inline std::vector<std::string> listed_devices(std::string_view value) {
+  std::vector<std::string> out;
+  if (value.empty() || value.front() == '^' || value == "all") return out;
+  std::size_t at = 0;
+  while (at <= value.size()) {
+    std::size_t comma = std::min(value.find(',', at), value.size());
+    std::string_view item = value.substr(at, comma - at);
+    item = item.substr(0, item.find(':'));
+    if (!item.empty()) out.emplace_back(item);
+    at = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace v0

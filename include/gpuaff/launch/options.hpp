@@ -26,6 +26,7 @@
 #include "gpuaff/apply/mempolicy.hpp"
 #include "gpuaff/detail/suggest.hpp"
 #include "gpuaff/launch/choices.hpp"
+#include "gpuaff/launch/nics.hpp"
 #include "gpuaff/policy/dispatch.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/load.hpp"
@@ -56,7 +57,8 @@ struct LaunchOptions {
   // Memory and what the command is given.
   MemPolicy membind = MemPolicy::none;
   MemNodes mem_nodes = MemNodes::cpu;
-  bool nic_env = false;              ///< export the GPU's RDMA NIC (launch/nics.hpp)
+  bool nic_env = false;              ///< export the GPU's NIC set (launch/nics.hpp)
+  unsigned nic_libs = default_nic_libs;  ///< the libraries nic_env writes for (NicLib bits)
   bool omp_threads = false;          ///< export OMP_NUM_THREADS = recommended threads
   Fallback fallback = Fallback::error;  ///< when the machine refuses the binding
   /// The keys set through set_option, in order: the NVIDIA modes' options given
@@ -209,6 +211,7 @@ GPUAFF_OPTION_SETTER(set_reserve_os_cores, { GPUAFF_TRY(o.reserve_os_cores, opti
 GPUAFF_OPTION_SETTER(set_membind, { GPUAFF_TRY(o.membind, option_choice("membind", t, membind_choices)); })
 GPUAFF_OPTION_SETTER(set_mem_nodes, { GPUAFF_TRY(o.mem_nodes, option_choice("mem_nodes", t, mem_nodes_choices)); })
 GPUAFF_OPTION_SETTER(set_nic_env, { GPUAFF_TRY(o.nic_env, option_flag("nic_env", t)); })
+GPUAFF_OPTION_SETTER(set_nic_libs, { GPUAFF_TRY(o.nic_libs, parse_nic_libs(t)); })
 GPUAFF_OPTION_SETTER(set_omp_threads, { GPUAFF_TRY(o.omp_threads, option_flag("omp_threads", t)); })
 GPUAFF_OPTION_SETTER(set_fallback, { GPUAFF_TRY(o.fallback, option_choice("fallback", t, fallback_choices)); })
 #undef GPUAFF_OPTION_SETTER
@@ -219,7 +222,7 @@ inline constexpr unsigned every_plan_command = for_bind | for_exec | for_topo | 
 }  // namespace detail
 
 /// Every option of a launch, in the order --help and the docs show them.
-inline const std::array<OptionInfo, 26> launch_options{{
+inline const std::array<OptionInfo, 27> launch_options{{
     {"root", "--root", "DIR|FILE.tar", OptionType::path, detail::every_plan_command, "this machine",
      "read the machine from a recorded root: a directory laid out like /, or the FILE.tar gpuaff record writes "
      "(read as it is, never unpacked)", detail::set_root},
@@ -289,9 +292,14 @@ inline const std::array<OptionInfo, 26> launch_options{{
      "coherent mode), socket (every CPU node of the GPU's socket)",
      detail::set_mem_nodes},
     {"nic_env", "--nic-env", "", OptionType::flag, detail::launch_commands, "",
-     "export the GPU's RDMA NIC (nearest PCIe path, shared fairly) as NCCL_IB_HCA, UCX_NET_DEVICES, "
-     "NVSHMEM_HCA_LIST (bind shows them under \"env\" with --format json)",
+     "export the GPU's NIC set (the RDMA NICs at its nearest PCIe path class, shared fairly) to the libraries "
+     "--nic-libs names (bind shows them with --format json or env)",
      detail::set_nic_env},
+    {"nic_libs", "--nic-libs", "LIST", OptionType::text, detail::launch_commands, "ucx,nvshmem",
+     "with --nic-env, the variables written: ucx (UCX_NET_DEVICES), nvshmem (NVSHMEM_HCA_LIST), nccl-set "
+     "(NCCL_IB_HCA = the GPU's set) or nccl-rails (NCCL_IB_HCA = every rail); NCCL is left to pick its rails "
+     "unless named",
+     detail::set_nic_libs},
     {"omp_threads", "--omp-threads", "", OptionType::flag, for_exec | for_python, "",
      "export OMP_NUM_THREADS = the binding's recommended thread count (its physical cores)", detail::set_omp_threads},
     {"fallback", "--fallback", "error|unbound", OptionType::choice, for_exec | for_python, "error",
@@ -326,6 +334,9 @@ inline Result<void> check_options(const LaunchOptions& o) {
   int machines = (m.root.empty() ? 0 : 1) + (m.topology.empty() ? 0 : 1) + (m.hwloc_xml.empty() ? 0 : 1);
   if (machines > 1)
     return fail(Errc::invalid_argument, "root=DIR, topology=FILE and hwloc_xml=FILE each name a machine; name one");
+  if (o.was_given("nic_libs") && !o.nic_env)
+    return fail(Errc::invalid_argument, "nic_libs=", nic_libs_text(o.nic_libs),
+                " names the variables nic_env=true writes, and nic_env=true is not given; add it");
   int devices = (o.gpu ? 1 : 0) + (o.all_gpus ? 1 : 0) + (o.pci ? 1 : 0) + (o.local_rank ? 1 : 0);
   if (devices > 1) return fail(Errc::invalid_argument, "gpu=N, pci=BDF and local_rank=true each name the device; name one");
   if (!policy_info(o.policy.kind).nvidia_options) {

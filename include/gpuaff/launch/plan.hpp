@@ -60,7 +60,8 @@ struct LaunchRequest {
   /// CUDA_DEVICE_ORDER as the job has it (VisibleDevices::cuda_device_order):
   /// a plan warns when it can make CUDA's numbering differ from gpuaff's.
   std::optional<std::string> cuda_device_order{};
-  bool nic_env = false;  ///< choose the GPU's RDMA NIC and export it (launch/nics.hpp); needs Topology::nics
+  bool nic_env = false;  ///< export the GPU's NIC set (launch/nics.hpp); needs Topology::nics
+  unsigned nic_libs = default_nic_libs;  ///< the libraries nic_env writes for (NicLib bits)
   MemNodes mem_nodes = MemNodes::cpu;  ///< which nodes memory_nodes names
 };
 
@@ -88,8 +89,12 @@ struct LaunchPlan {
   /// One line each, for stderr: settings that are likely not what the user
   /// meant; they change nothing in the plan.
   std::vector<std::string> warnings{};
-  /// Variables to set for the command, in order (the --nic-env choice).
+  /// Variables to set for the command, in order (nic_env's).
   std::vector<std::pair<std::string, std::string>> env{};
+  /// nic_env: the target's NIC set as the libraries name it ("mlx5_0:1"), and
+  /// its path class; empty and nullopt without nic_env.
+  std::vector<std::string> nic_set{};
+  std::optional<PciPath> nic_path{};
 
   const Gpu& target() const { return topo.gpus[static_cast<std::size_t>(gpu)]; }
   /// The memory policy to apply: `membind` over `memory_nodes`.
@@ -419,7 +424,10 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
     GPUAFF_TRY(plan.memory_nodes, detail::socket_memory_nodes(plan.topo, plan.node));
   }
   if (request.nic_env) {
-    GPUAFF_TRY(plan.env, nic_environment(plan.topo, plan.gpu));
+    GPUAFF_TRY(plan.env, nic_environment(plan.topo, plan.gpu, request.nic_libs));
+    NicSet set = nic_set_of(plan.topo, plan.target());
+    for (const Nic* n : set.nics) plan.nic_set.push_back(nic_port_list({n}));
+    plan.nic_path = set.path;
   }
   if (auto w = detail::one_gpu_warning(plan)) plan.warnings.push_back(*w);
   return plan;

@@ -475,6 +475,10 @@ inline Result<std::vector<FixedString<64>>> parse_names(const Parser& p, const J
     const auto& n = (*arr)[i].get_ref<const std::string&>();
     if (n.empty() || n.size() > FixedString<64>::capacity)
       return p.bad(Errc::out_of_range, at, "a name must have 1 to ", FixedString<64>::capacity, " characters");
+    // The names go into lists the libraries split on ',' ':' '^' (and into
+    // `bind --format env`): only what the kernel gives an interface.
+    if (!detail::interface_name_ok(n))
+      return p.bad(Errc::parse_error, at, "a name holds letters, digits, '_', '.' and '-' only, as the kernel gives them");
     out.emplace_back(std::string_view(n));
   }
   return out;

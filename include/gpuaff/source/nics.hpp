@@ -129,17 +129,6 @@ inline Result<std::optional<PciAddress>> class_entry_device(SysfsReader& r, cons
   return std::optional<PciAddress>();
 }
 
-/// Whether `name` is one the kernel gives a network or RDMA interface: letters,
-/// digits, '_', '.', '-'. Anything else would change the meaning of the lists
-/// the names go into (NCCL_IB_HCA's ',' and ':', UCX's '^').
-constexpr bool interface_name_ok(std::string_view name) {
-  if (name.empty()) return false;
-  for (char c : name)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
-      return false;
-  return true;
-}
-
 /// Adds the names of sys/class/CLASS entries to the NICs they belong to.
 inline Result<void> read_class_names(SysfsReader& r, Topology& t, std::string_view cls, bool rdma) {
   std::string s;
