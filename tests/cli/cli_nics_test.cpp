@@ -588,3 +588,35 @@ TEST_CASE("exec --local-rank --nic-env --dry-run gives each local rank its own c
   REQUIRE(one.rc == 0);
   CHECK(nlohmann::json::parse(one.out)["env"]["UCX_NET_DEVICES"] == "mlx5_9:1");
 }
+
+TEST_CASE("doctor names a rank whose UCX or NVSHMEM device list points away from its GPU's NIC set") {
+  if (!cli_test::cpus_allowed_here({0, 1})) return;
+  // On the two-NIC tree GPU 0's set is mlx5_0, GPU 1's mlx5_1 (one each, by
+  // address). exec --nic-env sets the lists right: healthy.
+  std::string root = two_nic_root();
+  pid_t right = exec_sleeping({"--root", root, "--policy", "exclusive", "--gpu", "0", "--nic-env"}, {});
+  Run ok = tool({"doctor", "--root", root, "--pid", std::to_string(right), "--format", "json"});
+  end(right);
+  INFO(ok.out, ok.err);
+  CHECK(ok.rc == 0);
+  // A rank of GPU 0 started with GPU 1's NIC in UCX_NET_DEVICES (a copied job
+  // script): not healthy, the problem names the variable and the set.
+  pid_t wrong = exec_sleeping({"--root", root, "--policy", "exclusive", "--gpu", "0"},
+                              {"UCX_NET_DEVICES=mlx5_1:1", "NVSHMEM_HCA_LIST=mlx5_0:1,mlx5_1:1"});
+  Run bad = tool({"doctor", "--root", root, "--pid", std::to_string(wrong), "--format", "json"});
+  Run text = tool({"doctor", "--root", root, "--pid", std::to_string(wrong)});
+  end(wrong);
+  INFO(bad.out, bad.err);
+  REQUIRE(bad.rc == 7);
+  auto j = nlohmann::json::parse(bad.out);
+  REQUIRE(j["problems"].size() == 1);
+  std::string p = j["problems"][0];
+  CHECK(p.find("UCX_NET_DEVICES=mlx5_1:1 points away from the NIC set of 0000:17:00.0: it names mlx5_1") == 0);
+  CHECK(p.find("mlx5_0:1, PHB") != std::string::npos);
+  CHECK(p.find("--nic-env") != std::string::npos);
+  // NVSHMEM's list holds the set and one more: a note, not a problem.
+  bool noted = false;
+  for (const auto& n : j["notes"]) noted = noted || n.get<std::string>().find("NVSHMEM_HCA_LIST=mlx5_0:1,mlx5_1:1 also names mlx5_1") == 0;
+  CHECK(noted);
+  CHECK(text.out.find("NOT healthy:\n  UCX_NET_DEVICES=mlx5_1:1 points away") != std::string::npos);
+}

@@ -28,7 +28,7 @@ got=$(bash -c 'source "$1"
   COMP_WORDS=(gpuaff bind --format ""); COMP_CWORD=3; _gpuaff; echo "${COMPREPLY[*]}"
   COMP_WORDS=(gpuaff ""); COMP_CWORD=1; _gpuaff; echo "${COMPREPLY[*]}"' _ "$completion")
 expected="node socket exclusive core-complex all single single-unique unique-interleaved unique-contiguous
-cpulist mask numactl json
+cpulist mask numactl json env
 bind topo exec record doctor --help --version"
 [[ $got == "$expected" ]] || { echo "FAIL: completion values:"; echo "$got"; fail=1; }
 ((fail == 0)) && echo "man page and completion list every flag of every command"

@@ -2,20 +2,26 @@
 // doctor's verdict: is a running process where its plan says? The plan is the
 // one it carries (GPUAFF_PLAN, left by `gpuaff exec` and Python's bind), or,
 // when options are given or it carries none, the plan those options (or the
-// defaults) give its GPU, which the verdict then says is a guess. The CLI
+// defaults) give its GPU, which the verdict then says is a guess. A process
+// that carries UCX_NET_DEVICES or NVSHMEM_HCA_LIST has them checked against
+// its GPU's NIC set (launch/nics.hpp). The CLI
 // (`gpuaff doctor`) and Python (`gpuaff.doctor`) print this value.
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/doctor/doctor.hpp"
 #include "gpuaff/launch/front.hpp"
+#include "gpuaff/launch/nics.hpp"
 #include "gpuaff/launch/plan_variable.hpp"
 #include "gpuaff/result.hpp"
 
@@ -99,6 +105,47 @@ inline Expectation expectation_of(const RecordedPlan& r) {
 
 }  // namespace detail
 
+/// The variables whose device lists doctor checks against the GPU's NIC set.
+inline constexpr std::string_view nic_list_variables[] = {"UCX_NET_DEVICES", "NVSHMEM_HCA_LIST"};
+
+/// doctor's NIC check: each of nic_list_variables the process carries
+/// against the NIC set of its device (PCI address `pci`) on `topo` (read with
+/// its NICs). A list that names none of the set's NICs points the library
+/// away from the GPU: a problem; one that names the set and more: a note.
+/// Appends to `problems` and `notes`; says in a note when it cannot judge.
+inline void check_nic_lists(const Topology& topo, std::string_view pci, const std::map<std::string, std::string>& vars,
+                            std::vector<std::string>& problems, std::vector<std::string>& notes) {
+  const Gpu* gpu = nullptr;
+  for (const auto* list : {&topo.host_gpus, &topo.gpus})
+    for (const auto& g : *list)
+      if (gpu == nullptr && g.address().to_string().view() == pci) gpu = &g;
+  NicSet set = gpu != nullptr ? nic_set_of(topo, *gpu) : NicSet{};
+  std::string set_text = nic_port_list(set.nics);
+  for (std::string_view name : nic_list_variables) {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) continue;
+    std::string word = std::string(name) + "=" + it->second.substr(0, 200);
+    if (gpu == nullptr || set.empty()) {
+      notes.push_back(word + " not checked: " + (gpu == nullptr ? "no GPU " + std::string(pci) + " in " + std::string(topo.origin.view())
+                                                                : "no RDMA NIC reaches " + std::string(pci)));
+      continue;
+    }
+    std::vector<std::string> in, out;
+    for (const auto& dev : listed_devices(it->second)) {
+      bool mine = std::any_of(set.nics.begin(), set.nics.end(), [&](const Nic* n) { return n->rdma_names.front().view() == dev; });
+      (mine ? in : out).push_back(dev);
+    }
+    std::string others;
+    for (const auto& d : out) others += (others.empty() ? "" : ", ") + d;
+    std::string why = " (the GPU's NIC set is " + set_text + ", " + std::string(to_string(set.path)) +
+                      "; gpuaff exec with nic_env=true sets it)";
+    if (in.empty() && !out.empty())
+      problems.push_back(word + " points away from the NIC set of " + std::string(pci) + ": it names " + others + why);
+    else if (!out.empty())
+      notes.push_back(word + " also names " + others + ", outside the NIC set" + why);
+  }
+}
+
 /// The verdict on what /proc said of a process, against `e`: pure.
 inline Verdict judge(int pid, Expectation e, std::vector<ThreadState> threads, std::map<int, long long> pages,
                      const std::map<std::string, std::string>& vars, const DoctorOptions& d) {
@@ -168,8 +215,21 @@ inline Result<Verdict> examine_process(int pid, const LaunchOptions& o, const Do
   }
   GPUAFF_TRY(auto threads, process_threads(pid));
   GPUAFF_TRY(auto pages, process_pages_by_node(pid));
+  std::string pci = e.pci;
   Verdict v = judge(pid, std::move(e), std::move(threads), std::move(pages), vars, d);
   v.notes = std::move(notes);
+  bool lists = std::any_of(std::begin(nic_list_variables), std::end(nic_list_variables),
+                           [&](std::string_view n) { return vars.count(std::string(n)) != 0; });
+  if (lists) {
+    // The machine's NICs: the plan does not carry them. A machine that cannot
+    // be read leaves the lists unjudged, not the process.
+    auto topo = load(o, environment_of(vars), readers, SysfsDetail::full, nullptr, TopologyParts::only(&TopologyParts::nics));
+    if (topo) {
+      check_nic_lists(*topo, pci, vars, v.problems, v.notes);
+    } else {
+      v.notes.push_back("NIC lists not checked: " + std::string(topo.error().message()));
+    }
+  }
   return v;
 }
 
