@@ -391,6 +391,9 @@ PYBIND11_MODULE(_gpuaff, m) {
         env[py::str(std::string(plan_variable))] = plan_variable_value(p.plan);
         return env;
       }, "the variables bind() sets in os.environ once applied: GPUAFF_PLAN, the NIC variables (nic_env), OMP_NUM_THREADS (omp_threads)")
+      .def_property_readonly("part", [](const Plan& p) {
+        return p.plan.ranks_per_gpu > 1 ? py::object(py::make_tuple(p.plan.part, p.plan.ranks_per_gpu)) : py::object(py::none());
+      }, "ranks_per_gpu: (part, parts) of the GPU's share these CPUs are; None for one rank per GPU")
       .def_property_readonly("nic_set", [](const Plan& p) { return p.plan.nic_set; },
                              "nic_env: the GPU's NIC set as the libraries name it (['mlx5_0:1']); [] without")
       .def_property_readonly("nic_path", [](const Plan& p) {

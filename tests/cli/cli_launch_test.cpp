@@ -165,6 +165,28 @@ TEST_CASE("under --local-rank the launcher's local size stands for --nproc") {
   CHECK(nlohmann::json::parse(s.out)["cpus"] == "42-55,154-167");
 }
 
+TEST_CASE("16 local ranks on 8 GPUs: two ranks per GPU, each half of its GPU's exclusive share") {
+  // exclusive gives GPU 3 cores 42-55 (14 of node 0's 56, a quarter); LOCAL_RANK 7
+  // is GPU 7 / 2 = 3, part 7 % 2 = 1: its last 7 cores, 49-55 and siblings 161-167.
+  Run r = tool({"exec", "--root", h100, "--local-rank", "--policy", "exclusive", "--dry-run", "--", "true"},
+               {{"LOCAL_RANK", "7"}, {"LOCAL_WORLD_SIZE", "16"}});
+  INFO("stderr: " << r.err);
+  REQUIRE(r.rc == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["gpu"] == 3);
+  CHECK(j["cpus"] == "49-55,161-167");
+  CHECK(j["share"] == "42-55,154-167");
+  CHECK(j["part"] == nlohmann::json::array({1, 2}));
+  CHECK(j["plan_variable"].get<std::string>().find(" part=1/2") != std::string::npos);
+  // named, with bind: --gpu 3 --ranks-per-gpu 2 --part 0 is the other half
+  CHECK(bind_ok({"--root", h100, "--gpu", "3", "--policy", "exclusive", "--ranks-per-gpu", "2", "--part", "0"}) ==
+        "42-48,154-160\n");
+  // --ranks-per-gpu without --part names the fix; exit 2
+  Run no_part = tool({"bind", "--root", h100, "--gpu", "3", "--ranks-per-gpu", "2"});
+  CHECK(no_part.rc == 2);
+  CHECK(no_part.err.find("--ranks-per-gpu 2 needs --part P (0..1)") != std::string::npos);
+}
+
 TEST_CASE("exec --dry-run prints the plan and the command, and runs nothing") {
   auto marker = cli_test::temp_dir("dry-run") / "ran";
   Run r = tool({"exec", "--root", h100, "--gpu", "4", "--membind", "preferred", "--dry-run", "--", "touch",

@@ -308,3 +308,16 @@ def test_nic_sets_through_the_option_table(clean_env):
         gpuaff.plan(gpu=0, root=DGX_H100, nic_libs="ucx")
     with pytest.raises(gpuaff.InvalidArgument, match="did you mean nvshmem"):
         gpuaff.plan(gpu=0, root=DGX_H100, nic_env=True, nic_libs="nvshmen")
+
+
+def test_ranks_per_gpu_through_the_option_table(clean_env):
+    # dgx-h100, policy exclusive: GPU 3's share is cores 42-55 (siblings +112);
+    # three ranks on it get 5, 5 and 4 of those cores, the larger parts first.
+    parts = [gpuaff.plan(gpu=3, root=DGX_H100, policy="exclusive", ranks_per_gpu=3, part=p) for p in range(3)]
+    assert [p.part for p in parts] == [(0, 3), (1, 3), (2, 3)]
+    expect = [range(42, 47), range(47, 52), range(52, 56)]
+    for p, cores in zip(parts, expect):
+        assert set(p.cpus) == set(cores) | {c + 112 for c in cores}
+    assert gpuaff.plan(gpu=3, root=DGX_H100).part is None
+    with pytest.raises(gpuaff.InvalidArgument, match=r"ranks_per_gpu=3 needs part=P \(0\.\.2\)"):
+        gpuaff.plan(gpu=3, root=DGX_H100, ranks_per_gpu=3)

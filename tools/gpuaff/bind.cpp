@@ -89,6 +89,10 @@ nlohmann::ordered_json plan_json(const LaunchPlan& p, const LaunchOptions& o, st
   // Present only when --unreachable nearest was needed: the nodes the CPUs came from.
   if (!p.nearest_nodes.empty()) j["nearest_nodes"] = p.nearest_nodes;
   if (!p.nproc_source.empty()) j["nproc_from"] = p.nproc_source;
+  if (p.ranks_per_gpu > 1) {
+    j["part"] = {p.part, p.ranks_per_gpu};
+    j["share"] = p.gpu_share.to_list();  // the GPU's whole share, of which cpus is the part
+  }
   // null when the core siblings the count needs cannot be read (the binding did not need them)
   auto threads = plan_threads(p, o, process_environment(), cli_readers(), cores);
   j["recommended_threads"] = threads ? nlohmann::ordered_json(*threads) : nlohmann::ordered_json(nullptr);

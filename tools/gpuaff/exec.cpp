@@ -48,6 +48,9 @@ std::string bound_text(const LaunchPlan& plan, const ProcessBinding& done, const
                      " " + std::string(plan.target().address().to_string().view()) + " node " +
                      std::to_string(plan.node);
   if (!plan.rank_source.empty()) what += " (" + plan.rank_source + ")";
+  if (plan.ranks_per_gpu > 1)
+    what += ", part " + std::to_string(plan.part) + " of " + std::to_string(plan.ranks_per_gpu) + " of its share " +
+            plan.gpu_share.to_list();
   what += ", policy " + std::string(to_string(plan.policy.kind)) + ": CPUs " + plan.cpus.to_list() + ", memory " +
           std::string(to_string(plan.membind));
   if (plan.membind != MemPolicy::none) what += " nodes " + plan.memory_nodes.to_list();

@@ -118,6 +118,7 @@ inline TopologyParts plan_needs(const LaunchOptions& o) {
   p.cores = p.cores || o.reserve_os_cores > 0;
   p.packages = p.packages || o.mem_nodes == MemNodes::socket;
   p.cores = p.cores || o.omp_threads;  // OMP_NUM_THREADS counts physical cores
+  p.cores = p.cores || o.ranks_per_gpu > 1;  // parts are cut on whole cores
   p.distances = o.unreachable == Unreachable::nearest;
   p.nics = o.nic_env || o.mem_nodes == MemNodes::gpu;
   return p;
@@ -148,6 +149,8 @@ inline Result<LaunchRequest> launch_request(const LaunchOptions& o, const Enviro
   r.cuda_device_order = env("CUDA_DEVICE_ORDER").value_or(std::string());
   r.nic_env = o.nic_env;
   r.nic_libs = o.nic_libs;
+  r.ranks_per_gpu = o.ranks_per_gpu;
+  r.part = o.part;
   r.mem_nodes = o.mem_nodes;
   if (o.local_rank) {
     auto rank = local_rank(env);
@@ -179,7 +182,17 @@ inline Result<std::pair<Topology, LaunchRequest>> prepare(const LaunchOptions& o
   auto cgroup = cgroup_of(o);
   if (!cgroup) return staged(cgroup.error(), LaunchStage::machine, failed_at);
   request->cgroup = std::move(*cgroup);
-  GPUAFF_TRY(Topology topo, load(o, env, readers, plan_detail(o), failed_at, plan_needs(o)));
+  TopologyParts needs = plan_needs(o);
+  GPUAFF_TRY(Topology topo, load(o, env, readers, plan_detail(o), failed_at, needs));
+  // A local size that is a whole multiple of the GPUs makes several ranks per
+  // GPU (make_plan), cut on whole cores: read them then, and only then.
+  int gpus = static_cast<int>(topo.gpus.size());
+  if (o.job.nproc > 0 && o.job.nproc < gpus) gpus = o.job.nproc;
+  if (!needs.cores && request->local_size && !o.pci && gpus > 1 && request->local_size->value > gpus &&
+      request->local_size->value % gpus == 0) {
+    needs.cores = true;
+    GPUAFF_TRY(topo, load(o, env, readers, plan_detail(o), failed_at, needs));
+  }
   return std::pair<Topology, LaunchRequest>{std::move(topo), std::move(*request)};
 }
 

@@ -59,6 +59,8 @@ struct LaunchOptions {
   MemNodes mem_nodes = MemNodes::cpu;
   bool nic_env = false;              ///< export the GPU's NIC set (launch/nics.hpp)
   unsigned nic_libs = default_nic_libs;  ///< the libraries nic_env writes for (NicLib bits)
+  int ranks_per_gpu = 0;             ///< ranks sharing one GPU (0: not given); policy/split.hpp
+  std::optional<int> part{};         ///< which part of the GPU's share, with gpu/pci
   bool omp_threads = false;          ///< export OMP_NUM_THREADS = recommended threads
   Fallback fallback = Fallback::error;  ///< when the machine refuses the binding
   /// The keys set through set_option, in order: the NVIDIA modes' options given
@@ -212,6 +214,8 @@ GPUAFF_OPTION_SETTER(set_membind, { GPUAFF_TRY(o.membind, option_choice("membind
 GPUAFF_OPTION_SETTER(set_mem_nodes, { GPUAFF_TRY(o.mem_nodes, option_choice("mem_nodes", t, mem_nodes_choices)); })
 GPUAFF_OPTION_SETTER(set_nic_env, { GPUAFF_TRY(o.nic_env, option_flag("nic_env", t)); })
 GPUAFF_OPTION_SETTER(set_nic_libs, { GPUAFF_TRY(o.nic_libs, parse_nic_libs(t)); })
+GPUAFF_OPTION_SETTER(set_ranks_per_gpu, { GPUAFF_TRY(o.ranks_per_gpu, option_int("ranks_per_gpu", t, 1)); })
+GPUAFF_OPTION_SETTER(set_part, { GPUAFF_TRY(o.part, option_int("part", t, 0)); })
 GPUAFF_OPTION_SETTER(set_omp_threads, { GPUAFF_TRY(o.omp_threads, option_flag("omp_threads", t)); })
 GPUAFF_OPTION_SETTER(set_fallback, { GPUAFF_TRY(o.fallback, option_choice("fallback", t, fallback_choices)); })
 #undef GPUAFF_OPTION_SETTER
@@ -222,7 +226,7 @@ inline constexpr unsigned every_plan_command = for_bind | for_exec | for_topo | 
 }  // namespace detail
 
 /// Every option of a launch, in the order --help and the docs show them.
-inline const std::array<OptionInfo, 27> launch_options{{
+inline const std::array<OptionInfo, 29> launch_options{{
     {"root", "--root", "DIR|FILE.tar", OptionType::path, detail::every_plan_command, "this machine",
      "read the machine from a recorded root: a directory laid out like /, or the FILE.tar gpuaff record writes "
      "(read as it is, never unpacked)", detail::set_root},
@@ -283,6 +287,13 @@ inline const std::array<OptionInfo, 27> launch_options{{
      "take the N lowest-numbered physical cores of every NUMA node (all their threads) out before any share is "
      "computed: cores kept for the OS, interrupts and daemons",
      detail::set_reserve_os_cores},
+    {"ranks_per_gpu", "--ranks-per-gpu", "N", OptionType::positive, detail::launch_commands | for_doctor, "1",
+     "several ranks per GPU: the GPU's share is cut into N disjoint parts of whole cores (sizes differ by at most "
+     "one); under --local-rank rank r uses GPU r/N and part r%N (the default N is local size / GPUs when that is a "
+     "whole multiple)",
+     detail::set_ranks_per_gpu},
+    {"part", "--part", "P", OptionType::count, detail::launch_commands | for_doctor, "",
+     "with --ranks-per-gpu N and --gpu or --pci: which part of the GPU's share, 0..N-1", detail::set_part},
     {"membind", "--membind", "none|local|bind|preferred|interleave", OptionType::choice, detail::launch_commands, "none",
      "memory policy over the GPU's node(s): none (the kernel's first touch), local (strict, as numactl's "
      "membind does; bind is a synonym), preferred, interleave",
@@ -334,6 +345,17 @@ inline Result<void> check_options(const LaunchOptions& o) {
   int machines = (m.root.empty() ? 0 : 1) + (m.topology.empty() ? 0 : 1) + (m.hwloc_xml.empty() ? 0 : 1);
   if (machines > 1)
     return fail(Errc::invalid_argument, "root=DIR, topology=FILE and hwloc_xml=FILE each name a machine; name one");
+  if (o.part && o.local_rank)
+    return fail(Errc::invalid_argument, "part=", *o.part, " names the part of a named GPU; under local_rank=true the "
+                "part is the local rank mod ranks_per_gpu; leave part out");
+  if (o.part && o.ranks_per_gpu < 2)
+    return fail(Errc::invalid_argument, "part=", *o.part, " needs ranks_per_gpu=N above 1 (the number of parts)");
+  if (o.part && *o.part >= o.ranks_per_gpu)
+    return fail(Errc::invalid_argument, "part=", *o.part, " is not below ranks_per_gpu=", o.ranks_per_gpu,
+                " (parts are numbered from 0)");
+  if (o.ranks_per_gpu > 1 && !o.part && !o.local_rank)
+    return fail(Errc::invalid_argument, "ranks_per_gpu=", o.ranks_per_gpu, " needs part=P (0..",
+                o.ranks_per_gpu - 1, ") to say which part of the GPU's share, or local_rank=true");
   if (o.was_given("nic_libs") && !o.nic_env)
     return fail(Errc::invalid_argument, "nic_libs=", nic_libs_text(o.nic_libs),
                 " names the variables nic_env=true writes, and nic_env=true is not given; add it");

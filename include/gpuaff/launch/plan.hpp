@@ -23,6 +23,7 @@
 #include "gpuaff/launch/nics.hpp"
 #include "gpuaff/policy/dispatch.hpp"
 #include "gpuaff/policy/locality.hpp"
+#include "gpuaff/policy/split.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/cgroup.hpp"
 #include "gpuaff/source/visible.hpp"
@@ -62,6 +63,10 @@ struct LaunchRequest {
   std::optional<std::string> cuda_device_order{};
   bool nic_env = false;  ///< export the GPU's NIC set (launch/nics.hpp); needs Topology::nics
   unsigned nic_libs = default_nic_libs;  ///< the libraries nic_env writes for (NicLib bits)
+  /// Ranks sharing one GPU (policy/split.hpp): 0 = not given (1, or local
+  /// size / GPUs under a local rank when that is a whole multiple above 1).
+  int ranks_per_gpu = 0;
+  std::optional<int> part{};  ///< which part of the GPU's share, when the GPU is named (not a local rank)
   MemNodes mem_nodes = MemNodes::cpu;  ///< which nodes memory_nodes names
 };
 
@@ -95,6 +100,11 @@ struct LaunchPlan {
   /// its path class; empty and nullopt without nic_env.
   std::vector<std::string> nic_set{};
   std::optional<PciPath> nic_path{};
+  /// Several ranks per GPU: `cpus` is part `part` of `ranks_per_gpu` parts of
+  /// the GPU's share (`gpu_share`); 1, 0 and `cpus` otherwise.
+  int ranks_per_gpu = 1;
+  int part = 0;
+  CpuSet gpu_share{};
 
   const Gpu& target() const { return topo.gpus[static_cast<std::size_t>(gpu)]; }
   /// The memory policy to apply: `membind` over `memory_nodes`.
@@ -214,14 +224,48 @@ inline bool node_unreachable(const Topology& topo, int node) {
 inline Result<void> use_local_size(LaunchPlan& plan, const LaunchRequest& r) {
   if (plan.job.nproc != 0 || !r.local_size || r.pci) return {};
   int visible = static_cast<int>(plan.topo.gpus.size());
-  if (r.local_size->value > visible) {
+  int gpus = r.local_size->value / plan.ranks_per_gpu;  // whole: checked by rank_part()
+  if (gpus > visible) {
     return fail(Errc::invalid_argument, r.local_size->source(), " (the launcher's processes on this machine) is more "
                 "than the ", visible, " GPU(s) this process sees in ", plan.topo.origin.view(),
-                "; when each process sees only its own GPU, use gpu=0 (and share=machine), else pass nproc=N");
+                plan.ranks_per_gpu > 1 ? " at ranks_per_gpu=" + std::to_string(plan.ranks_per_gpu) : std::string(),
+                "; when each process sees only its own GPU, use gpu=0 (and share=machine); when several ranks share "
+                "each GPU, ranks_per_gpu=N; else pass nproc=N");
   }
-  plan.job.nproc = r.local_size->value;
+  plan.job.nproc = gpus;
   plan.nproc_source = r.local_size->source();
   return {};
+}
+
+/// Several ranks per GPU (docs/contract.md section 3): sets plan.ranks_per_gpu
+/// and plan.part, and returns the GPU index the request means. Under a local
+/// rank r with local size L: N = ranks_per_gpu, or L / GPUs taking part when
+/// that is a whole multiple above 1; GPU r / N, part r % N.
+/// Errors: Errc::invalid_argument for a local size that is not a multiple of N,
+/// or a part beyond N.
+inline Result<int> rank_part(LaunchPlan& plan, const LaunchRequest& r, int visible) {
+  int n = r.ranks_per_gpu;
+  if (r.rank_source.empty() || r.pci) {  // the device is named: the part too (check_options)
+    plan.ranks_per_gpu = std::max(n, 1);
+    plan.part = r.part.value_or(0);
+    if (plan.part >= plan.ranks_per_gpu)
+      return fail(Errc::invalid_argument, "part=", plan.part, " is not below ranks_per_gpu=", plan.ranks_per_gpu);
+    return r.gpu;
+  }
+  if (n == 0 && r.local_size) {
+    int taking_part = r.job.nproc > 0 ? std::min(r.job.nproc, visible) : visible;
+    int size = r.local_size->value;
+    // Not for one GPU: a process that sees only its own GPU (srun
+    // --gpus-per-task) under a local size of several looks the same.
+    if (taking_part > 1 && size > taking_part && size % taking_part == 0) n = size / taking_part;
+  }
+  n = std::max(n, 1);
+  if (r.local_size && r.local_size->value % n != 0)
+    return fail(Errc::invalid_argument, r.local_size->source(), " (the launcher's processes on this machine) is not a "
+                "multiple of ranks_per_gpu=", n, ": every GPU must get the same number of ranks");
+  plan.ranks_per_gpu = n;
+  plan.part = r.gpu % n;
+  return r.gpu / n;
 }
 
 /// The GPU's own memory nodes (Gpu::memory_nodes, from the driver's numa_status).
@@ -379,15 +423,20 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
   detail::reserve_os_cores(topo, request.reserve_os_cores);
   if (auto w = device_order_warning(detail::process_gpus_with_ids(topo), request.cuda_device_order))
     plan.warnings.push_back(*w);
+  GPUAFF_TRY(int gpu, detail::rank_part(plan, request, static_cast<int>(topo.gpus.size())));
   if (request.pci) {
     for (const auto& g : topo.gpus)
       if (g.address() == *request.pci) plan.visible_gpu = g.index;
     GPUAFF_TRY(plan.topo, with_pci_target(topo, *request.pci, &plan.gpu));
   } else {
-    if (request.gpu < 0 || request.gpu >= static_cast<int>(topo.gpus.size())) return detail::no_such_gpu(topo, request);
+    if (gpu < 0 || gpu >= static_cast<int>(topo.gpus.size())) {
+      LaunchRequest named = request;
+      named.gpu = gpu;
+      return detail::no_such_gpu(topo, named);
+    }
     plan.topo = std::move(topo);
-    plan.gpu = request.gpu;
-    plan.visible_gpu = request.gpu;
+    plan.gpu = gpu;
+    plan.visible_gpu = gpu;
   }
   if (plan.share == Share::machine) {
     PciAddress target = plan.target().address();
@@ -417,6 +466,11 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
     plan.cpus = *cpus;
     GPUAFF_TRY(plan.memory_nodes, memory_nodes(plan.topo, plan.gpu, plan.job));
     GPUAFF_TRY(plan.node, resolve_gpu_node(plan.topo, plan.gpu, plan.job));
+  }
+  plan.gpu_share = plan.cpus;
+  if (plan.ranks_per_gpu > 1) {
+    GPUAFF_TRY(auto parts, split_share(plan.topo, plan.cpus, plan.ranks_per_gpu));
+    plan.cpus = parts[static_cast<std::size_t>(plan.part)];
   }
   if (request.mem_nodes == MemNodes::gpu) {
     GPUAFF_TRY(plan.memory_nodes, detail::gpu_memory_nodes(plan.topo, plan.gpu));

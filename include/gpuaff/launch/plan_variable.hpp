@@ -11,7 +11,8 @@
 // `gpu` is -1 for a PCI device that is not a visible GPU; `from` says where
 // the device choice came from (a launcher variable, or gpu=N / pci=BDF named
 // by the caller); `mems` is the memory nodes (a cpulist-style list, possibly
-// empty) that `membind` applies to. Unknown fields are ignored, so a later v1
+// empty) that `membind` applies to; `part=P/N` (several ranks per GPU) says
+// `cpus` is part P of N of the GPU's share. Unknown fields are ignored, so a later v1
 // may add fields; a reader refuses another version.
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
@@ -51,6 +52,7 @@ inline std::string plan_variable_value(const LaunchPlan& p) {
                   " policy=" + std::string(to_string(p.policy.kind)) + " node=" + std::to_string(p.node) +
                   " cpus=" + p.cpus.to_list() + " mems=" + p.memory_nodes.to_list() +
                   " membind=" + std::string(name_of(membind_choices, p.membind));
+  if (p.ranks_per_gpu > 1) s += " part=" + std::to_string(p.part) + "/" + std::to_string(p.ranks_per_gpu);
   return s;
 }
 

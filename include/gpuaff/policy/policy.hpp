@@ -22,3 +22,4 @@
 #include "gpuaff/policy/nvidia.hpp"
 #include "gpuaff/policy/dispatch.hpp"
 #include "gpuaff/policy/threads.hpp"
+#include "gpuaff/policy/split.hpp"

@@ -1,0 +1,162 @@
+// Several ranks per GPU (ranks_per_gpu=N, docs/contract.md section 3): the
+// GPU's share cut into N disjoint parts of whole cores, and which rank gets
+// which GPU and part.
+//
+// fixtures/dgx-h100: 2 sockets x 56 cores, SMT2, core c = CPUs {c, c+112};
+// node 0 = cores 0-55 holds GPUs 0-3, node 1 = cores 56-111 holds GPUs 4-7.
+// Policy exclusive splits a node's 56 cores among its 4 GPUs: 14 each, so
+// GPU g's share is cores 14g .. 14g+13 (GPU 4: 56-69).
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+#include "gpuaff/launch/front.hpp"
+#include "gpuaff/launch/options.hpp"
+#include "gpuaff/launch/plan_variable.hpp"
+#include "gpuaff/policy/split.hpp"
+#include "support/check.hpp"
+
+using gpuaff::CpuSet;
+using gpuaff::Errc;
+using gpuaff::LaunchOptions;
+
+namespace {
+
+gpuaff::Environment env_of(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
+    auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+/// Cores a..b of the DGX H100 with their SMT siblings.
+CpuSet cores(int a, int b) { return CpuSet::range(a, b) | CpuSet::range(a + 112, b + 112); }
+
+LaunchOptions dgx(std::map<std::string, std::string> options) {
+  LaunchOptions o;
+  REQUIRE(gpuaff::set_option(o, "root", gpuaff_test::fixture("dgx-h100")));
+  for (const auto& [k, v] : options) REQUIRE_MESSAGE(gpuaff::set_option(o, k, v), k);
+  return o;
+}
+
+gpuaff::LaunchPlan plan_of(const LaunchOptions& o, std::map<std::string, std::string> env = {}) {
+  auto p = gpuaff::plan(o, env_of(std::move(env)));
+  REQUIRE_MESSAGE(p.has_value(), p.error().message());
+  return *p;
+}
+
+}  // namespace
+
+TEST_CASE("16 ranks on the DGX H100's 8 GPUs: rank r is GPU r/2, part r%2, each part 7 of the GPU's 14 cores") {
+  LaunchOptions o = dgx({{"local_rank", "true"}, {"policy", "exclusive"}});
+  for (int rank = 0; rank < 16; ++rank) {
+    CAPTURE(rank);
+    // ranks_per_gpu is left out: LOCAL_WORLD_SIZE 16 over 8 GPUs makes it 2.
+    auto p = plan_of(o, {{"LOCAL_RANK", std::to_string(rank)}, {"LOCAL_WORLD_SIZE", "16"}});
+    int gpu = rank / 2, part = rank % 2;
+    CHECK(p.visible_gpu == gpu);
+    CHECK(p.ranks_per_gpu == 2);
+    CHECK(p.part == part);
+    CHECK(p.gpu_share == cores(14 * gpu, 14 * gpu + 13));
+    // part 0 is the first 7 cores of the share, part 1 the last 7
+    CHECK(p.cpus == cores(14 * gpu + 7 * part, 14 * gpu + 7 * part + 6));
+    CHECK(p.job.nproc == 8);  // the GPUs taking part: 16 ranks / 2
+    CHECK(gpuaff::plan_variable_value(p).find(" part=" + std::to_string(part) + "/2") != std::string::npos);
+  }
+}
+
+TEST_CASE("three ranks per GPU: 14 cores cut 5, 5, 4, the larger parts first") {
+  LaunchOptions o = dgx({{"policy", "exclusive"}, {"gpu", "3"}, {"ranks_per_gpu", "3"}});
+  // GPU 3's share is cores 42-55.
+  const CpuSet expected[] = {cores(42, 46), cores(47, 51), cores(52, 55)};
+  CpuSet all;
+  for (int part = 0; part < 3; ++part) {
+    CAPTURE(part);
+    LaunchOptions one = o;
+    REQUIRE(gpuaff::set_option(one, "part", std::to_string(part)));
+    auto p = plan_of(one);
+    CHECK(p.cpus == expected[part]);
+    CHECK_FALSE(p.cpus.intersects(all));  // disjoint
+    all |= p.cpus;
+    CHECK(p.memory_nodes == gpuaff::NodeSet{0});
+  }
+  CHECK(all == cores(42, 55));  // together the whole share
+}
+
+TEST_CASE("ranks_per_gpu with policy node cuts the node's 56 cores in halves; with share=machine too") {
+  auto p = plan_of(dgx({{"gpu", "5"}, {"ranks_per_gpu", "2"}, {"part", "1"}}));
+  // node policy: GPU 5's share is all of node 1 (cores 56-111); part 1 is cores 84-111.
+  CHECK(p.gpu_share == cores(56, 111));
+  CHECK(p.cpus == cores(84, 111));
+  // share=machine (a process that sees GPU 6 only): its exclusive share is cores
+  // 84-97 of the host's split; part 0 is 84-90.
+  auto m = gpuaff::plan(dgx({{"gpu", "0"}, {"policy", "exclusive"}, {"share", "machine"}, {"ranks_per_gpu", "2"},
+                             {"part", "0"}}),
+                        env_of({{"CUDA_VISIBLE_DEVICES", "6"}}));
+  REQUIRE_MESSAGE(m.has_value(), m.error().message());
+  CHECK(m->gpu_share == cores(84, 97));
+  CHECK(m->cpus == cores(84, 90));
+}
+
+TEST_CASE("split_share: whole cores first, then hardware threads; never an empty part") {
+  gpuaff::Topology t;
+  for (int c = 0; c < 2; ++c) t.cores.push_back(gpuaff::Core{.threads = CpuSet{c, c + 2}});
+  CpuSet share = CpuSet::range(0, 3);  // 2 cores of 2 threads: {0,2}, {1,3}
+  auto two = gpuaff::split_share(t, share, 2);
+  REQUIRE(two);
+  CHECK(*two == std::vector<CpuSet>{CpuSet{0, 2}, CpuSet{1, 3}});
+  // three parts of two cores: by threads, core by core: {0, 2} | {1} | {3}
+  auto three = gpuaff::split_share(t, share, 3);
+  REQUIRE(three);
+  CHECK(*three == std::vector<CpuSet>{CpuSet{0, 2}, CpuSet{1}, CpuSet{3}});
+  auto five = gpuaff::split_share(t, share, 5);
+  REQUIRE_FALSE(five);
+  CHECK(five.error().code() == Errc::insufficient_cores);
+  CHECK(five.error().message().find("at most 4 rank(s)") != std::string_view::npos);
+}
+
+TEST_CASE("ranks per GPU: the usage mistakes are named") {
+  struct Case {
+    std::map<std::string, std::string> options;
+    std::map<std::string, std::string> env;
+    const char* says;
+  };
+  const Case cases[] = {
+      {{{"gpu", "1"}, {"ranks_per_gpu", "2"}}, {}, "ranks_per_gpu=2 needs part=P (0..1)"},
+      {{{"gpu", "1"}, {"part", "1"}}, {}, "part=1 needs ranks_per_gpu=N above 1"},
+      {{{"gpu", "1"}, {"ranks_per_gpu", "2"}, {"part", "2"}}, {}, "part=2 is not below ranks_per_gpu=2"},
+      {{{"local_rank", "true"}, {"ranks_per_gpu", "2"}, {"part", "0"}}, {{"LOCAL_RANK", "0"}}, "leave part out"},
+      // 12 ranks over 8 GPUs is no whole multiple: the old error, now naming ranks_per_gpu
+      {{{"local_rank", "true"}}, {{"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "12"}}, "ranks_per_gpu=N"},
+      {{{"local_rank", "true"}, {"ranks_per_gpu", "3"}}, {{"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "16"}},
+       "LOCAL_WORLD_SIZE=16 (the launcher's processes on this machine) is not a multiple of ranks_per_gpu=3"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.says);
+    LaunchOptions o = dgx({});
+    bool set = true;
+    for (const auto& [k, v] : c.options) set = set && gpuaff::set_option(o, k, v).has_value();
+    REQUIRE(set);
+    auto p = gpuaff::plan(o, env_of(c.env));
+    REQUIRE_FALSE(p.has_value());
+    CHECK(p.error().code() == Errc::invalid_argument);
+    CHECK(p.error().message().find(c.says) != std::string_view::npos);
+  }
+}
+
+TEST_CASE("a process that sees one GPU never guesses ranks per GPU from the local size") {
+  // srun --gpus-per-task=1 with 2 tasks looks like MPS with 2 ranks on one GPU:
+  // without ranks_per_gpu the old error stands (rank 1 has no GPU 1) ...
+  LaunchOptions o = dgx({{"local_rank", "true"}});
+  auto p = gpuaff::plan(o, env_of({{"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"}, {"CUDA_VISIBLE_DEVICES", "2"}}));
+  REQUIRE_FALSE(p.has_value());
+  // ... and with it, rank 1 is part 1 of the one GPU (host GPU 2: node 0, node policy).
+  REQUIRE(gpuaff::set_option(o, "ranks_per_gpu", "2"));
+  auto two = gpuaff::plan(o, env_of({{"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"}, {"CUDA_VISIBLE_DEVICES", "2"}}));
+  REQUIRE_MESSAGE(two.has_value(), two.error().message());
+  CHECK(two->part == 1);
+  CHECK(two->cpus == cores(28, 55));
+}
