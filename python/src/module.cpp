@@ -109,6 +109,17 @@ std::string text_of(const OptionInfo& o, py::handle v) {
       return v.cast<bool>() ? "true" : "false";
     case OptionType::count:
     case OptionType::positive:
+      if (key == "gpu" && (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v))) {
+        // several GPUs per process: gpu=[0, 4] is the command line's --gpu 0,4
+        std::string list;
+        for (py::handle g : v) {
+          if (!py::isinstance<py::int_>(g) || py::isinstance<py::bool_>(g))
+            usage(key + "=" + shown(v) + " must be an int or a list of ints");
+          list += (list.empty() ? "" : ",") + py::str(g).cast<std::string>();
+        }
+        if (list.empty()) usage(key + "=" + shown(v) + " names no GPU");
+        return list;
+      }
       if (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v))
         usage(key + "=" + shown(v) + (o.type == OptionType::count ? " must be a non-negative int" : " must be a positive int"));
       return py::str(v).cast<std::string>();
@@ -391,6 +402,12 @@ PYBIND11_MODULE(_gpuaff, m) {
         env[py::str(std::string(plan_variable))] = plan_variable_value(p.plan);
         return env;
       }, "the variables bind() sets in os.environ once applied: GPUAFF_PLAN, the NIC variables (nic_env), OMP_NUM_THREADS (omp_threads)")
+      .def_property_readonly("gpus", [](const Plan& p) {
+        std::vector<int> all;
+        if (p.plan.visible_gpu >= 0) all.push_back(p.plan.visible_gpu);
+        all.insert(all.end(), p.plan.more_visible_gpus.begin(), p.plan.more_visible_gpus.end());
+        return all;
+      }, "every visible GPU the plan serves (gpu=[0, 4]: [0, 4]); [] for a PCI device that is not one")
       .def_property_readonly("part", [](const Plan& p) {
         return p.plan.ranks_per_gpu > 1 ? py::object(py::make_tuple(p.plan.part, p.plan.ranks_per_gpu)) : py::object(py::none());
       }, "ranks_per_gpu: (part, parts) of the GPU's share these CPUs are; None for one rank per GPU")

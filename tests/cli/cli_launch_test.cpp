@@ -187,6 +187,19 @@ TEST_CASE("16 local ranks on 8 GPUs: two ranks per GPU, each half of its GPU's e
   CHECK(no_part.err.find("--ranks-per-gpu 2 needs --part P (0..1)") != std::string::npos);
 }
 
+TEST_CASE("--gpu 0,4: one process on two GPUs of both sockets gets the union, memory on both nodes") {
+  // exclusive: GPU 0 has cores 0-13 of node 0, GPU 4 cores 56-69 of node 1.
+  CHECK(bind_ok({"--root", h100, "--gpu", "0,4", "--policy", "exclusive", "--membind", "local", "--format",
+                 "numactl"}) == "--physcpubind=0-13,56-69,112-125,168-181 --membind=0-1\n");
+  auto j = nlohmann::json::parse(bind_ok({"--root", h100, "--gpu", "0,4", "--format", "json"}));
+  CHECK(j["gpu"] == 0);
+  CHECK(j["gpus"] == nlohmann::json::array({0, 4}));
+  CHECK(j["cpus"] == "0-223");  // node policy: both nodes whole
+  Run twice = tool({"bind", "--root", h100, "--gpu", "4,4"});
+  CHECK(twice.rc == 2);
+  CHECK(twice.err.find("names GPU 4 twice") != std::string::npos);
+}
+
 TEST_CASE("exec --dry-run prints the plan and the command, and runs nothing") {
   auto marker = cli_test::temp_dir("dry-run") / "ran";
   Run r = tool({"exec", "--root", h100, "--gpu", "4", "--membind", "preferred", "--dry-run", "--", "touch",

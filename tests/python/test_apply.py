@@ -141,3 +141,29 @@ def test_bind_process_takes_ids_or_a_cpulist(bindable):
     for bad in ([-1], [8192], [2**70], ["1"]):
         with pytest.raises(gpuaff.InvalidArgument, match="is not a CPU id"):
             gpuaff.bind_process(bad)
+
+
+def test_one_process_two_gpus_each_thread_its_gpus_share(bindable):
+    # two-node-2cpu: GPU 0 is on CPU 0's node, GPU 1 on CPU 1's. A process that
+    # drives both binds to the union; each worker thread that feeds one GPU
+    # narrows itself to that GPU's share with bound(), and gets it back after.
+    p = gpuaff.bind(gpu=[0, 1], root=bindable)
+    assert p.gpus == [0, 1]
+    assert p.cpus == {0, 1}
+    assert os.sched_getaffinity(0) == {0, 1}
+    seen = {}
+
+    def feed(g):
+        with gpuaff.bound(gpu=g, root=bindable):
+            seen[g] = os.sched_getaffinity(0)  # this thread's mask
+        seen[-1 - g] = os.sched_getaffinity(0)
+
+    threads = [threading.Thread(target=feed, args=(g,)) for g in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen[0] == {0} and seen[1] == {1}
+    assert seen[-1] == {0, 1} and seen[-2] == {0, 1}  # the union again after the block
+    with pytest.raises(gpuaff.InvalidArgument, match="must be an int or a list of ints"):
+        gpuaff.plan(gpu=[0, "1"], root=bindable)

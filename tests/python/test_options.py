@@ -26,6 +26,8 @@ def annotation(row):
     t = row["type"]
     if t == "flag":
         return "bool"
+    if row["key"] == "gpu":
+        return "Union[int, list[int]]"  # several GPUs per process: gpu=[0, 4]
     if t in ("count", "positive"):
         return "int"
     if t == "choice":

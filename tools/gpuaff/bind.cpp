@@ -78,6 +78,11 @@ std::string format_plan(const LaunchPlan& p, const BindArgs& args) {
 nlohmann::ordered_json plan_json(const LaunchPlan& p, const LaunchOptions& o, std::optional<Topology>* cores) {
   nlohmann::ordered_json j;
   j["gpu"] = p.visible_gpu >= 0 ? nlohmann::ordered_json(p.visible_gpu) : nlohmann::ordered_json(nullptr);
+  if (!p.more_visible_gpus.empty()) {  // several GPUs per process: all of them, the first being "gpu"
+    std::vector<int> all{p.visible_gpu};
+    all.insert(all.end(), p.more_visible_gpus.begin(), p.more_visible_gpus.end());
+    j["gpus"] = all;
+  }
   j["bdf"] = std::string(p.target().address().to_string().view());
   j["node"] = p.node;
   j["policy"] = std::string(to_string(p.policy.kind));

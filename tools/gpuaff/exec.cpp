@@ -48,6 +48,7 @@ std::string bound_text(const LaunchPlan& plan, const ProcessBinding& done, const
                      " " + std::string(plan.target().address().to_string().view()) + " node " +
                      std::to_string(plan.node);
   if (!plan.rank_source.empty()) what += " (" + plan.rank_source + ")";
+  for (int g : plan.more_visible_gpus) what += " + GPU " + std::to_string(g);
   if (plan.ranks_per_gpu > 1)
     what += ", part " + std::to_string(plan.part) + " of " + std::to_string(plan.ranks_per_gpu) + " of its share " +
             plan.gpu_share.to_list();

@@ -78,7 +78,7 @@ void add_row(Given& g, const OptionInfo& o) {
     opt = app.add_option_function<std::string>(std::string(o.flag), [&slot](const std::string& v) { slot = v; }, help);
   }
   std::string type_name(o.value_name);
-  if (g.command == gpuaff::for_bind && o.key == "gpu") type_name = "N|all";
+  if (g.command == gpuaff::for_bind && o.key == "gpu") type_name = "N[,N...]|all";
   opt->type_name(type_name);
   if (std::string_view d = option_default(o, g.command); !d.empty()) opt->default_str(std::string(d));
 }

@@ -150,6 +150,7 @@ inline Result<LaunchRequest> launch_request(const LaunchOptions& o, const Enviro
   r.nic_env = o.nic_env;
   r.nic_libs = o.nic_libs;
   r.ranks_per_gpu = o.ranks_per_gpu;
+  r.more_gpus = o.more_gpus;
   r.part = o.part;
   r.mem_nodes = o.mem_nodes;
   if (o.local_rank) {

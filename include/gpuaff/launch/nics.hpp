@@ -207,27 +207,41 @@ inline std::string nic_port_list(const std::vector<const Nic*>& nics) {
 /// holding the set (nccl-set) or every rail (nccl-rails).
 /// Errors: Errc::not_found when the GPU has no RDMA NIC (or the topology
 /// lists no NIC at all), naming where it was read.
-inline Result<std::vector<std::pair<std::string, std::string>>> nic_environment(const Topology& topo, int gpu,
+/// Several GPUs per process: the union of the sets of `gpus` (indexes into
+/// topo.gpus), by address.
+inline Result<std::vector<std::pair<std::string, std::string>>> nic_environment(const Topology& topo,
+                                                                                const std::vector<int>& gpus,
                                                                                 unsigned libs = default_nic_libs) {
-  if (gpu < 0 || static_cast<std::size_t>(gpu) >= topo.gpus.size())
-    return fail(Errc::not_found, "nic_env=true: no GPU ", gpu, " in ", topo.origin.view());
-  const Gpu& g = topo.gpus[static_cast<std::size_t>(gpu)];
-  NicSet set = nic_set_of(topo, g);
-  if (set.empty()) {
-    if (topo.nics.empty())
-      return fail(Errc::not_found, "nic_env=true: ", topo.origin.view(),
-                  " lists no network device (read it from sysfs: root=DIR or this machine, or a JSON topology "
-                  "that has \"nics\"); leave out nic_env=true");
-    return fail(Errc::not_found, "nic_env=true: no RDMA NIC (sys/class/infiniband) reaches GPU ", g.index, " (",
-                g.address().to_string().view(), ") in ", topo.origin.view(), "; leave out nic_env=true");
+  std::vector<const Nic*> nics;
+  for (int gpu : gpus) {
+    if (gpu < 0 || static_cast<std::size_t>(gpu) >= topo.gpus.size())
+      return fail(Errc::not_found, "nic_env=true: no GPU ", gpu, " in ", topo.origin.view());
+    const Gpu& g = topo.gpus[static_cast<std::size_t>(gpu)];
+    NicSet set = nic_set_of(topo, g);
+    if (set.empty()) {
+      if (topo.nics.empty())
+        return fail(Errc::not_found, "nic_env=true: ", topo.origin.view(),
+                    " lists no network device (read it from sysfs: root=DIR or this machine, or a JSON topology "
+                    "that has \"nics\"); leave out nic_env=true");
+      return fail(Errc::not_found, "nic_env=true: no RDMA NIC (sys/class/infiniband) reaches GPU ", g.index, " (",
+                  g.address().to_string().view(), ") in ", topo.origin.view(), "; leave out nic_env=true");
+    }
+    nics.insert(nics.end(), set.nics.begin(), set.nics.end());
   }
-  std::string mine = nic_port_list(set.nics);
+  std::sort(nics.begin(), nics.end());  // pointers into topo.nics, which is sorted by address
+  nics.erase(std::unique(nics.begin(), nics.end()), nics.end());
+  std::string mine = nic_port_list(nics);
   std::vector<std::pair<std::string, std::string>> env;
   if ((libs & nic_lib_nccl_set) != 0) env.emplace_back("NCCL_IB_HCA", "=" + mine);
   if ((libs & nic_lib_nccl_rails) != 0) env.emplace_back("NCCL_IB_HCA", "=" + nic_port_list(nic_rails(topo)));
   if ((libs & nic_lib_ucx) != 0) env.emplace_back("UCX_NET_DEVICES", mine);
   if ((libs & nic_lib_nvshmem) != 0) env.emplace_back("NVSHMEM_HCA_LIST", mine);
   return env;
+}
+
+inline Result<std::vector<std::pair<std::string, std::string>>> nic_environment(const Topology& topo, int gpu,
+                                                                                unsigned libs = default_nic_libs) {
+  return nic_environment(topo, std::vector<int>{gpu}, libs);
 }
 
 /// The RDMA device names a UCX_NET_DEVICES or NVSHMEM_HCA_LIST value lists

@@ -14,6 +14,7 @@
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <optional>
@@ -43,7 +44,8 @@ struct LaunchOptions {
   MachineSource machine{};                      ///< root, topology, source (reader), hwloc_xml
   std::optional<std::string> visible_devices{}; ///< overrides CUDA_/HIP_/ROCR_VISIBLE_DEVICES
   // Which device: one of gpu, all_gpus, pci, local_rank.
-  std::optional<int> gpu{};          ///< a visible GPU index
+  std::optional<int> gpu{};          ///< a visible GPU index (the first of a list)
+  std::vector<int> more_gpus{};      ///< gpu=0,4: the others; the process serves them all
   bool all_gpus = false;             ///< every GPU that takes part (plan_every_gpu)
   std::optional<PciAddress> pci{};   ///< any PCI device, a NIC too
   bool local_rank = false;           ///< the GPU is the launcher's local rank (launch/launcher.hpp)
@@ -183,9 +185,22 @@ GPUAFF_OPTION_SETTER(set_visible_devices, {
 GPUAFF_OPTION_SETTER(set_gpu, {
   if (t == "all") {
     o.all_gpus = true;
-  } else {
-    GPUAFF_TRY(o.gpu, option_int("gpu", t, 0));
+    return {};
   }
+  o.more_gpus.clear();
+  std::size_t at = 0;
+  do {  // "3", or a list "0,4": several GPUs per process
+    std::size_t comma = std::min(t.find(',', at), t.size());
+    GPUAFF_TRY(int g, option_int("gpu", t.substr(at, comma - at), 0));
+    if (at == 0) {
+      o.gpu = g;
+    } else if (g == *o.gpu || std::find(o.more_gpus.begin(), o.more_gpus.end(), g) != o.more_gpus.end()) {
+      return fail(Errc::invalid_argument, "gpu=", t.substr(0, 60), " names GPU ", g, " twice; name each GPU once");
+    } else {
+      o.more_gpus.push_back(g);
+    }
+    at = comma + 1;
+  } while (at <= t.size());
 })
 GPUAFF_OPTION_SETTER(set_pci, {
   if (t.empty()) return fail(Errc::invalid_argument, "pci='' names no device (an unset variable?); give a PCI address such as 0000:17:00.0");
@@ -241,9 +256,9 @@ inline const std::array<OptionInfo, 29> launch_options{{
      "the GPUs the job sees, like CUDA_VISIBLE_DEVICES (indices or GPU-/MIG- UUID prefixes); overrides "
      "CUDA_/HIP_/ROCR_VISIBLE_DEVICES",
      detail::set_visible_devices},
-    {"gpu", "--gpu", "N", OptionType::count, for_bind | for_exec | for_doctor | for_python, "",
-     "the GPU: its index among the visible GPUs (bind also takes all: one result per GPU; doctor: default its own "
-     "local rank)",
+    {"gpu", "--gpu", "N[,N...]", OptionType::count, for_bind | for_exec | for_doctor | for_python, "",
+     "the GPU: its index among the visible GPUs; a list (0,4) for a process that drives several: the union of "
+     "their shares and memory nodes (bind also takes all: one result per GPU; doctor: default its own local rank)",
      detail::set_gpu},
     {"pci", "--pci", "BDF", OptionType::text, detail::launch_commands, "",
      "the device by PCI address (any device, a NIC too)", detail::set_pci},
@@ -345,6 +360,10 @@ inline Result<void> check_options(const LaunchOptions& o) {
   int machines = (m.root.empty() ? 0 : 1) + (m.topology.empty() ? 0 : 1) + (m.hwloc_xml.empty() ? 0 : 1);
   if (machines > 1)
     return fail(Errc::invalid_argument, "root=DIR, topology=FILE and hwloc_xml=FILE each name a machine; name one");
+  if (!o.more_gpus.empty() && o.ranks_per_gpu > 1)
+    return fail(Errc::invalid_argument, "gpu=", *o.gpu, ",", o.more_gpus.front(),
+                "... names several GPUs for one process, and ranks_per_gpu=", o.ranks_per_gpu,
+                " several processes for one GPU; use one of them");
   if (o.part && o.local_rank)
     return fail(Errc::invalid_argument, "part=", *o.part, " names the part of a named GPU; under local_rank=true the "
                 "part is the local rank mod ranks_per_gpu; leave part out");

@@ -67,6 +67,9 @@ struct LaunchRequest {
   /// size / GPUs under a local rank when that is a whole multiple above 1).
   int ranks_per_gpu = 0;
   std::optional<int> part{};  ///< which part of the GPU's share, when the GPU is named (not a local rank)
+  /// Several GPUs per process: the other visible GPUs it serves besides `gpu`;
+  /// the plan binds to the union of their shares and memory nodes.
+  std::vector<int> more_gpus{};
   MemNodes mem_nodes = MemNodes::cpu;  ///< which nodes memory_nodes names
 };
 
@@ -105,6 +108,10 @@ struct LaunchPlan {
   int ranks_per_gpu = 1;
   int part = 0;
   CpuSet gpu_share{};
+  /// Several GPUs per process: the others it serves (indexes into topo.gpus,
+  /// and their visible indexes); `cpus` and `memory_nodes` are then the union.
+  std::vector<int> more_gpus{};
+  std::vector<int> more_visible_gpus{};
 
   const Gpu& target() const { return topo.gpus[static_cast<std::size_t>(gpu)]; }
   /// The memory policy to apply: `membind` over `memory_nodes`.
@@ -381,6 +388,84 @@ inline std::vector<Gpu> process_gpus_with_ids(const Topology& topo) {
 
 }  // namespace detail
 
+namespace detail {
+
+/// One GPU's CPUs and memory nodes under a plan's policy and options.
+struct GpuBinding {
+  CpuSet cpus{};
+  NodeSet memory_nodes{};
+  int node = -1;
+  std::vector<int> nearest_nodes{};  ///< Unreachable::nearest was used: the nodes the CPUs came from
+};
+
+/// GPU `gpu` (an index into plan.topo.gpus) bound under the plan's policy,
+/// with the request's unreachable and mem_nodes; `narrowed` (the launcher's
+/// narrowed mask, if any) is appended to a policy's error.
+inline Result<GpuBinding> bind_gpu(const LaunchPlan& plan, const LaunchRequest& request, int gpu,
+                                   const std::string& narrowed) {
+  auto explained = [&narrowed](Error e) {
+    if (!narrowed.empty()) e.append("; " + narrowed);
+    return Unexpected<Error>(e);
+  };
+  GpuBinding b;
+  Result<CpuSet> cpus = bind(plan.topo, gpu, plan.policy, plan.job);
+  if (!cpus) {
+    // A policy that reaches beyond the node (socket) may still succeed; only
+    // a failure on a node without allowed CPUs is "unreachable".
+    auto node = resolve_gpu_node(plan.topo, gpu, plan.job);
+    if (!node || !node_unreachable(plan.topo, *node)) return explained(cpus.error());
+    if (request.unreachable == Unreachable::error) {
+      Error e = cpus.error();
+      e.append("; or pass unreachable=nearest to use the allowed CPUs of the closest node(s)");
+      return explained(e);
+    }
+    b.node = *node;
+    GPUAFF_TRY(b.nearest_nodes, nearest_allowed_nodes(plan.topo, b.node));
+    for (int id : b.nearest_nodes) {
+      b.cpus |= plan.topo.find_node(id)->cpus & plan.topo.usable();
+      b.memory_nodes.set(id);
+    }
+  } else {
+    b.cpus = *cpus;
+    GPUAFF_TRY(b.memory_nodes, memory_nodes(plan.topo, gpu, plan.job));
+    GPUAFF_TRY(b.node, resolve_gpu_node(plan.topo, gpu, plan.job));
+  }
+  if (request.mem_nodes == MemNodes::gpu) {
+    GPUAFF_TRY(b.memory_nodes, gpu_memory_nodes(plan.topo, gpu));
+  } else if (request.mem_nodes == MemNodes::socket) {
+    GPUAFF_TRY(b.memory_nodes, socket_memory_nodes(plan.topo, b.node));
+  }
+  return b;
+}
+
+/// The other GPUs of the request (visible indexes) as indexes into
+/// plan.topo.gpus, found by address (Share::machine renumbers them).
+/// Errors: Errc::not_found for an index with no visible GPU; Errc::invalid_argument
+/// for a GPU named twice.
+inline Result<void> find_more_gpus(LaunchPlan& plan, const LaunchRequest& request, const std::vector<Gpu>& visible) {
+  for (int g : request.more_gpus) {
+    if (g < 0 || g >= static_cast<int>(visible.size())) {
+      LaunchRequest named = request;
+      named.gpu = g;
+      named.rank_source.clear();
+      Topology seen;
+      seen.gpus = visible;
+      seen.origin = plan.topo.origin;
+      return no_such_gpu(seen, named);
+    }
+    if (g == plan.visible_gpu || std::find(plan.more_visible_gpus.begin(), plan.more_visible_gpus.end(), g) !=
+                                     plan.more_visible_gpus.end())
+      return fail(Errc::invalid_argument, "gpu=", g, " is named twice in the list; name each GPU once");
+    const PciAddress& a = visible[static_cast<std::size_t>(g)].address();
+    auto at = std::find_if(plan.topo.gpus.begin(), plan.topo.gpus.end(), [&](const Gpu& x) { return x.address() == a; });
+    plan.more_gpus.push_back(static_cast<int>(at - plan.topo.gpus.begin()));
+    plan.more_visible_gpus.push_back(g);
+  }
+  return {};
+}
+
+}  // namespace detail
+
 /// Plans the binding of the request's device on `topo`: the baseline first
 /// (the allowed set, or the cgroup cpuset), the launcher's local size as
 /// nproc when nproc is 0 (not under Share::machine, where every host GPU takes
@@ -416,14 +501,11 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
   std::string narrowed = request.baseline == Baseline::affinity ? detail::narrowed_mask_warning(topo, request.cgroup)
                                                                  : std::string();
   if (!narrowed.empty()) plan.warnings.push_back(narrowed);
-  auto explained = [&narrowed](Error e) {
-    if (!narrowed.empty()) e.append("; " + narrowed);
-    return Unexpected<Error>(e);
-  };
   detail::reserve_os_cores(topo, request.reserve_os_cores);
   if (auto w = device_order_warning(detail::process_gpus_with_ids(topo), request.cuda_device_order))
     plan.warnings.push_back(*w);
   GPUAFF_TRY(int gpu, detail::rank_part(plan, request, static_cast<int>(topo.gpus.size())));
+  std::vector<Gpu> visible = request.more_gpus.empty() ? std::vector<Gpu>() : topo.gpus;  // before Share::machine
   if (request.pci) {
     for (const auto& g : topo.gpus)
       if (g.address() == *request.pci) plan.visible_gpu = g.index;
@@ -445,43 +527,35 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
   } else {
     GPUAFF_TRY_VOID(detail::use_local_size(plan, request));
   }
-  Result<CpuSet> cpus = bind(plan.topo, plan.gpu, plan.policy, plan.job);
-  if (!cpus) {
-    // A policy that reaches beyond the node (socket) may still succeed; only
-    // a failure on a node without allowed CPUs is "unreachable".
-    auto node = resolve_gpu_node(plan.topo, plan.gpu, plan.job);
-    if (!node || !detail::node_unreachable(plan.topo, *node)) return explained(cpus.error());
-    if (request.unreachable == Unreachable::error) {
-      Error e = cpus.error();
-      e.append("; or pass unreachable=nearest to use the allowed CPUs of the closest node(s)");
-      return explained(e);
-    }
-    plan.node = *node;
-    GPUAFF_TRY(plan.nearest_nodes, detail::nearest_allowed_nodes(plan.topo, plan.node));
-    for (int id : plan.nearest_nodes) {
-      plan.cpus |= plan.topo.find_node(id)->cpus & plan.topo.usable();
-      plan.memory_nodes.set(id);
-    }
-  } else {
-    plan.cpus = *cpus;
-    GPUAFF_TRY(plan.memory_nodes, memory_nodes(plan.topo, plan.gpu, plan.job));
-    GPUAFF_TRY(plan.node, resolve_gpu_node(plan.topo, plan.gpu, plan.job));
-  }
+  GPUAFF_TRY_VOID(detail::find_more_gpus(plan, request, visible));
+  GPUAFF_TRY(detail::GpuBinding b, detail::bind_gpu(plan, request, plan.gpu, narrowed));
+  plan.cpus = b.cpus;
+  plan.memory_nodes = b.memory_nodes;
+  plan.node = b.node;
+  plan.nearest_nodes = b.nearest_nodes;
   plan.gpu_share = plan.cpus;
   if (plan.ranks_per_gpu > 1) {
     GPUAFF_TRY(auto parts, split_share(plan.topo, plan.cpus, plan.ranks_per_gpu));
     plan.cpus = parts[static_cast<std::size_t>(plan.part)];
   }
-  if (request.mem_nodes == MemNodes::gpu) {
-    GPUAFF_TRY(plan.memory_nodes, detail::gpu_memory_nodes(plan.topo, plan.gpu));
-  } else if (request.mem_nodes == MemNodes::socket) {
-    GPUAFF_TRY(plan.memory_nodes, detail::socket_memory_nodes(plan.topo, plan.node));
+  for (int more : plan.more_gpus) {  // several GPUs per process: the union
+    GPUAFF_TRY(detail::GpuBinding other, detail::bind_gpu(plan, request, more, narrowed));
+    plan.cpus |= other.cpus;
+    plan.memory_nodes |= other.memory_nodes;
   }
   if (request.nic_env) {
-    GPUAFF_TRY(plan.env, nic_environment(plan.topo, plan.gpu, request.nic_libs));
-    NicSet set = nic_set_of(plan.topo, plan.target());
-    for (const Nic* n : set.nics) plan.nic_set.push_back(nic_port_list({n}));
-    plan.nic_path = set.path;
+    std::vector<int> served{plan.gpu};
+    served.insert(served.end(), plan.more_gpus.begin(), plan.more_gpus.end());
+    GPUAFF_TRY(plan.env, nic_environment(plan.topo, served, request.nic_libs));
+    std::vector<const Nic*> all;
+    for (int g : served) {
+      NicSet set = nic_set_of(plan.topo, plan.topo.gpus[static_cast<std::size_t>(g)]);
+      all.insert(all.end(), set.nics.begin(), set.nics.end());
+      plan.nic_path = plan.nic_path ? std::max(*plan.nic_path, set.path) : set.path;  // the farthest of them
+    }
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    for (const Nic* n : all) plan.nic_set.push_back(nic_port_list({n}));
   }
   if (auto w = detail::one_gpu_warning(plan)) plan.warnings.push_back(*w);
   return plan;

@@ -12,7 +12,8 @@
 // the device choice came from (a launcher variable, or gpu=N / pci=BDF named
 // by the caller); `mems` is the memory nodes (a cpulist-style list, possibly
 // empty) that `membind` applies to; `part=P/N` (several ranks per GPU) says
-// `cpus` is part P of N of the GPU's share. Unknown fields are ignored, so a later v1
+// `cpus` is part P of N of the GPU's share; `gpus=0,4` (several GPUs per
+// process) that `cpus` is the union of those GPUs' shares. Unknown fields are ignored, so a later v1
 // may add fields; a reader refuses another version.
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
@@ -53,6 +54,10 @@ inline std::string plan_variable_value(const LaunchPlan& p) {
                   " cpus=" + p.cpus.to_list() + " mems=" + p.memory_nodes.to_list() +
                   " membind=" + std::string(name_of(membind_choices, p.membind));
   if (p.ranks_per_gpu > 1) s += " part=" + std::to_string(p.part) + "/" + std::to_string(p.ranks_per_gpu);
+  if (!p.more_visible_gpus.empty()) {
+    s += " gpus=" + std::to_string(p.visible_gpu);
+    for (int g : p.more_visible_gpus) s += "," + std::to_string(g);
+  }
   return s;
 }
 

@@ -1,6 +1,7 @@
-// Several ranks per GPU (ranks_per_gpu=N, docs/contract.md section 3): the
-// GPU's share cut into N disjoint parts of whole cores, and which rank gets
-// which GPU and part.
+// Placement beyond one process per GPU (docs/contract.md section 3): several
+// ranks per GPU (ranks_per_gpu=N: the GPU's share cut into N disjoint parts of
+// whole cores; which rank gets which GPU and part), and several GPUs per
+// process (gpu=0,4: the union of their shares).
 //
 // fixtures/dgx-h100: 2 sockets x 56 cores, SMT2, core c = CPUs {c, c+112};
 // node 0 = cores 0-55 holds GPUs 0-3, node 1 = cores 56-111 holds GPUs 4-7.
@@ -159,4 +160,46 @@ TEST_CASE("a process that sees one GPU never guesses ranks per GPU from the loca
   REQUIRE_MESSAGE(two.has_value(), two.error().message());
   CHECK(two->part == 1);
   CHECK(two->cpus == cores(28, 55));
+}
+
+TEST_CASE("one process on 4 GPUs: the union of their shares and memory nodes") {
+  // exclusive: GPUs 0-3 together hold all of node 0's 56 cores (14 each).
+  auto four = plan_of(dgx({{"gpu", "0,1,2,3"}, {"policy", "exclusive"}}));
+  CHECK(four.cpus == cores(0, 55));
+  CHECK(four.memory_nodes == gpuaff::NodeSet{0});
+  CHECK(four.more_visible_gpus == std::vector<int>{1, 2, 3});
+  // GPUs 0 and 4 sit on both sockets: cores 0-13 and 56-69, memory over nodes 0 and 1,
+  // and with nic_env both GPUs' NICs (mlx5_0 under GPU 0's switch, mlx5_6 under GPU 4's).
+  auto two = plan_of(dgx({{"gpu", "0,4"}, {"policy", "exclusive"}, {"membind", "local"}, {"nic_env", "true"}}));
+  CHECK(two.cpus == (cores(0, 13) | cores(56, 69)));
+  CHECK(two.memory_nodes == gpuaff::NodeSet{0, 1});
+  CHECK(two.nic_set == std::vector<std::string>{"mlx5_0:1", "mlx5_6:1"});
+  CHECK(two.env == std::vector<std::pair<std::string, std::string>>{{"UCX_NET_DEVICES", "mlx5_0:1,mlx5_6:1"},
+                                                                    {"NVSHMEM_HCA_LIST", "mlx5_0:1,mlx5_6:1"}});
+  CHECK(gpuaff::plan_variable_value(two).find(" gpus=0,4") != std::string::npos);
+  // share=machine in a container given host GPUs 4 and 5: visible 0,1 are host 4,5,
+  // whose exclusive shares are cores 56-69 and 70-83.
+  auto m = gpuaff::plan(dgx({{"gpu", "0,1"}, {"policy", "exclusive"}, {"share", "machine"}}),
+                        env_of({{"CUDA_VISIBLE_DEVICES", "4,5"}}));
+  REQUIRE_MESSAGE(m.has_value(), m.error().message());
+  CHECK(m->cpus == cores(56, 83));
+}
+
+TEST_CASE("several GPUs per process: the mistakes are named") {
+  LaunchOptions o;
+  auto twice = gpuaff::set_option(o, "gpu", "0,4,0");
+  REQUIRE_FALSE(twice);
+  CHECK(twice.error().message().find("names GPU 0 twice") != std::string_view::npos);
+  for (const char* bad : {"0,", ",4", "0,,4", "0,x"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(gpuaff::set_option(o, "gpu", bad));
+  }
+  auto far = gpuaff::plan(dgx({{"gpu", "0,9"}}), env_of({}));
+  REQUIRE_FALSE(far);
+  CHECK(far.error().code() == Errc::not_found);
+  CHECK(far.error().message().find("no GPU 9") != std::string_view::npos);
+  LaunchOptions both = dgx({{"gpu", "0,4"}, {"ranks_per_gpu", "2"}, {"part", "0"}});
+  auto p = gpuaff::plan(both, env_of({}));
+  REQUIRE_FALSE(p);
+  CHECK(p.error().message().find("use one of them") != std::string_view::npos);
 }
