@@ -5,10 +5,12 @@
 
 #include "gpuaff/config.hpp"
 
+#include <algorithm>
 #include <compare>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpuaff/cpu_set.hpp"
@@ -73,6 +75,9 @@ struct PciDevice {
   int numa_node = -1;            ///< -1: the firmware does not say (VMs, single-node boards)
   CpuSet local_cpus;             ///< the device's local_cpulist; meaningful when has_local_cpus
   bool has_local_cpus = false;
+  /// AMD compute partitions (`current_compute_partition`: SPX 1, DPX 2, TPX 3,
+  /// QPX 4, CPX 8): the GPUs HIP makes of this one device.
+  int compute_partitions = 1;
 
   /// A GPU by docs/contract.md section 2: display class and an NVIDIA, AMD or Intel vendor id;
   /// extended to AMD processing accelerators (class 0x1200: MI200, MI300).
@@ -118,6 +123,15 @@ struct NicPath {
   friend constexpr bool operator==(const NicPath&, const NicPath&) = default;
 };
 
+/// The partition count of a `current_compute_partition` word, or 0 for a
+/// word that is none of them.
+constexpr int compute_partition_count(std::string_view word) {
+  constexpr std::pair<std::string_view, int> modes[] = {{"SPX", 1}, {"DPX", 2}, {"TPX", 3}, {"QPX", 4}, {"CPX", 8}};
+  for (const auto& [name, n] : modes)
+    if (word == name) return n;
+  return 0;
+}
+
 /// A GPU as the job sees it: `index` is its position after CUDA_VISIBLE_DEVICES /
 /// HIP_VISIBLE_DEVICES / --visible-devices were applied.
 struct Gpu {
@@ -126,11 +140,30 @@ struct Gpu {
   FixedString<96> uuid;  ///< "GPU-..." when known (NVIDIA), else empty
   std::vector<NicPath> nics{};      ///< every NIC of Topology::nics, nearest first (path, then address)
   std::vector<int> memory_nodes{};  ///< the GPU's own memory NUMA nodes (coherent GH200/GB200); usually none
+  /// Which of its device's pci.compute_partitions this GPU is (0 for an
+  /// unpartitioned one): HIP numbers a partitioned device's GPUs in a row.
+  int partition = 0;
 
   constexpr int numa_node() const { return pci.numa_node; }
   constexpr const PciAddress& address() const { return pci.address; }
   friend constexpr bool operator==(const Gpu&, const Gpu&) = default;
 };
+
+/// Each GPU whose device is partitioned (PciDevice::compute_partitions N > 1)
+/// as N GPUs in a row, partitions 0..N-1, as HIP numbers them; indexes are
+/// renumbered from 0.
+inline std::vector<Gpu> expand_partitions(const std::vector<Gpu>& gpus) {
+  std::vector<Gpu> out;
+  for (const auto& g : gpus) {
+    for (int k = 0; k < std::max(g.pci.compute_partitions, 1); ++k) {
+      Gpu part = g;
+      part.partition = k;
+      part.index = static_cast<int>(out.size());
+      out.push_back(std::move(part));
+    }
+  }
+  return out;
+}
 
 struct Package {
   int id = 0;  ///< physical_package_id; -1 when the firmware gives none

@@ -200,6 +200,20 @@ TEST_CASE("--gpu 0,4: one process on two GPUs of both sockets gets the union, me
   CHECK(twice.err.find("names GPU 4 twice") != std::string::npos);
 }
 
+TEST_CASE("an MI300X in CPX mode: bind and topo's table agree on each partition's part of its device") {
+  // mi300x-cpx (tests/launch/placement_test.cpp reasons it): GPU 13 is partition 5
+  // of device 1 (0000:26:00.0), whose exclusive share is cores 24-47; its part is 39-41.
+  const std::string cpx = fixture("mi300x-cpx");
+  CHECK(bind_ok({"--root", cpx, "--gpu", "13", "--policy", "exclusive"}) == "39-41,231-233\n");
+  Run t = tool({"topo", "--root", cpx});
+  REQUIRE(t.rc == 0);
+  CHECK(t.out.find("GPUs (64 visible)") != std::string::npos);
+  CHECK(t.out.find("  13     0000:26:00.0 (5/8)") != std::string::npos);
+  std::size_t exclusive = t.out.find("\n  exclusive\n");
+  REQUIRE(exclusive != std::string::npos);
+  CHECK(t.out.find("    GPU 13  39-41,231-233\n", exclusive) != std::string::npos);
+}
+
 TEST_CASE("exec --dry-run prints the plan and the command, and runs nothing") {
   auto marker = cli_test::temp_dir("dry-run") / "ran";
   Run r = tool({"exec", "--root", h100, "--gpu", "4", "--membind", "preferred", "--dry-run", "--", "touch",

@@ -111,6 +111,7 @@ const std::vector<NotLoadable> read_otherwise = {
                         "reads no core complex"},
     {"llc-not-own-cpu", "hwloc groups CPUs by a shared_cpu_map that does not name its CPU; gpuaff ignores that level"},
     {"duplicate-node-cpus", "both merge the nodes, but hwloc also drops the merged ids from the allowed memory nodes"},
+    {"mi300x-cpx", "hwloc has no notion of AMD compute partitions: 8 GPUs where gpuaff (and HIP) count 64"},
 };
 
 bool compared(const std::string& fx) {

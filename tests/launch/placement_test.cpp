@@ -10,6 +10,8 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -17,6 +19,8 @@
 #include "gpuaff/launch/options.hpp"
 #include "gpuaff/launch/plan_variable.hpp"
 #include "gpuaff/policy/split.hpp"
+#include "gpuaff/source/json.hpp"
+#include "source/tree.hpp"
 #include "support/check.hpp"
 
 using gpuaff::CpuSet;
@@ -202,4 +206,74 @@ TEST_CASE("several GPUs per process: the mistakes are named") {
   auto p = gpuaff::plan(both, env_of({}));
   REQUIRE_FALSE(p);
   CHECK(p.error().message().find("use one of them") != std::string_view::npos);
+}
+
+TEST_CASE("mi300x-cpx: 64 GPUs, each an eighth of its device's share") {
+  // fixtures/mi300x-cpx: 2x EPYC 9654, 96 cores each (SMT2: core c = CPUs c and
+  // c+192), node 0 = cores 0-95 with devices 0-3, node 1 = cores 96-191 with
+  // devices 4-7; every device in CPX mode: 8 GPUs each, 64 in all, device d's
+  // partitions being GPUs 8d..8d+7 (HIP's numbering).
+  auto mi = [](int a, int b) { return CpuSet::range(a, b) | CpuSet::range(a + 192, b + 192); };
+  LaunchOptions o;
+  REQUIRE(gpuaff::set_option(o, "root", gpuaff_test::fixture("mi300x-cpx")));
+  auto t = gpuaff::load(o, env_of({}));
+  REQUIRE_MESSAGE(t.has_value(), t.error().message());
+  REQUIRE(t->gpus.size() == 64);
+  CHECK(t->gpus[13].address().to_string().view() == "0000:26:00.0");  // device 1
+  CHECK(t->gpus[13].partition == 5);
+  // exclusive splits node 0's 96 cores among its 4 devices (24 each: device 1 has
+  // cores 24-47), then GPU 13, partition 5 of device 1, gets 24 / 8 = 3 of them:
+  // cores 24 + 15 .. 24 + 17.
+  REQUIRE(gpuaff::set_option(o, "policy", "exclusive"));
+  LaunchOptions g13 = o;
+  REQUIRE(gpuaff::set_option(g13, "gpu", "13"));
+  auto p = plan_of(g13);
+  CHECK(p.cpus == mi(39, 41));
+  CHECK(p.gpu_share == mi(24, 47));
+  CHECK(p.part == 5);
+  CHECK(p.ranks_per_gpu == 8);
+  CHECK(p.memory_nodes == gpuaff::NodeSet{0});
+  // The same from a launcher: 64 local ranks are the 64 GPUs (8 devices take part).
+  LaunchOptions ranked = o;
+  REQUIRE(gpuaff::set_option(ranked, "local_rank", "true"));
+  auto r63 = plan_of(ranked, {{"LOCAL_RANK", "63"}, {"LOCAL_WORLD_SIZE", "64"}});
+  // GPU 63: device 7, the last of node 1's four (cores 96 + 72 .. 191), partition 7: 189-191.
+  CHECK(r63.cpus == mi(189, 191));
+  CHECK(r63.visible_gpu == 63);
+  // policy node: the device's share is its whole node, 96 cores; partition 5 gets 60-71.
+  LaunchOptions node = g13;
+  REQUIRE(gpuaff::set_option(node, "policy", "node"));
+  CHECK(plan_of(node).cpus == mi(60, 71));
+  // partitions are GPUs already: ranks_per_gpu on one is a mistake
+  LaunchOptions twice = g13;
+  REQUIRE(gpuaff::set_option(twice, "ranks_per_gpu", "2"));
+  REQUIRE(gpuaff::set_option(twice, "part", "0"));
+  auto bad = gpuaff::plan(twice, env_of({}));
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message().find("each partition is a GPU already") != std::string_view::npos);
+}
+
+TEST_CASE("a JSON topology keeps the partitions; a garbled mode names its file") {
+  LaunchOptions o;
+  REQUIRE(gpuaff::set_option(o, "root", gpuaff_test::fixture("mi300x-cpx")));
+  auto t = gpuaff::load(o, env_of({}));
+  REQUIRE(t.has_value());
+  auto back = gpuaff::topology_from_json(gpuaff::to_json(*t), "mi300x-cpx.json");
+  REQUIRE_MESSAGE(back.has_value(), back.error().message());
+  CHECK(back->host_gpus.size() == 64);
+  CHECK(back->host_gpus[63].partition == 7);
+  // A root whose mode file holds another word: the numbering depends on it.
+  gpuaff_test::TempTree tree;
+  std::filesystem::copy(gpuaff_test::fixture("mi300x-cpx"), tree.path("root"),
+                        std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+  std::string file = tree.path("root") + "/sys/bus/pci/devices/0000:26:00.0/current_compute_partition";
+  std::filesystem::remove(file);  // a link's target in the copy: write a fresh file in its place
+  std::ofstream(file) << "XPX\n";
+  LaunchOptions g;
+  REQUIRE(gpuaff::set_option(g, "root", tree.path("root")));
+  auto garbled = gpuaff::load(g, env_of({}));
+  REQUIRE_FALSE(garbled);
+  CHECK(garbled.error().code() == Errc::parse_error);
+  CHECK(garbled.error().message().find("current_compute_partition") != std::string_view::npos);
+  CHECK(garbled.error().message().find("'XPX'") != std::string_view::npos);
 }

@@ -226,7 +226,10 @@ std::string render_report(const Topology& topo, const ReportOptions& o) {
                : r >= 0      ? std::to_string(r) + " (--unknown-node; numa_node -1)"
                              : std::string("unknown (-1)");
       }
-      rows.push_back({std::to_string(g.index), std::string(g.address().to_string().view()),
+      std::string pci(g.address().to_string().view());
+      if (g.pci.compute_partitions > 1)  // an AMD partition: which of its device's
+        pci += " (" + std::to_string(g.partition) + "/" + std::to_string(g.pci.compute_partitions) + ")";
+      rows.push_back({std::to_string(g.index), pci,
                       hex(g.pci.vendor, 4).substr(2) + ":" + hex(g.pci.device, 4).substr(2), node,
                       g.pci.has_local_cpus ? list_or(g.pci.local_cpus, "(none)") : std::string("-"),
                       g.uuid.size() == 0 ? std::string("-") : detail::escape_control(g.uuid.view())});

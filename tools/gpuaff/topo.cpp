@@ -48,7 +48,7 @@ int run_topo(const TopoArgs& args) {
   // so the facts the bindings share are derived once.
   std::vector<PolicySpec> specs;
   for (PolicyKind kind : all_policy_kinds) specs.push_back(PolicySpec{.kind = kind, .nvidia = spec->nvidia});
-  auto table = bind_table(*topo, specs, *job);
+  auto table = bind_table_by_device(*topo, specs, *job);  // AMD partitions: parts of their device's binding
   for (std::size_t k = 0; k < specs.size(); ++k) {
     o.table.push_back(PolicyRow{.policy = std::string(to_string(specs[k].kind)), .per_gpu = std::move(table[k])});
     if (specs[k].kind == spec->kind) o.picture = o.table.back();

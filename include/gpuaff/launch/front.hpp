@@ -15,6 +15,7 @@
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -186,11 +187,15 @@ inline Result<std::pair<Topology, LaunchRequest>> prepare(const LaunchOptions& o
   TopologyParts needs = plan_needs(o);
   GPUAFF_TRY(Topology topo, load(o, env, readers, plan_detail(o), failed_at, needs));
   // A local size that is a whole multiple of the GPUs makes several ranks per
-  // GPU (make_plan), cut on whole cores: read them then, and only then.
+  // GPU (make_plan), and a partitioned AMD GPU several GPUs of one device:
+  // both cut the device's share on whole cores. Read them then, and only then.
   int gpus = static_cast<int>(topo.gpus.size());
   if (o.job.nproc > 0 && o.job.nproc < gpus) gpus = o.job.nproc;
-  if (!needs.cores && request->local_size && !o.pci && gpus > 1 && request->local_size->value > gpus &&
-      request->local_size->value % gpus == 0) {
+  bool multiple = request->local_size && !o.pci && gpus > 1 && request->local_size->value > gpus &&
+                  request->local_size->value % gpus == 0;
+  bool partitioned = std::any_of(topo.gpus.begin(), topo.gpus.end(),
+                                 [](const Gpu& g) { return g.pci.compute_partitions > 1; });
+  if (!needs.cores && (multiple || partitioned)) {
     needs.cores = true;
     GPUAFF_TRY(topo, load(o, env, readers, plan_detail(o), failed_at, needs));
   }

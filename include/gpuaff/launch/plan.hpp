@@ -345,14 +345,39 @@ inline Result<void> plan_machine_share(LaunchPlan& plan, const PciAddress& targe
   if (topo.host_gpus.empty())
     return fail(Errc::not_found, "share=machine needs every GPU of the host, and ", topo.origin.view(),
                 " does not list them; read the machine with a gpuaff source (sysfs, JSON, hwloc)");
+  int partition = plan.target().partition;
   auto at = std::find_if(topo.host_gpus.begin(), topo.host_gpus.end(),
-                         [&](const Gpu& g) { return g.pci.address == target; });
+                         [&](const Gpu& g) { return g.pci.address == target && g.partition == partition; });
   if (at == topo.host_gpus.end())
     return fail(Errc::not_found, "GPU ", target.to_string(), " is not among the host's GPUs of ", topo.origin.view(),
                 "; leave out share=machine");
   plan.topo.gpus = topo.host_gpus;
   for (std::size_t i = 0; i < plan.topo.gpus.size(); ++i) plan.topo.gpus[i].index = static_cast<int>(i);
   plan.gpu = static_cast<int>(at - topo.host_gpus.begin());
+  return {};
+}
+
+/// A partition of an AMD GPU (PciDevice::compute_partitions N > 1) as the
+/// target: the policy binds the physical GPUs, one entry per device (the
+/// plan's topology then lists those), and the target gets part `partition`
+/// of its device's share, as ranks_per_gpu=N would (policy/split.hpp).
+/// JobOptions::nproc, counted in partitions, becomes the devices they are on.
+/// Errors: Errc::invalid_argument with ranks_per_gpu above 1 or several GPUs.
+inline Result<void> collapse_partitions(LaunchPlan& plan, const LaunchRequest& r) {
+  const Gpu& target = plan.target();
+  int n = target.pci.compute_partitions;
+  if (n <= 1) return {};
+  if (plan.ranks_per_gpu > 1 || !r.more_gpus.empty())
+    return fail(Errc::invalid_argument, "GPU ", plan.visible_gpu, " is partition ", target.partition, " of ",
+                target.address().to_string().view(), " (", n, " partitions): each partition is a GPU already; "
+                "leave out ranks_per_gpu=N and lists of GPUs");
+  int part = target.partition;
+  DeviceView v = by_device(plan.topo, plan.job.nproc);
+  plan.gpu = v.device_of[static_cast<std::size_t>(plan.gpu)];
+  if (plan.job.nproc > 0) plan.job.nproc = v.nproc;
+  plan.topo = std::move(v.topo);
+  plan.ranks_per_gpu = n;
+  plan.part = part;
   return {};
 }
 
@@ -524,9 +549,9 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
     PciAddress target = plan.target().address();
     bool is_gpu = plan.visible_gpu >= 0 || plan.target().pci.is_gpu();
     GPUAFF_TRY_VOID(detail::plan_machine_share(plan, target, is_gpu));
-  } else {
-    GPUAFF_TRY_VOID(detail::use_local_size(plan, request));
   }
+  GPUAFF_TRY_VOID(detail::collapse_partitions(plan, request));
+  if (plan.share != Share::machine) GPUAFF_TRY_VOID(detail::use_local_size(plan, request));
   GPUAFF_TRY_VOID(detail::find_more_gpus(plan, request, visible));
   GPUAFF_TRY(detail::GpuBinding b, detail::bind_gpu(plan, request, plan.gpu, narrowed));
   plan.cpus = b.cpus;

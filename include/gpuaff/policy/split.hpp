@@ -11,10 +11,12 @@
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
 #include "gpuaff/cpu_set.hpp"
+#include "gpuaff/policy/dispatch.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/topology.hpp"
 
@@ -64,6 +66,70 @@ inline Result<std::vector<CpuSet>> split_share(const Topology& topo, const CpuSe
                 threads.size(), " CPU(s), fewer than the ranks that would share it; run at most ", threads.size(),
                 " rank(s) on this GPU, or give it more CPUs (another policy, share=machine)");
   return detail::cut_in_runs(threads, parts);
+}
+
+/// A topology whose AMD partitions (Gpu::partition, PciDevice::compute_partitions)
+/// are folded back into their devices: what the policies split a node among.
+struct DeviceView {
+  Topology topo;                ///< one GPU per device, in the order first seen, indexed 0..
+  std::vector<int> device_of{}; ///< per GPU of the original topology: its device's index in `topo`
+  int nproc = 0;                ///< JobOptions::nproc (counted in partitions) as the devices they are on
+};
+
+/// `topo` by device; `nproc` as JobOptions::nproc counts (0: all).
+inline DeviceView by_device(const Topology& topo, int nproc) {
+  DeviceView v;
+  v.topo = topo;
+  v.topo.gpus.clear();
+  for (std::size_t i = 0; i < topo.gpus.size(); ++i) {
+    const Gpu& g = topo.gpus[i];
+    int at = -1;
+    for (const auto& d : v.topo.gpus)
+      if (d.address() == g.address()) at = d.index;
+    if (at < 0) {
+      Gpu d = g;
+      d.partition = 0;
+      d.index = at = static_cast<int>(v.topo.gpus.size());
+      v.topo.gpus.push_back(std::move(d));
+    }
+    v.device_of.push_back(at);
+    if (nproc > 0 && static_cast<int>(i) < nproc) v.nproc = std::max(v.nproc, at + 1);
+  }
+  return v;
+}
+
+/// bind_table where GPUs may be AMD partitions: each policy binds the devices
+/// (it splits a node among devices), and partition k of a device with N gets
+/// part k of N of the device's result (split_share). Equal to bind_table when
+/// no GPU is partitioned.
+inline std::vector<std::vector<Result<CpuSet>>> bind_table_by_device(const Topology& topo,
+                                                                     const std::vector<PolicySpec>& specs,
+                                                                     const JobOptions& job) {
+  bool partitioned = false;
+  for (const auto& g : topo.gpus) partitioned = partitioned || g.pci.compute_partitions > 1;
+  if (!partitioned) return bind_table(topo, specs, job);
+  DeviceView v = by_device(topo, job.nproc);
+  JobOptions devices = job;
+  devices.nproc = v.nproc;
+  auto table = bind_table(v.topo, specs, devices);
+  std::vector<std::vector<Result<CpuSet>>> out(specs.size());
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    for (std::size_t g = 0; g < topo.gpus.size(); ++g) {
+      const Result<CpuSet>& whole = table[k][static_cast<std::size_t>(v.device_of[g])];
+      int n = topo.gpus[g].pci.compute_partitions;
+      if (!whole || n <= 1) {
+        out[k].push_back(whole);
+        continue;
+      }
+      auto parts = split_share(v.topo, *whole, n);
+      if (!parts) {
+        out[k].push_back(Unexpected<Error>(parts.error()));
+      } else {
+        out[k].push_back((*parts)[static_cast<std::size_t>(topo.gpus[g].partition)]);
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace v0

@@ -405,6 +405,12 @@ inline Result<PciDevice> parse_pci_device(const Parser& p, const Json& o, const 
     GPUAFF_TRY_VOID(p.expect(*has, Parser::join(path, "has_local_cpus"), Json::value_t::boolean, "true or false"));
     d.has_local_cpus = has->get<bool>();
   }
+  if (const Json* mode = Parser::find(o, "compute_partition")) {  // AMD: the GPUs HIP makes of it
+    std::string at = Parser::join(path, "compute_partition");
+    GPUAFF_TRY_VOID(p.expect(*mode, at, Json::value_t::string, "SPX, DPX, TPX, QPX or CPX"));
+    d.compute_partitions = compute_partition_count(mode->get_ref<const std::string&>());
+    if (d.compute_partitions == 0) return p.bad(Errc::parse_error, at, "is not SPX, DPX, TPX, QPX or CPX");
+  }
   return d;
 }
 
@@ -632,7 +638,7 @@ inline std::vector<Gpu> host_gpus_of(const Topology& t, const std::vector<Gpu>& 
     }
     all.push_back(g);
   }
-  return all;
+  return expand_partitions(all);
 }
 
 inline Result<Topology> parse(const Json& doc, std::string_view origin) {
@@ -651,6 +657,7 @@ inline Result<Topology> parse(const Json& doc, std::string_view origin) {
   std::vector<Gpu> hidden;
   GPUAFF_TRY_VOID(parse_hidden_gpus(p, doc, t, hidden));
   t.host_gpus = host_gpus_of(t, hidden);
+  t.gpus = expand_partitions(t.gpus);  // a partitioned device is listed once: its GPUs in a row
   GPUAFF_TRY_VOID(parse_notes(p, doc, t));
   return t;
 }
@@ -704,6 +711,9 @@ inline std::string to_json(const Topology& t, int indent) {
     o["numa_node"] = d.numa_node;
     o["local_cpus"] = d.local_cpus.to_list();
     o["has_local_cpus"] = d.has_local_cpus;
+    constexpr std::string_view modes[] = {"", "SPX", "DPX", "TPX", "QPX", "", "", "", "CPX"};
+    if (d.compute_partitions > 1 && d.compute_partitions <= 8)
+      o["compute_partition"] = std::string(modes[static_cast<std::size_t>(d.compute_partitions)]);
     pci.push_back(std::move(o));
   }
   j["pci_devices"] = std::move(pci);
@@ -721,8 +731,12 @@ inline std::string to_json(const Topology& t, int indent) {
   };
   J gpus = J::array();
   for (const auto& g : t.gpus) {
+    // A partitioned GPU once: its partitions come back from pci_devices' compute_partition.
+    bool again = std::any_of(t.gpus.begin(), t.gpus.begin() + (&g - t.gpus.data()),
+                             [&](const Gpu& e) { return e.pci.address == g.pci.address; });
+    if (again) continue;
     J o;
-    o["index"] = g.index;
+    o["index"] = gpus.size();  // g.index, but for partitioned devices: the device's position
     o["bdf"] = std::string(g.pci.address.to_string().view());
     o["uuid"] = std::string(g.uuid.view());
     o["numa_node"] = g.pci.numa_node;

@@ -919,6 +919,32 @@ inline Result<void> read_nvidia_device_ids(SysfsReader& r, Topology& t, std::vec
   return {};
 }
 
+/// An AMD GPU's compute partitions: `current_compute_partition` in its PCI
+/// folder (SPX, DPX, TPX, QPX, CPX; amdgpu writes it on MI300-class GPUs),
+/// 1 where the file is missing (an unpartitionable GPU, an older kernel; a
+/// note when the GPU's available_compute_partition says it can be partitioned).
+/// Errors: Errc::parse_error naming the file for another word: the GPU
+/// numbering depends on it.
+inline Result<int> read_compute_partitions(SysfsReader& r, Topology& t, const PciAddress& a) {
+  std::string dir = "sys/bus/pci/devices/" + std::string(a.to_string().view());
+  std::string rel = dir + "/current_compute_partition";
+  std::string s;
+  GPUAFF_TRY(bool have, r.get(rel, s));
+  if (!have) {
+    // A GPU that can be partitioned lists its modes: its current one missing is
+    // a broken recording or driver, not an unpartitioned GPU; say what was assumed.
+    GPUAFF_TRY(bool partitionable, r.get(dir + "/available_compute_partition", s));
+    if (partitionable)
+      t.notes.push_back(r.shown(rel) + " is missing though available_compute_partition lists modes: counted as one "
+                        "GPU (SPX)");
+    return 1;
+  }
+  std::string_view word = trim(s);
+  if (int n = compute_partition_count(word); n > 0) return n;
+  return r.bad(Errc::parse_error, rel, "holds '", word.substr(0, 20), "', not a compute partition mode (SPX, DPX, TPX, "
+               "QPX, CPX); the GPU numbering depends on it: check the amdgpu driver");
+}
+
 /// The GPUs among the PCI devices, with NVIDIA UUIDs where needed: every one in
 /// host_gpus, those the driver's list leaves out in hidden_gpus, and the rest
 /// selected and indexed by the visibility lists.
@@ -943,8 +969,14 @@ inline Result<void> read_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o
         }
       }
     }
+    if (d.vendor == pci_vendor::amd) {
+      GPUAFF_TRY(g.pci.compute_partitions, read_compute_partitions(r, t, d.address));
+    }
+    for (auto& other : t.pci_devices)
+      if (other.address == d.address) other.compute_partitions = g.pci.compute_partitions;
     all.push_back(std::move(g));
   }
+  all = expand_partitions(all);  // HIP's numbering: a partitioned GPU's partitions in a row
   std::vector<Gpu> mine = process_gpus(all, driver, t.hidden_gpus);
   std::optional<std::string> order = visible.cuda_device_order;
   if (!order && later) order = later->cuda_device_order;
