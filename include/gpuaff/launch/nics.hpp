@@ -200,15 +200,14 @@ inline std::string nic_port_list(const std::vector<const Nic*>& nics) {
   return out;
 }
 
-/// The variables `libs` (NicLib bits) ask for, pointing at the set of GPU
-/// `gpu` (an index into topo.gpus): UCX_NET_DEVICES and NVSHMEM_HCA_LIST
+/// The variables `libs` (NicLib bits) ask for, pointing at the NIC sets of
+/// `gpus` (indexes into topo.gpus; several GPUs per process: the union of
+/// their sets, by address): UCX_NET_DEVICES and NVSHMEM_HCA_LIST
 /// ("mlx5_0:1,mlx5_1:1"); NCCL_IB_HCA with a leading "=" (NCCL then matches
 /// names exactly, not as prefixes: mlx5_1 would also select mlx5_10),
-/// holding the set (nccl-set) or every rail (nccl-rails).
-/// Errors: Errc::not_found when the GPU has no RDMA NIC (or the topology
+/// holding the sets (nccl-set) or every rail (nccl-rails).
+/// Errors: Errc::not_found when a GPU has no RDMA NIC (or the topology
 /// lists no NIC at all), naming where it was read.
-/// Several GPUs per process: the union of the sets of `gpus` (indexes into
-/// topo.gpus), by address.
 inline Result<std::vector<std::pair<std::string, std::string>>> nic_environment(const Topology& topo,
                                                                                 const std::vector<int>& gpus,
                                                                                 unsigned libs = default_nic_libs) {
@@ -239,6 +238,7 @@ inline Result<std::vector<std::pair<std::string, std::string>>> nic_environment(
   return env;
 }
 
+/// The variables for one GPU's set (an index into topo.gpus).
 inline Result<std::vector<std::pair<std::string, std::string>>> nic_environment(const Topology& topo, int gpu,
                                                                                 unsigned libs = default_nic_libs) {
   return nic_environment(topo, std::vector<int>{gpu}, libs);
