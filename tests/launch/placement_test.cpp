@@ -43,7 +43,7 @@ CpuSet cores(int a, int b) { return CpuSet::range(a, b) | CpuSet::range(a + 112,
 LaunchOptions dgx(std::map<std::string, std::string> options) {
   LaunchOptions o;
   REQUIRE(gpuaff::set_option(o, "root", gpuaff_test::fixture("dgx-h100")));
-  for (const auto& [k, v] : options) REQUIRE_MESSAGE(gpuaff::set_option(o, k, v), k);
+  for (const auto& kv : options) REQUIRE_MESSAGE(gpuaff::set_option(o, kv.first, kv.second), kv.first);
   return o;
 }
 
