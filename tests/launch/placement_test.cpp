@@ -194,6 +194,11 @@ TEST_CASE("several GPUs per process: the mistakes are named") {
   auto twice = gpuaff::set_option(o, "gpu", "0,4,0");
   REQUIRE_FALSE(twice);
   CHECK(twice.error().message().find("names GPU 0 twice") != std::string_view::npos);
+  std::string long_list = "0";
+  for (int g = 1; g < 100000; ++g) long_list += "," + std::to_string(g);  // a runaway script: refused at once
+  auto too_many = gpuaff::set_option(o, "gpu", long_list);
+  REQUIRE_FALSE(too_many);
+  CHECK(too_many.error().message().find("more than 1024 GPUs") != std::string_view::npos);
   for (const char* bad : {"0,", ",4", "0,,4", "0,x"}) {
     CAPTURE(bad);
     CHECK_FALSE(gpuaff::set_option(o, "gpu", bad));

@@ -196,6 +196,8 @@ GPUAFF_OPTION_SETTER(set_gpu, {
       o.gpu = g;
     } else if (g == *o.gpu || std::find(o.more_gpus.begin(), o.more_gpus.end(), g) != o.more_gpus.end()) {
       return fail(Errc::invalid_argument, "gpu=", t.substr(0, 60), " names GPU ", g, " twice; name each GPU once");
+    } else if (o.more_gpus.size() >= 1023) {  // more than any machine has; keeps the duplicate check short
+      return fail(Errc::invalid_argument, "gpu=", t.substr(0, 60), "... names more than 1024 GPUs");
     } else {
       o.more_gpus.push_back(g);
     }
