@@ -5,10 +5,12 @@
 // visibility lists (source/visible.hpp), "Key: value" lines of /proc files. Constexpr, so that CpuSet and
 // PciAddress parse at compile time; no std::from_chars (not constexpr in GCC 12).
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gpuaff {
 inline namespace v0 {
@@ -137,6 +139,18 @@ constexpr bool interface_name_ok(std::string_view name) {
     if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
       return false;
   return true;
+}
+
+/// The items of a comma-separated list, as they are (empty ones kept: "a,,b"
+/// is three items, "" one empty item).
+inline std::vector<std::string_view> comma_items(std::string_view list) {
+  std::vector<std::string_view> out;
+  for (std::size_t at = 0; at <= list.size();) {
+    std::size_t comma = std::min(list.find(',', at), list.size());
+    out.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace detail

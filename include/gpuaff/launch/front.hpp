@@ -189,10 +189,9 @@ inline Result<std::pair<Topology, LaunchRequest>> prepare(const LaunchOptions& o
   // A local size that is a whole multiple of the GPUs makes several ranks per
   // GPU (make_plan), and a partitioned AMD GPU several GPUs of one device:
   // both cut the device's share on whole cores. Read them then, and only then.
-  int gpus = static_cast<int>(topo.gpus.size());
-  if (o.job.nproc > 0 && o.job.nproc < gpus) gpus = o.job.nproc;
-  bool multiple = request->local_size && !o.pci && gpus > 1 && request->local_size->value > gpus &&
-                  request->local_size->value % gpus == 0;
+  bool multiple = request->local_size && !o.pci &&
+                  detail::implied_ranks_per_gpu(request->local_size->value, o.job.nproc,
+                                                static_cast<int>(topo.gpus.size())) > 1;
   bool partitioned = std::any_of(topo.gpus.begin(), topo.gpus.end(),
                                  [](const Gpu& g) { return g.pci.compute_partitions > 1; });
   if (!needs.cores && (multiple || partitioned)) {

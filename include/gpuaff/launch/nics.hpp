@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpuaff/detail/parse.hpp"
 #include "gpuaff/detail/suggest.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/topology.hpp"
@@ -63,10 +64,7 @@ inline Result<unsigned> parse_nic_libs(std::string_view text) {
   std::array<std::string_view, nic_lib_names.size()> words{};
   for (std::size_t i = 0; i < words.size(); ++i) words[i] = nic_lib_names[i].first;
   unsigned libs = 0;
-  std::size_t at = 0;
-  while (at <= text.size()) {
-    std::size_t comma = std::min(text.find(',', at), text.size());
-    std::string_view item = text.substr(at, comma - at);
+  for (std::string_view item : detail::comma_items(text)) {
     const auto* known = std::find_if(nic_lib_names.begin(), nic_lib_names.end(), [&](const auto& n) { return n.first == item; });
     if (known == nic_lib_names.end()) {
       std::string_view guess = item == "nccl" ? std::string_view("nccl-set or nccl-rails") : detail::closest(item, words);
@@ -75,7 +73,6 @@ inline Result<unsigned> parse_nic_libs(std::string_view text) {
                   " (use a list of ucx, nvshmem, nccl-set, nccl-rails)");
     }
     libs |= known->second;
-    at = comma + 1;
   }
   if ((libs & nic_lib_nccl_set) != 0 && (libs & nic_lib_nccl_rails) != 0)
     return fail(Errc::invalid_argument, "nic_libs=", text.substr(0, 60),
@@ -200,23 +197,23 @@ inline std::string nic_port_list(const std::vector<const Nic*>& nics) {
   return out;
 }
 
-/// The variables `libs` (NicLib bits) ask for, pointing at the NIC sets of
-/// `gpus` (indexes into topo.gpus; several GPUs per process: the union of
-/// their sets, by address): UCX_NET_DEVICES and NVSHMEM_HCA_LIST
-/// ("mlx5_0:1,mlx5_1:1"); NCCL_IB_HCA with a leading "=" (NCCL then matches
-/// names exactly, not as prefixes: mlx5_1 would also select mlx5_10),
-/// holding the sets (nccl-set) or every rail (nccl-rails).
-/// Errors: Errc::not_found when a GPU has no RDMA NIC (or the topology
-/// lists no NIC at all), naming where it was read.
-inline Result<std::vector<std::pair<std::string, std::string>>> nic_environment(const Topology& topo,
-                                                                                const std::vector<int>& gpus,
-                                                                                unsigned libs = default_nic_libs) {
-  std::vector<const Nic*> nics;
+/// The NICs a process serving `gpus` (indexes into topo.gpus) uses: the union
+/// of their sets, by address, and the farthest of their path classes (the sets
+/// computed once).
+/// Errors: Errc::not_found when a GPU has no RDMA NIC (or the topology lists
+/// no NIC at all), naming where it was read.
+inline Result<NicSet> served_nic_set(const Topology& topo, const std::vector<int>& gpus) {
+  std::span<const Gpu> all = nic_set_gpus(topo);
+  std::vector<NicSet> sets = nic_sets(topo, all);
+  NicSet out;
+  bool first = true;
   for (int gpu : gpus) {
     if (gpu < 0 || static_cast<std::size_t>(gpu) >= topo.gpus.size())
       return fail(Errc::not_found, "nic_env=true: no GPU ", gpu, " in ", topo.origin.view());
     const Gpu& g = topo.gpus[static_cast<std::size_t>(gpu)];
-    NicSet set = nic_set_of(topo, g);
+    auto at = std::find_if(all.begin(), all.end(), [&](const Gpu& x) { return x.address() == g.address(); });
+    NicSet set = at != all.end() ? sets[static_cast<std::size_t>(at - all.begin())]
+                                 : nic_sets(topo, std::span<const Gpu>(&g, 1)).front();
     if (set.empty()) {
       if (topo.nics.empty())
         return fail(Errc::not_found, "nic_env=true: ", topo.origin.view(),
@@ -225,17 +222,38 @@ inline Result<std::vector<std::pair<std::string, std::string>>> nic_environment(
       return fail(Errc::not_found, "nic_env=true: no RDMA NIC (sys/class/infiniband) reaches GPU ", g.index, " (",
                   g.address().to_string().view(), ") in ", topo.origin.view(), "; leave out nic_env=true");
     }
-    nics.insert(nics.end(), set.nics.begin(), set.nics.end());
+    out.nics.insert(out.nics.end(), set.nics.begin(), set.nics.end());
+    out.path = first ? set.path : std::max(out.path, set.path);
+    first = false;
   }
-  std::sort(nics.begin(), nics.end());  // pointers into topo.nics, which is sorted by address
-  nics.erase(std::unique(nics.begin(), nics.end()), nics.end());
-  std::string mine = nic_port_list(nics);
+  std::sort(out.nics.begin(), out.nics.end());  // pointers into topo.nics, which is sorted by address
+  out.nics.erase(std::unique(out.nics.begin(), out.nics.end()), out.nics.end());
+  return out;
+}
+
+/// The variables `libs` (NicLib bits) ask for, pointing at `set` (one GPU's,
+/// or served_nic_set's union): UCX_NET_DEVICES and NVSHMEM_HCA_LIST
+/// ("mlx5_0:1,mlx5_1:1"); NCCL_IB_HCA with a leading "=" (NCCL then matches
+/// names exactly, not as prefixes: mlx5_1 would also select mlx5_10),
+/// holding the set (nccl-set) or every rail (nccl-rails).
+inline std::vector<std::pair<std::string, std::string>> nic_variables(const Topology& topo, const NicSet& set,
+                                                                     unsigned libs) {
+  std::string mine = nic_port_list(set.nics);
   std::vector<std::pair<std::string, std::string>> env;
   if ((libs & nic_lib_nccl_set) != 0) env.emplace_back("NCCL_IB_HCA", "=" + mine);
   if ((libs & nic_lib_nccl_rails) != 0) env.emplace_back("NCCL_IB_HCA", "=" + nic_port_list(nic_rails(topo)));
   if ((libs & nic_lib_ucx) != 0) env.emplace_back("UCX_NET_DEVICES", mine);
   if ((libs & nic_lib_nvshmem) != 0) env.emplace_back("NVSHMEM_HCA_LIST", mine);
   return env;
+}
+
+/// The variables for the NIC sets of `gpus` (indexes into topo.gpus).
+/// Errors: those of served_nic_set().
+inline Result<std::vector<std::pair<std::string, std::string>>> nic_environment(const Topology& topo,
+                                                                                const std::vector<int>& gpus,
+                                                                                unsigned libs = default_nic_libs) {
+  GPUAFF_TRY(NicSet set, served_nic_set(topo, gpus));
+  return nic_variables(topo, set, libs);
 }
 
 /// The variables for one GPU's set (an index into topo.gpus).
@@ -250,13 +268,9 @@ inline Result<std::vector<std::pair<std::string, std::string>>> nic_environment(
 inline std::vector<std::string> listed_devices(std::string_view value) {
   std::vector<std::string> out;
   if (value.empty() || value.front() == '^' || value == "all") return out;
-  std::size_t at = 0;
-  while (at <= value.size()) {
-    std::size_t comma = std::min(value.find(',', at), value.size());
-    std::string_view item = value.substr(at, comma - at);
+  for (std::string_view item : detail::comma_items(value)) {
     item = item.substr(0, item.find(':'));
     if (!item.empty()) out.emplace_back(item);
-    at = comma + 1;
   }
   return out;
 }

@@ -188,11 +188,10 @@ GPUAFF_OPTION_SETTER(set_gpu, {
     return {};
   }
   o.more_gpus.clear();
-  std::size_t at = 0;
-  do {  // "3", or a list "0,4": several GPUs per process
-    std::size_t comma = std::min(t.find(',', at), t.size());
-    GPUAFF_TRY(int g, option_int("gpu", t.substr(at, comma - at), 0));
-    if (at == 0) {
+  auto items = comma_items(t);  // "3", or a list "0,4": several GPUs per process
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    GPUAFF_TRY(int g, option_int("gpu", items[i], 0));
+    if (i == 0) {
       o.gpu = g;
     } else if (g == *o.gpu || std::find(o.more_gpus.begin(), o.more_gpus.end(), g) != o.more_gpus.end()) {
       return fail(Errc::invalid_argument, "gpu=", t.substr(0, 60), " names GPU ", g, " twice; name each GPU once");
@@ -201,8 +200,7 @@ GPUAFF_OPTION_SETTER(set_gpu, {
     } else {
       o.more_gpus.push_back(g);
     }
-    at = comma + 1;
-  } while (at <= t.size());
+  }
 })
 GPUAFF_OPTION_SETTER(set_pci, {
   if (t.empty()) return fail(Errc::invalid_argument, "pci='' names no device (an unset variable?); give a PCI address such as 0000:17:00.0");

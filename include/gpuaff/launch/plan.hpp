@@ -244,6 +244,17 @@ inline Result<void> use_local_size(LaunchPlan& plan, const LaunchRequest& r) {
   return {};
 }
 
+/// The ranks per GPU a launcher's local size implies when ranks_per_gpu is not
+/// given: local size / GPUs taking part (`visible`, or nproc when fewer) when
+/// that is a whole multiple above 1; else 1. Not for one GPU: a process that
+/// sees only its own GPU (srun --gpus-per-task) under a local size of several
+/// looks the same.
+inline int implied_ranks_per_gpu(int local_size, int nproc, int visible) {
+  int taking_part = nproc > 0 ? std::min(nproc, visible) : visible;
+  if (taking_part > 1 && local_size > taking_part && local_size % taking_part == 0) return local_size / taking_part;
+  return 1;
+}
+
 /// Several ranks per GPU (docs/contract.md section 3): sets plan.ranks_per_gpu
 /// and plan.part, and returns the GPU index the request means. Under a local
 /// rank r with local size L: N = ranks_per_gpu, or L / GPUs taking part when
@@ -259,13 +270,7 @@ inline Result<int> rank_part(LaunchPlan& plan, const LaunchRequest& r, int visib
       return fail(Errc::invalid_argument, "part=", plan.part, " is not below ranks_per_gpu=", plan.ranks_per_gpu);
     return r.gpu;
   }
-  if (n == 0 && r.local_size) {
-    int taking_part = r.job.nproc > 0 ? std::min(r.job.nproc, visible) : visible;
-    int size = r.local_size->value;
-    // Not for one GPU: a process that sees only its own GPU (srun
-    // --gpus-per-task) under a local size of several looks the same.
-    if (taking_part > 1 && size > taking_part && size % taking_part == 0) n = size / taking_part;
-  }
+  if (n == 0 && r.local_size) n = implied_ranks_per_gpu(r.local_size->value, r.job.nproc, visible);
   n = std::max(n, 1);
   if (r.local_size && r.local_size->value % n != 0)
     return fail(Errc::invalid_argument, r.local_size->source(), " (the launcher's processes on this machine) is not a "
@@ -503,7 +508,7 @@ inline Result<void> find_more_gpus(LaunchPlan& plan, const LaunchRequest& reques
 /// baseline without a cgroup; a local size above the visible GPUs; --share
 /// machine where it does not apply), and the errors of bind(), memory_nodes(),
 /// resolve_gpu_node() and nearest_allowed_nodes() for the target; with
-/// `nic_env` those of nic_environment(), with `mem_nodes` gpu or socket
+/// `nic_env` those of served_nic_set(), with `mem_nodes` gpu or socket
 /// Errc::not_found when the GPU has no such nodes.
 inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request) {
   LaunchPlan plan;
@@ -571,16 +576,10 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
   if (request.nic_env) {
     std::vector<int> served{plan.gpu};
     served.insert(served.end(), plan.more_gpus.begin(), plan.more_gpus.end());
-    GPUAFF_TRY(plan.env, nic_environment(plan.topo, served, request.nic_libs));
-    std::vector<const Nic*> all;
-    for (int g : served) {
-      NicSet set = nic_set_of(plan.topo, plan.topo.gpus[static_cast<std::size_t>(g)]);
-      all.insert(all.end(), set.nics.begin(), set.nics.end());
-      plan.nic_path = plan.nic_path ? std::max(*plan.nic_path, set.path) : set.path;  // the farthest of them
-    }
-    std::sort(all.begin(), all.end());
-    all.erase(std::unique(all.begin(), all.end()), all.end());
-    for (const Nic* n : all) plan.nic_set.push_back(nic_port_list({n}));
+    GPUAFF_TRY(NicSet set, served_nic_set(plan.topo, served));
+    plan.env = nic_variables(plan.topo, set, request.nic_libs);
+    for (const Nic* n : set.nics) plan.nic_set.push_back(nic_port_list({n}));
+    plan.nic_path = set.path;
   }
   if (auto w = detail::one_gpu_warning(plan)) plan.warnings.push_back(*w);
   return plan;

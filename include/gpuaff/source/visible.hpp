@@ -140,13 +140,8 @@ struct Selector {
 /// trimmed; an empty entry is an error.
 inline Result<std::vector<std::string_view>> selector_entries(const Selector& sel, std::string_view all,
                                                               std::string_view shown) {
-  std::vector<std::string_view> entries;
-  for (std::size_t i = 0; i <= all.size();) {
-    std::size_t j = all.find(',', i);
-    if (j == std::string_view::npos) j = all.size();
-    entries.push_back(detail::trim(all.substr(i, j - i)));
-    i = j + 1;
-  }
+  std::vector<std::string_view> entries = detail::comma_items(all);
+  for (auto& e : entries) e = detail::trim(e);
   for (std::size_t k = 0; k < entries.size(); ++k) {
     if (entries[k].empty())
       return fail(Errc::invalid_argument, sel.name, "='", shown, "': entry ", static_cast<int>(k + 1),
