@@ -118,10 +118,12 @@ def test_failures_leave_every_mask_as_it_was(bindable):
         with pytest.raises(gpuaff.EmptyResult, match="do not exist here"):
             gpuaff.bind(gpu=0, root=DGX_H100)
         assert all_masks() == before
-        # CPUs 2-7 do not exist on this machine either: the kernel narrows the
-        # first thread's mask, and every thread changed so far is put back.
+        # CPUs past the last possible one do not exist on this machine either:
+        # the kernel narrows the first thread's mask to CPU 0, and every thread
+        # changed so far is put back.
+        last = int(open("/sys/devices/system/cpu/possible").read().strip().replace(",", "-").split("-")[-1])
         with pytest.raises(gpuaff.EmptyResult, match="every thread was put back"):
-            gpuaff.bind_process("0-7")
+            gpuaff.bind_process("0,%d-%d" % (last + 1, last + 6))
         assert all_masks() == before
         with pytest.raises(gpuaff.Error):
             with gpuaff.bound(gpuaff.plan(gpu=0, root=DGX_H100)):
