@@ -81,7 +81,8 @@ TEST_CASE("bind --nic-env --format env prints lines a shell can eval") {
   Run r = tool({"bind", "--root", two_nic_root(), "--gpu", "1", "--nic-env", "--format", "env"});
   INFO(r.err);
   REQUIRE(r.rc == 0);
-  CHECK(r.out == "UCX_NET_DEVICES='mlx5_1:1'\nNVSHMEM_HCA_LIST='mlx5_1:1'\n");
+  // The contract's NAME=value form: these values need no quotes.
+  CHECK(r.out == "UCX_NET_DEVICES=mlx5_1:1\nNVSHMEM_HCA_LIST=mlx5_1:1\n");
   Run sh = cli_test::run_program("/bin/sh", {"-c", "eval \"$(" + cli_test::exe() + " bind --root " + two_nic_root() +
                                " --gpu 1 --nic-env --nic-libs ucx,nccl-set --format env)\" && " + print_env});
   CHECK(sh.out == "=mlx5_1:1|mlx5_1:1|unset\n");
@@ -119,8 +120,8 @@ TEST_CASE("--format env under eval: a crafted NIC name never reaches the shell")
   // An RDMA name is a directory entry of the recording, or a string of a JSON
   // topology: it could hold a quote and a command substitution. The reader
   // keeps only names the kernel gives (letters, digits, '_', '.', '-'), so
-  // the NIC is unnamed (exit 4, no RDMA NIC), and the JSON is refused; the
-  // values are single-quoted besides.
+  // the NIC is unnamed (exit 4, no RDMA NIC), and the JSON is refused; a
+  // value holding any other character would be single-quoted besides.
   auto dir = cli_test::temp_dir("quote-nic");
   cli_test::FakeMachine m = cli_test::two_cpu_machine();
   m.devices = {{.bdf = "0000:17:00.0", .local_cpus = "0-1"},

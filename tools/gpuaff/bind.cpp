@@ -35,9 +35,16 @@ std::string numactl_of(const LaunchPlan& p, bool membind_given) {
   return s;
 }
 
-/// `text` in single quotes for a POSIX shell: a name read from a recording
+/// `text` as a POSIX shell word: bare when every character is one a shell
+/// takes literally in a word (the names and lists gpuaff writes: letters,
+/// digits and `_.,:+-=/`), else in single quotes, so a name read from a recording
 /// cannot end the quote and run something under `eval`.
-std::string shell_quoted(std::string_view text) {
+std::string shell_word(std::string_view text) {
+  auto plain = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+           c == ',' || c == ':' || c == '+' || c == '-' || c == '=' || c == '/';
+  };
+  if (!text.empty() && std::all_of(text.begin(), text.end(), plain)) return std::string(text);
   std::string out = "'";
   for (char c : text) {
     if (c == '\'') {
@@ -49,14 +56,15 @@ std::string shell_quoted(std::string_view text) {
   return out + "'";
 }
 
-/// `--format env`: one NAME='value' line per variable the plan sets.
+/// `--format env`: one NAME=value line per variable the plan sets (the value
+/// quoted only when a shell would otherwise read it differently).
 std::string env_lines(const LaunchPlan& p) {
   std::string out;
   for (const auto& [name, value] : p.env) {
     if (!out.empty()) out += '\n';
     out += name;
     out += '=';
-    out += shell_quoted(value);
+    out += shell_word(value);
   }
   return out;
 }

@@ -30,7 +30,7 @@ inline constexpr std::array<OptionInfo, 11> cli_options{{
     {"format", "--format", "cpulist|mask|numactl|json|env", OptionType::choice, for_bind, "cpulist",
      "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... (and a memory option "
      "with --membind); json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, recommended_threads, "
-     "env (and nic_set, nic_path with --nic-env); env: NAME='value' lines of --nic-env's variables, for eval. With "
+     "env (and nic_set, nic_path with --nic-env); env: NAME=value lines (quoted where a shell needs it) of --nic-env's variables, for eval. With "
      "--gpu all: json prints an array, the others one line per GPU, 'N <binding>'"},
     {"format", "--format", "text|json", OptionType::choice, for_topo | for_doctor, "text",
      "text: a report for people and bug reports; json: one object"},
