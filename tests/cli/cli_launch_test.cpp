@@ -214,6 +214,26 @@ TEST_CASE("an MI300X in CPX mode: bind and topo's table agree on each partition'
   CHECK(t.out.find("    GPU 13  39-41,231-233\n", exclusive) != std::string::npos);
 }
 
+TEST_CASE("--domains-per-gpu: topo lists each domain, bind and exec --dry-run give its part") {
+  // dgx-h100, exclusive: GPU 3's share is cores 42-55 (+112); with 2 domains per
+  // GPU it is units 6 and 7, and unit 7 (domain 1) gets the upper 7 cores.
+  Run topo = tool({"topo", "--root", h100, "--domains-per-gpu", "2"});
+  REQUIRE(topo.rc == 0);
+  CHECK(topo.out.find("GPUs (16 visible)") != std::string::npos);
+  CHECK(topo.out.find("  7      0000:61:00.0 (1/2)") != std::string::npos);
+  Run bind = tool({"bind", "--root", h100, "--gpu", "7", "--policy", "exclusive", "--domains-per-gpu", "2"});
+  CHECK(bind.out == "49-55,161-167\n");
+  Run dry = tool({"exec", "--root", h100, "--gpu", "7", "--policy", "exclusive", "--domains-per-gpu", "2", "--dry-run",
+                  "--", "true"});
+  REQUIRE(dry.rc == 0);
+  auto j = nlohmann::json::parse(dry.out);
+  CHECK(j["part"] == nlohmann::json::array({1, 2}));
+  CHECK(j["share"] == "42-55,154-167");
+  CHECK(j["plan_variable"].get<std::string>().find(" part=1/2") != std::string::npos);
+  Run typo = tool({"bind", "--root", h100, "--gpu", "0", "--domains-per-gpu", "0"});
+  CHECK(typo.rc == 2);
+}
+
 TEST_CASE("exec --dry-run prints the plan and the command, and runs nothing") {
   auto marker = cli_test::temp_dir("dry-run") / "ran";
   Run r = tool({"exec", "--root", h100, "--gpu", "4", "--membind", "preferred", "--dry-run", "--", "touch",

@@ -282,3 +282,76 @@ TEST_CASE("a JSON topology keeps the partitions; a garbled mode names its file")
   CHECK(garbled.error().message().find("current_compute_partition") != std::string_view::npos);
   CHECK(garbled.error().message().find("'XPX'") != std::string_view::npos);
 }
+
+// Locality domains (domains_per_gpu=N): sysfs shows one device; each GPU
+// counts as N GPUs in a row, GPU g's domain k being unit g*N+k, and domain k
+// gets part k of the GPU's share, cut on whole cores as ranks_per_gpu cuts it.
+TEST_CASE("locality domains: 2 per DGX H100 GPU make 16 units, each half of its GPU's 14 cores") {
+  for (int unit = 0; unit < 16; ++unit) {
+    CAPTURE(unit);
+    auto p = plan_of(dgx({{"gpu", std::to_string(unit)}, {"policy", "exclusive"}, {"domains_per_gpu", "2"}}));
+    int gpu = unit / 2;
+    // GPU g's share: cores 14g..14g+13; domain 0 the lower 7, domain 1 the upper 7.
+    int first = 14 * gpu + 7 * (unit % 2);
+    CHECK(p.cpus == cores(first, first + 6));
+    CHECK(p.part == unit % 2);
+    CHECK(p.ranks_per_gpu == 2);
+    CHECK(p.node == (gpu < 4 ? 0 : 1));
+  }
+  // Under a launcher: 16 local ranks, one per domain (local size 16 = units, one rank each).
+  LaunchOptions o = dgx({{"local_rank", "true"}, {"policy", "exclusive"}, {"domains_per_gpu", "2"}});
+  auto p = plan_of(o, {{"LOCAL_RANK", "7"}, {"LOCAL_WORLD_SIZE", "16"}});
+  CHECK(p.cpus == cores(49, 55));  // GPU 3 (cores 42-55), domain 1
+  // The units count after visibility: CUDA_VISIBLE_DEVICES=2,3 leaves two GPUs
+  // on node 0, which exclusive splits 28/28 (GPU 3: cores 28-55); unit 3 is
+  // GPU 3's domain 1: cores 42-55.
+  auto v = plan_of(dgx({{"gpu", "3"}, {"policy", "exclusive"}, {"domains_per_gpu", "2"}}),
+                   {{"CUDA_VISIBLE_DEVICES", "2,3"}});
+  CHECK(v.cpus == cores(42, 55));
+  // Policy node: every domain cuts its GPU's node; GPU 4 (node 1, cores 56-111), domain 1: cores 84-111.
+  auto n = plan_of(dgx({{"gpu", "9"}, {"domains_per_gpu", "2"}}));
+  CHECK(n.cpus == cores(84, 111));
+}
+
+TEST_CASE("locality domains: the mistakes are named") {
+  LaunchOptions o;
+  auto many = gpuaff::set_option(o, "domains_per_gpu", "65");
+  REQUIRE_FALSE(many.has_value());
+  CHECK(many.error().message() == "domains_per_gpu=65 is more than 64 domains per GPU");
+  auto zero = gpuaff::set_option(o, "domains_per_gpu", "0");
+  CHECK_FALSE(zero.has_value());
+  // 16 units: a 17th is no GPU, and the list says which domain each unit is.
+  auto beyond = gpuaff::plan(dgx({{"gpu", "16"}, {"domains_per_gpu", "2"}}), env_of({}));
+  REQUIRE_FALSE(beyond.has_value());
+  CHECK(beyond.error().code() == Errc::not_found);
+  CHECK(beyond.error().message().find("15 0000:df:00.0 (1/2)") != std::string::npos);
+  // An AMD GPU in CPX mode is split already: its partitions are the units.
+  LaunchOptions amd;
+  REQUIRE(gpuaff::set_option(amd, "root", gpuaff_test::fixture("mi300x-cpx")));
+  REQUIRE(gpuaff::set_option(amd, "domains_per_gpu", "2"));
+  auto cpx = gpuaff::plan(amd, env_of({}));
+  REQUIRE_FALSE(cpx.has_value());
+  CHECK(cpx.error().code() == Errc::invalid_argument);
+  CHECK(cpx.error().message().find("compute partitions already") != std::string::npos);
+  // Domains and ranks per GPU both cut the share: one of them.
+  auto both = gpuaff::plan(dgx({{"gpu", "1"}, {"domains_per_gpu", "2"}, {"ranks_per_gpu", "2"}, {"part", "1"}}),
+                           env_of({}));
+  REQUIRE_FALSE(both.has_value());
+  CHECK(both.error().code() == Errc::invalid_argument);
+}
+
+TEST_CASE("locality domains from a loaded machine equal the per-call plans") {
+  LaunchOptions load_options;
+  REQUIRE(gpuaff::set_option(load_options, "root", gpuaff_test::fixture("dgx-h100")));
+  auto m = gpuaff::load_for_plans(load_options, env_of({}));
+  REQUIRE(m.has_value());
+  for (int unit : {0, 5, 10, 15}) {
+    LaunchOptions o = load_options;
+    REQUIRE(gpuaff::set_option(o, "gpu", std::to_string(unit)));
+    REQUIRE(gpuaff::set_option(o, "policy", "exclusive"));
+    REQUIRE(gpuaff::set_option(o, "domains_per_gpu", "2"));
+    auto loaded = gpuaff::plan(*m, o, env_of({}));
+    REQUIRE(loaded.has_value());
+    CHECK(loaded->cpus == plan_of(o).cpus);
+  }
+}

@@ -321,3 +321,16 @@ def test_ranks_per_gpu_through_the_option_table(clean_env):
     assert gpuaff.plan(gpu=3, root=DGX_H100).part is None
     with pytest.raises(gpuaff.InvalidArgument, match=r"ranks_per_gpu=3 needs part=P \(0\.\.2\)"):
         gpuaff.plan(gpu=3, root=DGX_H100, ranks_per_gpu=3)
+
+
+def test_locality_domains_through_the_option_table(clean_env):
+    # dgx-h100, policy exclusive: GPU 3's share is cores 42-55 (siblings +112).
+    # Two domains per GPU make GPU 3's domains units 6 and 7: cores 42-48 and 49-55.
+    lower, upper = (gpuaff.plan(gpu=u, root=DGX_H100, policy="exclusive", domains_per_gpu=2) for u in (6, 7))
+    assert lower.part == (0, 2) and upper.part == (1, 2)
+    assert set(lower.cpus) == set(range(42, 49)) | set(range(154, 161))
+    assert set(upper.cpus) == set(range(49, 56)) | set(range(161, 168))
+    m = gpuaff.load(root=DGX_H100)
+    assert m.plan(gpu=7, policy="exclusive", domains_per_gpu=2).cpus == upper.cpus
+    with pytest.raises(gpuaff.InvalidArgument, match="more than 64 domains per GPU"):
+        gpuaff.plan(gpu=0, root=DGX_H100, domains_per_gpu=65)

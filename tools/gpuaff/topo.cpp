@@ -42,6 +42,9 @@ int run_topo(const TopoArgs& args) {
   if (args.format == TopoFormat::json) {
     return write_result(to_json(*topo) + '\n');
   }
+  // Locality domains are placement units, not part of the machine's
+  // description: the report shows them, the JSON (which reads back) does not.
+  if (auto split = detail::split_domains(*topo, args.options.domains_per_gpu); !split) return report_error(split.error());
   ReportOptions o;
   o.color = use_color(args.color) ? Color::always : Color::never;
   // Every GPU under each policy, with the job's NVIDIA options: one bind_table,

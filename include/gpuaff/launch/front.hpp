@@ -119,7 +119,7 @@ inline TopologyParts plan_needs(const LaunchOptions& o) {
   p.cores = p.cores || o.reserve_os_cores > 0;
   p.packages = p.packages || o.mem_nodes == MemNodes::socket;
   p.cores = p.cores || o.omp_threads;  // OMP_NUM_THREADS counts physical cores
-  p.cores = p.cores || o.ranks_per_gpu > 1;  // parts are cut on whole cores
+  p.cores = p.cores || o.ranks_per_gpu > 1 || o.domains_per_gpu > 1;  // parts are cut on whole cores
   p.distances = o.unreachable == Unreachable::nearest;
   p.nics = o.nic_env || o.mem_nodes == MemNodes::gpu;
   return p;
@@ -198,6 +198,7 @@ inline Result<std::pair<Topology, LaunchRequest>> prepare(const LaunchOptions& o
     needs.cores = true;
     GPUAFF_TRY(topo, load(o, env, readers, plan_detail(o), failed_at, needs));
   }
+  if (auto split = split_domains(topo, o.domains_per_gpu); !split) return staged(split.error(), LaunchStage::device, failed_at);
   return std::pair<Topology, LaunchRequest>{std::move(topo), std::move(*request)};
 }
 
@@ -321,7 +322,10 @@ inline Result<LaunchPlan> plan(const LoadedMachine& m, const LaunchOptions& o,
     return detail::staged(make_error(Errc::not_found, "PCI device ", o.pci->to_string(), " was not read with the "
                                      "machine (only GPUs and the device named by pci= at the load are)"),
                           LaunchStage::device, failed_at);
-  auto p = make_plan(m.topo, *request);
+  Topology topo = m.topo;
+  if (auto split = detail::split_domains(topo, o.domains_per_gpu); !split)
+    return detail::staged(split.error(), LaunchStage::device, failed_at);
+  auto p = make_plan(std::move(topo), *request);
   if (!p) return detail::staged(p.error(), LaunchStage::plan, failed_at);
   return p;
 }

@@ -62,6 +62,7 @@ struct LaunchOptions {
   bool nic_env = false;              ///< export the GPU's NIC set (launch/nics.hpp)
   unsigned nic_libs = default_nic_libs;  ///< the libraries nic_env writes for (NicLib bits)
   int ranks_per_gpu = 0;             ///< ranks sharing one GPU (0: not given); policy/split.hpp
+  int domains_per_gpu = 0;           ///< locality domains per GPU that sysfs does not show (0: not given)
   std::optional<int> part{};         ///< which part of the GPU's share, with gpu/pci
   bool omp_threads = false;          ///< export OMP_NUM_THREADS = recommended threads
   Fallback fallback = Fallback::error;  ///< when the machine refuses the binding
@@ -168,6 +169,10 @@ Result<E> option_choice(std::string_view key, std::string_view text, const std::
 }
 
 // Setters, one per key; `o.given` is filled by set_option.
+/// The most locality domains one GPU may be given (domains_per_gpu): every
+/// domain needs a core of its own, and no GPU has come near this many.
+inline constexpr int max_domains_per_gpu = 64;
+
 #define GPUAFF_OPTION_SETTER(name, body) \
   inline Result<void> name(LaunchOptions& o, std::string_view t) { body return {}; }
 
@@ -231,6 +236,12 @@ GPUAFF_OPTION_SETTER(set_nic_env, { GPUAFF_TRY(o.nic_env, option_flag("nic_env",
 GPUAFF_OPTION_SETTER(set_nic_libs, { GPUAFF_TRY(o.nic_libs, parse_nic_libs(t)); })
 GPUAFF_OPTION_SETTER(set_ranks_per_gpu, { GPUAFF_TRY(o.ranks_per_gpu, option_int("ranks_per_gpu", t, 1)); })
 GPUAFF_OPTION_SETTER(set_part, { GPUAFF_TRY(o.part, option_int("part", t, 0)); })
+GPUAFF_OPTION_SETTER(set_domains_per_gpu, {
+  GPUAFF_TRY(o.domains_per_gpu, option_int("domains_per_gpu", t, 1));
+  if (o.domains_per_gpu > max_domains_per_gpu)
+    return fail(Errc::invalid_argument, "domains_per_gpu=", o.domains_per_gpu, " is more than ", max_domains_per_gpu,
+                " domains per GPU");
+})
 GPUAFF_OPTION_SETTER(set_omp_threads, { GPUAFF_TRY(o.omp_threads, option_flag("omp_threads", t)); })
 GPUAFF_OPTION_SETTER(set_fallback, { GPUAFF_TRY(o.fallback, option_choice("fallback", t, fallback_choices)); })
 #undef GPUAFF_OPTION_SETTER
@@ -241,7 +252,7 @@ inline constexpr unsigned every_plan_command = for_bind | for_exec | for_topo | 
 }  // namespace detail
 
 /// Every option of a launch, in the order --help and the docs show them.
-inline const std::array<OptionInfo, 29> launch_options{{
+inline const std::array<OptionInfo, 30> launch_options{{
     {"root", "--root", "DIR|FILE.tar", OptionType::path, detail::every_plan_command, "this machine",
      "read the machine from a recorded root: a directory laid out like /, or the FILE.tar gpuaff record writes "
      "(read as it is, never unpacked)", detail::set_root},
@@ -309,6 +320,10 @@ inline const std::array<OptionInfo, 29> launch_options{{
      detail::set_ranks_per_gpu},
     {"part", "--part", "P", OptionType::count, detail::launch_commands | for_doctor, "",
      "with --ranks-per-gpu N and --gpu or --pci: which part of the GPU's share, 0..N-1", detail::set_part},
+    {"domains_per_gpu", "--domains-per-gpu", "N", OptionType::positive, detail::every_plan_command, "1",
+     "locality domains the system files do not show (2 per Vera Rubin GPU under CUDA's MPS device enumeration): "
+     "each GPU counts as N GPUs in a row, domain k getting part k of the GPU's share, cut on whole cores",
+     detail::set_domains_per_gpu},
     {"membind", "--membind", "none|local|bind|preferred|interleave", OptionType::choice, detail::launch_commands, "none",
      "memory policy over the GPU's node(s): none (the kernel's first touch), local (strict, as numactl's "
      "membind does; bind is a synonym), preferred, interleave",

@@ -122,12 +122,15 @@ struct LaunchPlan {
 
 namespace detail {
 
-/// "0 0000:10:1c.0, 1 0000:10:1d.0": the visible GPUs, for "no such GPU" messages.
+/// "0 0000:10:1c.0, 1 0000:10:1d.0": the visible GPUs, for "no such GPU" messages
+/// ("0 0000:10:1c.0 (0/2), 1 0000:10:1c.0 (1/2)" for a device's partitions or domains).
 inline std::string visible_gpu_list(const Topology& topo) {
   std::string s;
   for (const auto& g : topo.gpus) {
     if (!s.empty()) s += ", ";
     s += std::to_string(g.index) + " " + std::string(g.address().to_string().view());
+    if (g.pci.compute_partitions > 1)  // a partition or locality domain: which of its device's
+      s += " (" + std::to_string(g.partition) + "/" + std::to_string(g.pci.compute_partitions) + ")";
   }
   return s;
 }
@@ -384,6 +387,29 @@ inline Result<void> collapse_partitions(LaunchPlan& plan, const LaunchRequest& r
   plan.ranks_per_gpu = n;
   plan.part = part;
   return {};
+}
+
+/// Locality domains the system files do not show (domains_per_gpu N > 1):
+/// each GPU of `topo` (visible ones, and the host's for share=machine) becomes
+/// N GPUs in a row, domain k of a GPU taking part k of its share as a compute
+/// partition does (collapse_partitions); indices are renumbered.
+/// Errors: Errc::invalid_argument for a GPU already split into AMD compute
+/// partitions (those are its placement units).
+inline Result<void> split_domains(Topology& topo, int n) {
+  if (n <= 1) return {};
+  auto split = [n](std::vector<Gpu>& gpus) -> Result<void> {
+    for (Gpu& g : gpus) {
+      if (g.pci.compute_partitions > 1)
+        return fail(Errc::invalid_argument, "domains_per_gpu=", n, ": GPU ", g.address().to_string().view(),
+                    " is split into ", g.pci.compute_partitions, " compute partitions already "
+                    "(current_compute_partition), each a GPU of its own; leave out domains_per_gpu");
+      g.pci.compute_partitions = n;
+    }
+    gpus = expand_partitions(gpus);
+    return {};
+  };
+  GPUAFF_TRY_VOID(split(topo.gpus));
+  return split(topo.host_gpus);
 }
 
 /// The warning for a process that sees one GPU of the several on its node
