@@ -49,7 +49,7 @@ wait_s=30
 live_pid() {
   local file=$1 program=$2 pid comm state
   [[ -s $file ]] || return 0
-  pid=$(tr -dc '0-9' <"$file" 2>/dev/null) || return 0
+  pid=$(tr -dc '0-9' 2>/dev/null <"$file") || return 0
   [[ -n $pid ]] || return 0
   comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 0
   state=$(awk '/^State:/ {print $2}' "/proc/$pid/status" 2>/dev/null) || return 0
