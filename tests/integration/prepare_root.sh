@@ -7,7 +7,30 @@
 # then only a job of two processes (--nproc 2, or a launcher's local size of
 # 2) gets CPU 0 and CPU 1; four would need four cores.
 #   prepare_root GPUAFF DIR [NGPUS]    (exits 77, ctest's skip code, when the machine cannot host the test)
+#   add_fake_gpus DIR [NGPUS]          (the GPUs alone, into a recording made elsewhere)
 skip() { echo "SKIP: $*"; exit 77; }
+
+# Adds NGPUS (2 or 4) fake NVIDIA GPUs on NUMA node 0 to the recording ROOT,
+# at 0000:e1:00.0, 0000:e2:00.0 (and 0000:e3:00.0, 0000:e4:00.0), each local
+# to node 0's CPUs; leaves the recorded allowed set and cgroup as they are.
+#   add_fake_gpus ROOT [NGPUS]
+add_fake_gpus() {
+  local root=$1 ngpus=${2:-2} node0_cpus bdf
+  node0_cpus=$(cat "$root/sys/devices/system/node/node0/cpulist")
+  mkdir -p "$root/sys/bus/pci/devices"
+  local bdfs=(0000:e1:00.0 0000:e2:00.0)
+  [[ $ngpus == 4 ]] && bdfs+=(0000:e3:00.0 0000:e4:00.0)
+  for bdf in "${bdfs[@]}"; do
+    local dir=$root/sys/devices/pci0000:e0/$bdf
+    mkdir -p "$dir"
+    echo 0x10de >"$dir/vendor"
+    echo 0x2330 >"$dir/device"
+    echo 0x030200 >"$dir/class"
+    echo 0 >"$dir/numa_node"
+    echo "$node0_cpus" >"$dir/local_cpulist"
+    ln -s "../../../devices/pci0000:e0/$bdf" "$root/sys/bus/pci/devices/$bdf"
+  done
+}
 
 prepare_root() {
   local gpuaff=$1 root=$2 ngpus=${3:-2}
@@ -42,21 +65,7 @@ PY
     for f in core_cpus_list thread_siblings_list; do [[ -e $t/$f ]] && echo "$cpu" >"$t/$f"; done
     for f in core_cpus thread_siblings; do [[ -e $t/$f ]] && printf '%08x\n' $((1 << cpu)) >"$t/$f"; done
   done
-  local node0_cpus bdf
-  node0_cpus=$(cat "$root/sys/devices/system/node/node0/cpulist")
-  mkdir -p "$root/sys/bus/pci/devices"
-  local bdfs=(0000:e1:00.0 0000:e2:00.0)
-  [[ $ngpus == 4 ]] && bdfs+=(0000:e3:00.0 0000:e4:00.0)
-  for bdf in "${bdfs[@]}"; do
-    local dir=$root/sys/devices/pci0000:e0/$bdf
-    mkdir -p "$dir"
-    echo 0x10de >"$dir/vendor"
-    echo 0x2330 >"$dir/device"
-    echo 0x030200 >"$dir/class"
-    echo 0 >"$dir/numa_node"
-    echo "$node0_cpus" >"$dir/local_cpulist"
-    ln -s "../../../devices/pci0000:e0/$bdf" "$root/sys/bus/pci/devices/$bdf"
-  done
+  add_fake_gpus "$root" "$ngpus"
   # Sanity: the recording now binds GPU 0 to CPU 0 and GPU 1 to CPU 1.
   local g0 g1
   g0=$("$gpuaff" bind --root "$root" --gpu 0 --policy exclusive --nproc 2)
