@@ -184,9 +184,43 @@ struct NumaNode {
 struct Core {
   CpuSet threads;
   int package = -1;  ///< physical_package_id of its threads
+  /// How fast the platform says the core is, in the units of the one source
+  /// the reader found (Topology::priority_source); -1: not read or unknown.
+  /// Read only when asked (priority cores: policy/roles.hpp).
+  long long priority = -1;
   constexpr int first() const { return threads.first(); }
   friend constexpr bool operator==(const Core&, const Core&) = default;
 };
+
+/// Values that differ by less than this fraction of the larger are one class:
+/// identical cores report slightly different capacities (Grace: 996-1013 for
+/// one core type: open-mpi/hwloc#634), and a 2% step is below any real
+/// difference between core types or SST-BF frequency levels.
+inline constexpr double priority_tolerance = 0.02;
+
+/// Priority classes of `values` (one per core; -1: unknown): 0 for the
+/// highest, then 1, ... Sorted from the highest value down, a value joins the
+/// current class when it is within priority_tolerance of that class's
+/// highest value; unknown values are the last class.
+inline std::vector<int> priority_classes(const std::vector<long long>& values) {
+  std::vector<std::size_t> order(values.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] > values[b]; });
+  std::vector<int> cls(values.size(), 0);
+  int current = -1;
+  long long top = 0;
+  for (std::size_t i : order) {
+    long long v = values[i];
+    bool joins = current >= 0 && v >= 0 && static_cast<double>(top - v) <= priority_tolerance * static_cast<double>(top);
+    bool unknown_again = current >= 0 && v < 0 && top < 0;
+    if (!joins && !unknown_again) {
+      ++current;
+      top = v;
+    }
+    cls[i] = current;
+  }
+  return cls;
+}
 
 /// CPUs that share a last-level unified/data cache: an AMD CCX, an Intel socket.
 struct CacheGroup {
@@ -235,6 +269,9 @@ struct Topology {
   std::vector<NumaNode> nodes;      ///< sorted by id; ids may be sparse
   std::vector<Core> cores;          ///< online cores, sorted by lowest thread
   std::vector<CacheGroup> core_complexes;  ///< last-level cache groups, sorted by lowest CPU
+  /// The per-CPU file Core::priority was read from ("cpufreq/base_frequency",
+  /// "acpi_cppc/highest_perf", "cpu_capacity"); empty when none was read.
+  std::string priority_source;
   std::vector<PciDevice> pci_devices;      ///< sorted by address
   std::vector<Gpu> gpus;                   ///< visible GPUs, by index
   /// Every GPU of the host (sys/bus/pci/devices), in bus-id order, index = position,

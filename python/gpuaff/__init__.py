@@ -13,6 +13,7 @@ process, checked, and never half-applied. See docs/python.md.
 import contextlib
 import os
 import sys
+import threading
 import warnings
 
 from . import _errors
@@ -236,19 +237,66 @@ def worker_init_fn(cpus=None, split=True, then=None):
     """A ``worker_init_fn`` for torch.utils.data.DataLoader that binds each
     worker process inside the rank's CPUs.
 
-    ``cpus``: the rank's set (a Plan, a cpulist or ids); default: the calling
+    ``cpus``: the rank's set (a Plan, a cpulist or ids); a Plan with roles
+    (``roles="data=4,..."``) gives its data role. Default: the data role of
+    the plan gpuaff.bind() applied, when it has one; else the calling
     thread's CPUs now, i.e. the rank's after gpuaff.bind(). With ``split``
     (the default) worker i of n gets its own contiguous slice of the set, so
     workers do not compete with each other (one CPU each, shared round robin,
     when there are more workers than CPUs); with ``split=False`` every worker
     gets the whole set. ``then(worker_id)`` runs after, for chaining."""
-    if cpus is None:
+    if cpus is None and _last_plan is not None and "data" in (_last_plan.roles or {}):
+        cpus = _last_plan.roles["data"]
+    elif cpus is None:
         cpus = thread_affinity()
     elif isinstance(cpus, Plan):
-        cpus = cpus.cpus
+        cpus = (cpus.roles or {}).get("data", cpus.cpus)
     elif isinstance(cpus, str):
         cpus = _gpuaff.parse_cpulist(cpus)
     return WorkerInit(cpus, split, then)
+
+
+def bind_role(role, threads=None, plan=None):
+    """Binds threads of this process to role ``role`` ("main", "comm",
+    "data", "compute") of ``plan`` (default: the plan gpuaff.bind() applied;
+    it must have been made with ``roles=``). ``threads``: None for the calling
+    thread, or a shell pattern matched against each thread's name
+    (/proc/self/task/TID/comm; NCCL names its threads "NCCL ...": "NCCL*").
+    Threads a bound thread starts later inherit its mask; call it once the
+    library has started its threads (NCCL: after the first collective).
+    Returns the ids of the threads bound. Raises InvalidArgument for a role
+    the plan does not have, NotFound when no thread's name matches."""
+    import fnmatch
+
+    p = plan if plan is not None else _last_plan
+    if p is None:
+        raise InvalidArgument("bind_role: no plan: call gpuaff.bind(roles=...) first, or pass plan=")
+    roles = p.roles or {}
+    if role not in roles:
+        raise InvalidArgument("bind_role: the plan has no %r role (it has %s); plan with roles=main=N,comm=N,data=N"
+                              % (role, ", ".join(sorted(roles)) or "none"))
+    cpus = roles[role]
+    if threads is None:
+        os.sched_setaffinity(0, cpus)
+        return [threading.get_native_id()]
+    bound_ids, names = [], []
+    for tid in sorted(os.listdir("/proc/self/task"), key=int):
+        try:
+            with open("/proc/self/task/%s/comm" % tid) as f:
+                name = f.read().rstrip("\n")
+        except OSError:
+            continue  # the thread ended
+        names.append(name)
+        if fnmatch.fnmatchcase(name, threads):
+            try:
+                os.sched_setaffinity(int(tid), cpus)
+            except ProcessLookupError:
+                continue
+            bound_ids.append(int(tid))
+    if not bound_ids:
+        raise NotFound("bind_role: no thread of this process is named like %r (names: %s)"
+                       % (threads, ", ".join(sorted(set(names)))[:300]))
+    return bound_ids
 
 
 def executable():

@@ -59,6 +59,7 @@ class WorkerInit:
 def worker_init_fn(
     cpus: Union[Plan, Cpus, None] = ..., split: bool = ..., then: Optional[Callable[[int], None]] = ...
 ) -> WorkerInit: ...
+def bind_role(role: str, threads: Optional[str] = ..., plan: Optional[Plan] = ...) -> list[int]: ...
 def executable() -> str: ...
 def executable_environment(plan: Plan) -> dict[str, str]: ...
 
@@ -95,6 +96,8 @@ def plan(
     nic_env: Optional[bool] = ...,
     nic_libs: Optional[str] = ...,
     omp_threads: Optional[bool] = ...,
+    roles: Optional[str] = ...,
+    priority_cores: Optional[bool] = ...,
     fallback: Optional[Literal["error", "unbound"]] = ...,
 ) -> Plan: ...
 def bind(
@@ -128,6 +131,8 @@ def bind(
     nic_env: Optional[bool] = ...,
     nic_libs: Optional[str] = ...,
     omp_threads: Optional[bool] = ...,
+    roles: Optional[str] = ...,
+    priority_cores: Optional[bool] = ...,
     fallback: Optional[Literal["error", "unbound"]] = ...,
 ) -> Optional[Plan]: ...
 def bound(
@@ -161,6 +166,8 @@ def bound(
     nic_env: Optional[bool] = ...,
     nic_libs: Optional[str] = ...,
     omp_threads: Optional[bool] = ...,
+    roles: Optional[str] = ...,
+    priority_cores: Optional[bool] = ...,
     fallback: Optional[Literal["error", "unbound"]] = ...,
 ) -> ContextManager[Optional[Plan]]: ...
 def use_executable(
@@ -195,6 +202,8 @@ def use_executable(
     nic_env: Optional[bool] = ...,
     nic_libs: Optional[str] = ...,
     omp_threads: Optional[bool] = ...,
+    roles: Optional[str] = ...,
+    priority_cores: Optional[bool] = ...,
     fallback: Optional[Literal["error", "unbound"]] = ...,
 ) -> Optional[Plan]: ...
 def doctor(
@@ -229,6 +238,8 @@ def doctor(
     nic_env: Optional[bool] = ...,
     nic_libs: Optional[str] = ...,
     omp_threads: Optional[bool] = ...,
+    roles: Optional[str] = ...,
+    priority_cores: Optional[bool] = ...,
     fallback: Optional[Literal["error", "unbound"]] = ...,
 ) -> dict[str, Any]: ...
 # END generated

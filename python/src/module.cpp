@@ -398,7 +398,7 @@ PYBIND11_MODULE(_gpuaff, m) {
       .def_property_readonly("environment", [](const Plan& p) {
         py::dict env;
         for (const auto& [name, value] : p.plan.env) env[py::str(name)] = value;
-        if (p.options.omp_threads) env["OMP_NUM_THREADS"] = std::to_string(recommended_threads(p.plan.topo, p.plan.cpus));
+        if (p.options.omp_threads) env["OMP_NUM_THREADS"] = std::to_string(omp_thread_count(p.plan));
         env[py::str(std::string(plan_variable))] = plan_variable_value(p.plan);
         return env;
       }, "the variables bind() sets in os.environ once applied: GPUAFF_PLAN, the NIC variables (nic_env), OMP_NUM_THREADS (omp_threads)")
@@ -411,6 +411,15 @@ PYBIND11_MODULE(_gpuaff, m) {
       .def_property_readonly("part", [](const Plan& p) {
         return p.plan.ranks_per_gpu > 1 ? py::object(py::make_tuple(p.plan.part, p.plan.ranks_per_gpu)) : py::object(py::none());
       }, "ranks_per_gpu: (part, parts) of the GPU's share these CPUs are; None for one rank per GPU")
+      .def_property_readonly("roles", [](const Plan& p) -> py::object {
+        if (!p.plan.roles) return py::none();
+        py::dict d;
+        for (std::size_t k = 0; k < role_names.size(); ++k) {
+          const CpuSet& cpus = p.plan.roles->of(static_cast<Role>(k));
+          if (!cpus.empty()) d[py::str(std::string(role_names[k]))] = set_of(cpus);
+        }
+        return d;
+      }, "roles=: {'main': {CPUs}, 'comm': ..., 'data': ..., 'compute': ...} (roles that have CPUs); None without roles")
       .def_property_readonly("nic_set", [](const Plan& p) { return p.plan.nic_set; },
                              "nic_env: the GPU's NIC set as the libraries name it (['mlx5_0:1']); [] without")
       .def_property_readonly("nic_path", [](const Plan& p) {

@@ -117,6 +117,17 @@ nlohmann::ordered_json plan_json(const LaunchPlan& p, const LaunchOptions& o, st
     j["nic_set"] = p.nic_set;
     j["nic_path"] = std::string(to_string(*p.nic_path));
   }
+  if (p.roles) {
+    nlohmann::ordered_json roles = nlohmann::ordered_json::object();
+    for (std::size_t k = 0; k < role_names.size(); ++k) {
+      const CpuSet& cpus = p.roles->of(static_cast<Role>(k));
+      if (!cpus.empty()) roles[std::string(role_names[k])] = cpus.to_list();
+    }
+    j["roles"] = std::move(roles);
+    if (o.priority_cores)  // which per-CPU file ordered the cores; null: none stated
+      j["priority_source"] = p.topo.priority_source.empty() ? nlohmann::ordered_json(nullptr)
+                                                            : nlohmann::ordered_json(p.topo.priority_source);
+  }
   return j;
 }
 
@@ -132,9 +143,9 @@ int run_bind(const BindArgs& args) {
     return report_error(make_error(Errc::invalid_argument, "nic_env=true is shown by format=json (under \"env\") and "
                                                            "format=env only; add one, or use it with gpuaff exec"));
   }
-  if (args.format == BindFormat::env && !o.nic_env)
-    return report_error(make_error(Errc::invalid_argument, "format=env prints the variables nic_env=true sets, and "
-                                                           "nic_env=true is not given; add it"));
+  if (args.format == BindFormat::env && !o.nic_env && !o.roles.given())
+    return report_error(make_error(Errc::invalid_argument, "format=env prints the variables nic_env=true and roles= "
+                                                           "set, and neither is given; add one"));
   if (args.format == BindFormat::env && o.all_gpus)
     return report_error(make_error(Errc::invalid_argument, "format=env prints one process's variables; name one GPU "
                                                            "with gpu=N (or use format=json for every GPU)"));

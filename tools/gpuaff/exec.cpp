@@ -71,7 +71,7 @@ Result<std::string> bind_for_exec(const ExecArgs& args, const LaunchPlan& plan) 
   PlannedOn where = o.machine.another_machine() ? PlannedOn::another_machine : PlannedOn::this_machine;
   GPUAFF_TRY(ProcessBinding done, apply_plan(plan, on_refused, where));
   for (const auto& w : done.warnings) print_warning(w);
-  int threads = recommended_threads(plan.topo, plan.cpus);
+  int threads = omp_thread_count(plan);
   if (o.omp_threads) ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
   for (const auto& [name, value] : plan.env) ::setenv(name.c_str(), value.c_str(), 1);
   ::setenv(std::string(plan_variable).c_str(), plan_variable_value(plan).c_str(), 1);
@@ -83,7 +83,7 @@ int print_dry_run(const LaunchPlan& plan, const ExecArgs& args) {
   nlohmann::ordered_json j = plan_json(plan, args.options);
   j["command"] = args.command;
   j["plan_variable"] = plan_variable_value(plan);
-  if (args.options.omp_threads) j["omp_num_threads"] = recommended_threads(plan.topo, plan.cpus);
+  if (args.options.omp_threads) j["omp_num_threads"] = omp_thread_count(plan);
   return write_result(j.dump(2) + '\n');
 }
 

@@ -101,6 +101,7 @@ inline LoadRequest load_request(const LaunchOptions& o, const Environment& env, 
   LoadRequest r{
       .source = o.machine, .visible = visible_devices_of(o, env), .detail = detail, .needs = needs, .readers = readers};
   if (o.pci) r.extra_pci.push_back(*o.pci);
+  r.priorities = o.priority_cores;
   return r;
 }
 
@@ -120,6 +121,7 @@ inline TopologyParts plan_needs(const LaunchOptions& o) {
   p.packages = p.packages || o.mem_nodes == MemNodes::socket;
   p.cores = p.cores || o.omp_threads;  // OMP_NUM_THREADS counts physical cores
   p.cores = p.cores || o.ranks_per_gpu > 1 || o.domains_per_gpu > 1;  // parts are cut on whole cores
+  p.cores = p.cores || o.roles.given();  // so are roles
   p.distances = o.unreachable == Unreachable::nearest;
   p.nics = o.nic_env || o.mem_nodes == MemNodes::gpu;
   return p;
@@ -154,6 +156,8 @@ inline Result<LaunchRequest> launch_request(const LaunchOptions& o, const Enviro
   r.more_gpus = o.more_gpus;
   r.part = o.part;
   r.mem_nodes = o.mem_nodes;
+  r.roles = o.roles;
+  r.priority_cores = o.priority_cores;
   if (o.local_rank) {
     auto rank = local_rank(env);
     if (!rank) {
@@ -269,14 +273,21 @@ struct LoadedMachine {
   std::string cgroup_error;          ///< why the cgroup cpuset could not be read, if it could not
 };
 
-/// Reads the machine `o` names once, with every part a policy reads (and the
-/// distances, NICs and GPU memory nodes when `o` asks for them).
+/// Reads the machine `o` names once, with every part a policy reads, the
+/// cores' priorities (and the distances, NICs and GPU memory nodes when `o`
+/// asks for them).
 /// Errors: those of load() (LaunchStage::options, machine, device, visibility).
 inline Result<LoadedMachine> load_for_plans(const LaunchOptions& o, const Environment& env = process_environment(),
                                           const Readers& readers = {}, LaunchStage* failed_at = nullptr) {
   LoadedMachine m;
   m.parts = TopologyParts::policies() | plan_needs(o);
-  GPUAFF_TRY(m.topo, load(o, env, readers, plan_detail(o), failed_at, m.parts));
+  if (auto ok = check_options(o); !ok) return detail::staged(ok.error(), LaunchStage::options, failed_at);
+  LoadRequest request = load_request(o, env, readers, plan_detail(o), m.parts);
+  request.priorities = true;  // a plan from it may ask for priority_cores
+  LoadStage stage = LoadStage::machine;
+  auto topo = load_machine(request, &stage);
+  if (!topo) return detail::staged(topo.error(), detail::stage_of(stage), failed_at);
+  m.topo = std::move(*topo);
   m.options = o;
   if (o.machine.topology.empty() && o.machine.hwloc_xml.empty()) {
     auto cgroup = read_cgroup_cpuset(o.machine.root_or_live());

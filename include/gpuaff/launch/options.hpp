@@ -29,6 +29,7 @@
 #include "gpuaff/launch/choices.hpp"
 #include "gpuaff/launch/nics.hpp"
 #include "gpuaff/policy/dispatch.hpp"
+#include "gpuaff/policy/roles.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/load.hpp"
 #include "gpuaff/topology.hpp"
@@ -63,6 +64,8 @@ struct LaunchOptions {
   unsigned nic_libs = default_nic_libs;  ///< the libraries nic_env writes for (NicLib bits)
   int ranks_per_gpu = 0;             ///< ranks sharing one GPU (0: not given); policy/split.hpp
   int domains_per_gpu = 0;           ///< locality domains per GPU that sysfs does not show (0: not given)
+  RoleSizes roles{};                 ///< roles inside the rank (policy/roles.hpp); none sized: no roles
+  bool priority_cores = false;       ///< main and comm roles on the fastest cores (Core::priority)
   std::optional<int> part{};         ///< which part of the GPU's share, with gpu/pci
   bool omp_threads = false;          ///< export OMP_NUM_THREADS = recommended threads
   Fallback fallback = Fallback::error;  ///< when the machine refuses the binding
@@ -243,6 +246,8 @@ GPUAFF_OPTION_SETTER(set_domains_per_gpu, {
                 " domains per GPU");
 })
 GPUAFF_OPTION_SETTER(set_omp_threads, { GPUAFF_TRY(o.omp_threads, option_flag("omp_threads", t)); })
+GPUAFF_OPTION_SETTER(set_roles, { GPUAFF_TRY(o.roles, parse_roles(t)); })
+GPUAFF_OPTION_SETTER(set_priority_cores, { GPUAFF_TRY(o.priority_cores, option_flag("priority_cores", t)); })
 GPUAFF_OPTION_SETTER(set_fallback, { GPUAFF_TRY(o.fallback, option_choice("fallback", t, fallback_choices)); })
 #undef GPUAFF_OPTION_SETTER
 
@@ -252,7 +257,7 @@ inline constexpr unsigned every_plan_command = for_bind | for_exec | for_topo | 
 }  // namespace detail
 
 /// Every option of a launch, in the order --help and the docs show them.
-inline const std::array<OptionInfo, 30> launch_options{{
+inline const std::array<OptionInfo, 32> launch_options{{
     {"root", "--root", "DIR|FILE.tar", OptionType::path, detail::every_plan_command, "this machine",
      "read the machine from a recorded root: a directory laid out like /, or the FILE.tar gpuaff record writes "
      "(read as it is, never unpacked)", detail::set_root},
@@ -342,7 +347,17 @@ inline const std::array<OptionInfo, 30> launch_options{{
      "unless named",
      detail::set_nic_libs},
     {"omp_threads", "--omp-threads", "", OptionType::flag, for_exec | for_python, "",
-     "export OMP_NUM_THREADS = the binding's recommended thread count (its physical cores)", detail::set_omp_threads},
+     "export OMP_NUM_THREADS = the binding's recommended thread count (its physical cores; with --roles, the compute "
+     "role's)", detail::set_omp_threads},
+    {"roles", "--roles", "main=N,comm=N,data=N", OptionType::text, detail::launch_commands | for_doctor, "",
+     "cut the rank's CPUs into roles of whole physical cores: main (the launching thread), comm (communication "
+     "threads), data (data-loading workers), compute (the rest: OpenMP, exported as OMP_PLACES with "
+     "OMP_PROC_BIND=close)",
+     detail::set_roles},
+    {"priority_cores", "--priority-cores", "", OptionType::flag, detail::launch_commands | for_doctor, "",
+     "with --roles: the main and comm roles take the fastest cores the platform states (cpufreq base_frequency, "
+     "acpi_cppc highest_perf or cpu_capacity; values within 2% are alike)",
+     detail::set_priority_cores},
     {"fallback", "--fallback", "error|unbound", OptionType::choice, for_exec | for_python, "error",
      "when the machine refuses the binding: error, or unbound (one warning line, then run anyway; a refused memory "
      "policy keeps the CPU binding). Usage mistakes always fail",
@@ -390,6 +405,9 @@ inline Result<void> check_options(const LaunchOptions& o) {
   if (o.ranks_per_gpu > 1 && !o.part && !o.local_rank)
     return fail(Errc::invalid_argument, "ranks_per_gpu=", o.ranks_per_gpu, " needs part=P (0..",
                 o.ranks_per_gpu - 1, ") to say which part of the GPU's share, or local_rank=true");
+  if (o.priority_cores && o.roles.main + o.roles.comm == 0)
+    return fail(Errc::invalid_argument, "priority_cores=true puts the main and comm roles on the fastest cores, and "
+                "no such role is sized; add roles=main=1,comm=1 (or leave priority_cores out)");
   if (o.was_given("nic_libs") && !o.nic_env)
     return fail(Errc::invalid_argument, "nic_libs=", nic_libs_text(o.nic_libs),
                 " names the variables nic_env=true writes, and nic_env=true is not given; add it");

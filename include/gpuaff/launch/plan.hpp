@@ -23,7 +23,9 @@
 #include "gpuaff/launch/nics.hpp"
 #include "gpuaff/policy/dispatch.hpp"
 #include "gpuaff/policy/locality.hpp"
+#include "gpuaff/policy/roles.hpp"
 #include "gpuaff/policy/split.hpp"
+#include "gpuaff/policy/threads.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/cgroup.hpp"
 #include "gpuaff/source/visible.hpp"
@@ -71,6 +73,8 @@ struct LaunchRequest {
   /// the plan binds to the union of their shares and memory nodes.
   std::vector<int> more_gpus{};
   MemNodes mem_nodes = MemNodes::cpu;  ///< which nodes memory_nodes names
+  RoleSizes roles{};                   ///< roles inside the rank (policy/roles.hpp); none sized: no roles
+  bool priority_cores = false;         ///< main and comm roles on the fastest cores
 };
 
 /// Everything one binding needs, computed before anything is applied.
@@ -112,6 +116,10 @@ struct LaunchPlan {
   /// and their visible indexes); `cpus` and `memory_nodes` are then the union.
   std::vector<int> more_gpus{};
   std::vector<int> more_visible_gpus{};
+  /// Roles inside the rank (request.roles): `cpus` cut into whole cores by
+  /// role; nullopt without roles. OMP_PLACES/OMP_PROC_BIND in `env` follow
+  /// the compute role.
+  std::optional<Roles> roles{};
 
   const Gpu& target() const { return topo.gpus[static_cast<std::size_t>(gpu)]; }
   /// The memory policy to apply: `membind` over `memory_nodes`.
@@ -599,6 +607,13 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
     plan.cpus |= other.cpus;
     plan.memory_nodes |= other.memory_nodes;
   }
+  if (request.roles.given()) {
+    GPUAFF_TRY(plan.roles, split_roles(plan.topo, plan.cpus, request.roles, request.priority_cores));
+    if (request.priority_cores && plan.topo.priority_source.empty())
+      plan.warnings.push_back("priority_cores=true: " + std::string(plan.topo.origin.view()) + " states no core "
+                              "priorities (cpufreq/base_frequency, acpi_cppc/highest_perf, cpu_capacity): the roles "
+                              "take cores in CPU order");
+  }
   if (request.nic_env) {
     std::vector<int> served{plan.gpu};
     served.insert(served.end(), plan.more_gpus.begin(), plan.more_gpus.end());
@@ -607,8 +622,18 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
     for (const Nic* n : set.nics) plan.nic_set.push_back(nic_port_list({n}));
     plan.nic_path = set.path;
   }
+  if (plan.roles) {  // OpenMP threads one per core of the compute role
+    plan.env.emplace_back("OMP_PLACES", omp_places(plan.topo, plan.roles->compute));
+    plan.env.emplace_back("OMP_PROC_BIND", "close");
+  }
   if (auto w = detail::one_gpu_warning(plan)) plan.warnings.push_back(*w);
   return plan;
+}
+
+/// OMP_NUM_THREADS for a plan (omp_threads): the physical cores of its
+/// compute role, or of all its CPUs without roles.
+inline int omp_thread_count(const LaunchPlan& p) {
+  return recommended_threads(p.topo, p.roles ? p.roles->compute : p.cpus);
 }
 
 /// This machine's online CPUs (sys/devices/system/cpu/online).

@@ -13,11 +13,15 @@
 // by the caller); `mems` is the memory nodes (a cpulist-style list, possibly
 // empty) that `membind` applies to; `part=P/N` (several ranks per GPU) says
 // `cpus` is part P of N of the GPU's share; `gpus=0,4` (several GPUs per
-// process) that `cpus` is the union of those GPUs' shares. Unknown fields are ignored, so a later v1
+// process) that `cpus` is the union of those GPUs' shares; `main=`, `comm=`,
+// `data=` and `compute=` (roles inside the rank) the CPUs of each role that has
+// any. Unknown fields are ignored, so a later v1
 // may add fields; a reader refuses another version.
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,6 +30,7 @@
 #include "gpuaff/launch/choices.hpp"
 #include "gpuaff/launch/plan.hpp"
 #include "gpuaff/policy/dispatch.hpp"
+#include "gpuaff/policy/roles.hpp"
 #include "gpuaff/result.hpp"
 
 namespace gpuaff {
@@ -44,6 +49,7 @@ struct RecordedPlan {
   CpuSet cpus{};             ///< the CPUs every thread was bound to
   NodeSet memory_nodes{};    ///< the nodes `membind` applies to
   MemPolicy membind = MemPolicy::none;
+  std::optional<Roles> roles{};  ///< the rank's roles (main=, comm=, data=, compute= fields), when it had some
 };
 
 /// The variable's value for a plan that was applied.
@@ -57,6 +63,12 @@ inline std::string plan_variable_value(const LaunchPlan& p) {
   if (!p.more_visible_gpus.empty()) {
     s += " gpus=" + std::to_string(p.visible_gpu);
     for (int g : p.more_visible_gpus) s += "," + std::to_string(g);
+  }
+  if (p.roles) {
+    for (std::size_t k = 0; k < role_names.size(); ++k) {
+      const CpuSet& cpus = p.roles->of(static_cast<Role>(k));
+      if (!cpus.empty()) s += " " + std::string(role_names[k]) + "=" + cpus.to_list();
+    }
   }
   return s;
 }
@@ -105,6 +117,12 @@ inline Result<RecordedPlan> parse_plan_variable(std::string_view text) {
       if (!set || (key == "cpus" && set->empty())) return bad("cpus and mems are cpulists, cpus not empty");
       (key == "cpus" ? r.cpus : r.memory_nodes) = *set;
       has_cpus |= key == "cpus";
+    } else if (std::find(role_names.begin(), role_names.end(), key) != role_names.end()) {
+      auto set = CpuSet::parse_list(value);
+      if (!set || set->empty()) return bad("main, comm, data and compute are cpulists, not empty");
+      if (!r.roles) r.roles.emplace();
+      auto k = static_cast<std::size_t>(std::find(role_names.begin(), role_names.end(), key) - role_names.begin());
+      (k == 0 ? r.roles->main : k == 1 ? r.roles->comm : k == 2 ? r.roles->data : r.roles->compute) = *set;
     } else if (key == "membind") {
       bool found = false;
       for (const auto& c : membind_choices)

@@ -71,6 +71,7 @@ struct LoadRequest {
   /// read is left out with a note.
   TopologyParts needs = TopologyParts::policies();
   Readers readers{};
+  bool priorities = false;  ///< read each core's priority too (SysfsOptions::priorities)
 };
 
 namespace detail {
@@ -108,7 +109,8 @@ inline Result<Topology> read_machine(const LoadRequest& r, const std::vector<Pci
                  .extra_pci = extra_pci,
                  .detail = r.detail,
                  .visible_later = r.visible,
-                 .needs = r.needs};
+                 .needs = r.needs,
+                 .priorities = r.priorities};
   return SysfsSource(std::move(o)).load();
 }
 

@@ -107,6 +107,7 @@
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -152,6 +153,9 @@ struct SysfsOptions {
   /// need that cannot be read is left empty with a note instead of failing
   /// the load.
   TopologyParts needs = TopologyParts::policies();
+  /// With the cores, read how fast the platform says each core is
+  /// (Core::priority, Topology::priority_source; read_core_priorities).
+  bool priorities = false;
 };
 
 /// Reads a Topology from sysfs under a root (see the table at the top of this file).
@@ -304,6 +308,53 @@ inline Result<std::vector<int>> read_cores(SysfsReader& r, Topology& t) {
   for (std::size_t i = 0; i < t.cores.size(); ++i)
     for (int x : t.cores[i].threads) core_index[static_cast<std::size_t>(x)] = static_cast<int>(i);
   return core_index;
+}
+
+/// How fast the platform says each core is (Core::priority), from the first
+/// of these per-CPU files whose values differ between cores, read for each
+/// core's first thread: `cpufreq/base_frequency` (Intel SST-BF: the
+/// high-priority cores run at a higher base frequency), `acpi_cppc/highest_perf`
+/// (preferred cores: Intel Turbo Boost Max 3.0, AMD), `cpu_capacity` (arm64:
+/// big and little cores). Where each file present gives one class (values
+/// within priority_tolerance), the first present is kept: every core alike.
+/// A missing file is -1 for that core; an unreadable or garbled one too,
+/// with a note. Nothing present: a note, and no priority_source.
+inline Result<void> read_core_priorities(SysfsReader& r, Topology& t) {
+  constexpr std::array<std::string_view, 3> sources{"cpufreq/base_frequency", "acpi_cppc/highest_perf", "cpu_capacity"};
+  std::string s;
+  std::optional<std::pair<std::string_view, std::vector<long long>>> alike;
+  for (std::string_view src : sources) {
+    std::vector<long long> values;
+    bool any = false;
+    for (const Core& c : t.cores) {
+      std::string rel = cpu_dir(c.first()) + "/" + std::string(src);
+      GPUAFF_TRY(bool have, r.get(rel, s));
+      long long v = -1;
+      if (have) {
+        auto n = r.integer(rel, s, 0, 1LL << 40);
+        if (n) v = *n;
+        else t.notes.push_back(std::string(n.error().message()) + ": that core's priority is unknown");
+      }
+      values.push_back(v);
+      any = any || v >= 0;
+    }
+    if (!any) continue;
+    std::vector<int> cls = priority_classes(values);
+    if (*std::max_element(cls.begin(), cls.end()) == 0) {
+      if (!alike) alike.emplace(src, std::move(values));
+      continue;
+    }
+    alike.emplace(src, std::move(values));
+    break;
+  }
+  if (!alike) {
+    t.notes.push_back(std::string(sysfs_cpu) + "cpuN: no cpufreq/base_frequency, acpi_cppc/highest_perf or "
+                      "cpu_capacity: every core counts as one priority class");
+    return {};
+  }
+  t.priority_source = std::string(alike->first);
+  for (std::size_t i = 0; i < t.cores.size(); ++i) t.cores[i].priority = alike->second[i];
+  return {};
 }
 
 /// One id and one member list per package; without member lists (an old or
@@ -1028,6 +1079,7 @@ inline Result<Topology> SysfsSource::load() {
   GPUAFF_TRY_VOID(part(
       needs.cores, "core siblings", [&]() -> Result<void> {
         GPUAFF_TRY(core_index, detail::read_cores(r, t));
+        if (options_.priorities) return detail::read_core_priorities(r, t);
         return {};
       },
       [&] {
