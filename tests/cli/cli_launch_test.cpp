@@ -234,6 +234,30 @@ TEST_CASE("--domains-per-gpu: topo lists each domain, bind and exec --dry-run gi
   CHECK(typo.rc == 2);
 }
 
+TEST_CASE("--roles: bind shows each role, exec --dry-run the OMP variables and the plan's role fields") {
+  // dgx-h100, exclusive: GPU 3's share is cores 42-55 (+112). main=1 -> 42,
+  // data=2 -> 43-44, compute 45-55: 11 cores for OMP_NUM_THREADS.
+  Run dry = tool({"exec", "--root", h100, "--gpu", "3", "--policy", "exclusive", "--roles", "main=1,data=2",
+                  "--omp-threads", "--dry-run", "--", "true"});
+  INFO(dry.err);
+  REQUIRE(dry.rc == 0);
+  auto j = nlohmann::json::parse(dry.out);
+  CHECK(j["roles"] == nlohmann::json::parse(R"({"main": "42,154", "data": "43-44,155-156", "compute": "45-55,157-167"})"));
+  CHECK(j["env"]["OMP_PROC_BIND"] == "close");
+  CHECK(j["env"]["OMP_PLACES"].get<std::string>().rfind("{45,157},{46,158},", 0) == 0);
+  CHECK(j["omp_num_threads"] == 11);
+  CHECK(j["plan_variable"].get<std::string>().find(" main=42,154 data=43-44,155-156 compute=45-55,157-167") !=
+        std::string::npos);
+  // --format env prints the OMP variables (no --nic-env needed), quoted where a shell needs it.
+  Run env = tool({"bind", "--root", h100, "--gpu", "3", "--policy", "exclusive", "--roles", "main=1", "--format", "env"});
+  REQUIRE(env.rc == 0);
+  CHECK(env.out.rfind("OMP_PLACES='{43,155},", 0) == 0);
+  CHECK(env.out.find("\nOMP_PROC_BIND=close\n") != std::string::npos);
+  Run typo = tool({"bind", "--root", h100, "--gpu", "3", "--roles", "mian=1"});
+  CHECK(typo.rc == 2);
+  CHECK(typo.err.find("did you mean main?") != std::string::npos);
+}
+
 TEST_CASE("exec --dry-run prints the plan and the command, and runs nothing") {
   auto marker = cli_test::temp_dir("dry-run") / "ran";
   Run r = tool({"exec", "--root", h100, "--gpu", "4", "--membind", "preferred", "--dry-run", "--", "touch",

@@ -621,3 +621,47 @@ TEST_CASE("doctor names a rank whose UCX or NVSHMEM device list points away from
   CHECK(noted);
   CHECK(text.out.find("NOT healthy:\n  UCX_NET_DEVICES=mlx5_1:1 points away") != std::string::npos);
 }
+
+// ---- doctor with roles. GPUs 0 and 1 together (--gpu 0,1) are CPUs 0 and 1,
+// one core each: main=1 makes main CPU 0 and compute CPU 1; comm=1 makes comm
+// CPU 0 and compute CPU 1.
+
+TEST_CASE("doctor with roles: the main thread belongs on main, NCCL's threads on comm") {
+  if (!cli_test::cpus_allowed_here({0, 1})) return;
+  {
+    Child on_main([] { pin_process(0); });
+    Run r = doctor(on_main.pid, {"--gpu", "0,1", "--roles", "main=1", "--format", "json"});
+    INFO(r.out, r.err);
+    CHECK(r.rc == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["roles"] == nlohmann::json::parse(R"({"main": "0", "compute": "1"})"));
+    CHECK(j["threads"][0]["role"] == "main");
+  }
+  {
+    Child anywhere([] {});  // the test's own CPUs 0-1: inside the plan, but not on its role
+    Run r = doctor(anywhere.pid, {"--gpu", "0,1", "--roles", "main=1"});
+    INFO(r.out, r.err);
+    CHECK(r.rc == 7);
+    CHECK(r.out.find("roles: rank 1 (threads per role; the plan's roles: main 0, compute 1)") != std::string::npos);
+    CHECK(r.out.find("the main thread " + std::to_string(anywhere.pid) + " may run on CPUs 0-1, not only its role "
+                     "main (0)") != std::string::npos);
+  }
+  {
+    Child proxy_off_role([] { start_repinned_thread("NCCL Proxy", 1); });
+    Run r = doctor(proxy_off_role.pid, {"--gpu", "0,1", "--roles", "comm=1", "--format", "json"});
+    INFO(r.out, r.err);
+    CHECK(r.rc == 7);
+    auto j = nlohmann::json::parse(r.out);
+    REQUIRE(j["threads"].size() == 2);
+    CHECK(j["threads"][1]["role"] == "compute");
+    CHECK(j["problems"][0].get<std::string>().find("'NCCL Proxy' (NCCL) may run on CPUs 1, not only the role comm (0)") !=
+          std::string::npos);
+  }
+  {
+    Child proxy_on_role([] { start_repinned_thread("NCCL Proxy", 0); });
+    Run r = doctor(proxy_on_role.pid, {"--gpu", "0,1", "--roles", "comm=1"});
+    INFO(r.out, r.err);
+    CHECK(r.rc == 0);
+    CHECK(r.out.find("roles: comm 1 rank 1") != std::string::npos);
+  }
+}

@@ -169,3 +169,46 @@ def test_one_process_two_gpus_each_thread_its_gpus_share(bindable):
     assert seen[-1] == {0, 1} and seen[-2] == {0, 1}  # the union again after the block
     with pytest.raises(gpuaff.InvalidArgument, match="must be an int or a list of ints"):
         gpuaff.plan(gpu=[0, "1"], root=bindable)
+
+
+def test_roles_bind_a_named_thread_and_give_data_workers_their_cpus(bindable):
+    # two-node-2cpu: GPU 0 on CPU 0's node, GPU 1 on CPU 1's (one core each). A
+    # process serving both has cores 0 and 1; roles "comm=1" give the comm role
+    # the lowest core (CPU 0) and compute the other (CPU 1).
+    p = gpuaff.bind(gpu=[0, 1], root=bindable, roles="comm=1")
+    assert p.roles == {"comm": {0}, "compute": {1}}
+    assert p.environment["OMP_PLACES"] == "{1}" and p.environment["OMP_PROC_BIND"] == "close"
+    # A thread named as NCCL names its proxy thread is put on the comm role; the others keep the rank's CPUs.
+    named = threading.Event()
+    release = threading.Event()
+    tids = {}
+
+    def proxy():
+        tids["proxy"] = threading.get_native_id()
+        with open("/proc/self/task/%d/comm" % tids["proxy"], "w") as f:
+            f.write("NCCL Proxy")
+        named.set()
+        release.wait()
+
+    t = threading.Thread(target=proxy)
+    t.start()
+    try:
+        named.wait(10)
+        assert gpuaff.bind_role("comm", threads="NCCL*") == [tids["proxy"]]
+        assert cpus_allowed("self/task/%d" % tids["proxy"]) == "0"
+        assert gpuaff.thread_affinity() == {0, 1}  # the calling thread is not named like that
+        with pytest.raises(gpuaff.NotFound, match=r"no thread of this process is named like 'NCL\*'"):
+            gpuaff.bind_role("comm", threads="NCL*")
+        with pytest.raises(gpuaff.InvalidArgument, match=r"the plan has no 'data' role \(it has comm, compute\)"):
+            gpuaff.bind_role("data")
+    finally:
+        release.set()
+        t.join()
+    # The calling thread on its own role, by default.
+    assert gpuaff.bind_role("compute") == [threading.get_native_id()]
+    assert gpuaff.thread_affinity() == {1}
+    # worker_init_fn takes the data role of the bound plan.
+    q = gpuaff.bind(gpu=[0, 1], root=bindable, roles="data=1")
+    assert gpuaff.worker_init_fn().cpus == [0]
+    assert gpuaff.worker_init_fn(q).cpus == [0]
+    assert gpuaff.worker_init_fn(gpuaff.plan(gpu=[0, 1], root=bindable)).cpus == [0, 1]  # no roles: the rank's CPUs

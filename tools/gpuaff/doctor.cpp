@@ -2,6 +2,7 @@
 // library's (gpuaff/doctor/verdict.hpp: its own GPUAFF_PLAN, or the plan the
 // options give its GPU); this file prints it as text or JSON (docs/doctor.md).
 #include <cstdio>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -36,6 +37,24 @@ std::string text_of(const Verdict& v) {
   for (bool b : v.inside) drifted += b ? 0 : 1;
   out += "threads: " + std::to_string(v.threads.size()) + ", " + std::to_string(v.threads.size() - drifted) +
          " inside the plan" + (drifted > 0 ? ", " + std::to_string(drifted) + " outside:" : std::string()) + '\n';
+  if (e.roles) {  // how many threads sit in each role ("rank": spread over several)
+    std::map<std::string, int> count;
+    for (const auto& r : v.roles) count[r.empty() ? "outside" : r] += 1;
+    out += "roles:";
+    for (std::string_view name : {"main", "comm", "data", "compute", "rank", "outside"}) {
+      auto it = count.find(std::string(name));
+      if (it != count.end()) out += " " + std::string(name) + " " + std::to_string(it->second);
+    }
+    out += " (threads per role; the plan's roles: ";
+    bool first = true;
+    for (std::size_t k = 0; k < role_names.size(); ++k) {
+      const CpuSet& cpus = e.roles->of(static_cast<Role>(k));
+      if (cpus.empty()) continue;
+      out += (first ? "" : ", ") + std::string(role_names[k]) + " " + cpus.to_list();
+      first = false;
+    }
+    out += ")\n";
+  }
   for (std::size_t i = 0; i < v.threads.size(); ++i) {
     if (v.inside[i]) continue;
     const auto& t = v.threads[i];
@@ -77,12 +96,21 @@ std::string json_of(const Verdict& v) {
   j["policy"] = std::string(to_string(e.policy));
   j["expected_cpus"] = e.cpus.to_list();
   j["memory_nodes"] = e.memory_nodes.to_list();
+  if (e.roles) {
+    J roles = J::object();
+    for (std::size_t k = 0; k < role_names.size(); ++k) {
+      const CpuSet& cpus = e.roles->of(static_cast<Role>(k));
+      if (!cpus.empty()) roles[std::string(role_names[k])] = cpus.to_list();
+    }
+    j["roles"] = std::move(roles);
+  }
   j["healthy"] = v.healthy();
   J threads = J::array();
   for (std::size_t i = 0; i < v.threads.size(); ++i) {
     const auto& t = v.threads[i];
     J o{{"tid", t.tid}, {"name", t.name}, {"cpus", t.cpus.to_list()}, {"inside", static_cast<bool>(v.inside[i])}};
     if (std::string_view who = thread_owner(t.name); !who.empty()) o["owner"] = std::string(who);
+    if (e.roles) o["role"] = v.roles[i].empty() ? J(nullptr) : J(v.roles[i]);
     threads.push_back(std::move(o));
   }
   j["threads"] = std::move(threads);

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,6 +45,7 @@ struct Expectation {
   CpuSet cpus{};
   NodeSet memory_nodes{};
   PlanOrigin origin = PlanOrigin::guess;
+  std::optional<Roles> roles{};  ///< the rank's roles, when the plan has some
 };
 
 /// A process, as /proc shows it, against its expectation.
@@ -52,6 +54,9 @@ struct Verdict {
   Expectation expected{};
   std::vector<ThreadState> threads{};
   std::vector<bool> inside{};               ///< per thread: its CPUs are within expected.cpus
+  /// Per thread, with roles: the narrowest role its CPUs lie in ("main",
+  /// "comm", "data", "compute"), "rank" for more than one role, "" outside.
+  std::vector<std::string> roles{};
   std::map<int, long long> pages{};         ///< resident pages per node
   long long total = 0;                      ///< resident pages
   long long local = 0;                      ///< of them, on expected.memory_nodes
@@ -90,7 +95,8 @@ inline Expectation expectation_of(const LaunchPlan& p, PlanOrigin origin) {
                      .policy = p.policy.kind,
                      .cpus = p.cpus,
                      .memory_nodes = p.memory_nodes,
-                     .origin = origin};
+                     .origin = origin,
+                     .roles = p.roles};
 }
 
 inline Expectation expectation_of(const RecordedPlan& r) {
@@ -100,7 +106,47 @@ inline Expectation expectation_of(const RecordedPlan& r) {
                      .policy = r.policy,
                      .cpus = r.cpus,
                      .memory_nodes = r.memory_nodes,
-                     .origin = PlanOrigin::recorded};
+                     .origin = PlanOrigin::recorded,
+                     .roles = r.roles};
+}
+
+/// The role a thread's CPUs lie in: the first role (main, comm, data,
+/// compute) that holds them all, "rank" when only the rank's CPUs do.
+inline std::string role_of(const Roles& roles, const CpuSet& cpus, const CpuSet& rank) {
+  for (std::size_t k = 0; k < role_names.size(); ++k) {
+    const CpuSet& r = roles.of(static_cast<Role>(k));
+    if (!r.empty() && cpus.is_subset_of(r)) return std::string(role_names[k]);
+  }
+  return cpus.is_subset_of(rank) ? "rank" : "";
+}
+
+/// "{48,160},{49,161}": the CPUs of OMP_PLACES written as gpuaff writes it; nullopt otherwise.
+inline std::optional<CpuSet> omp_places_cpus(std::string_view text) {
+  std::string list;
+  for (char c : text)
+    if (c != '{' && c != '}') list += c;
+  auto set = CpuSet::parse_list(list);
+  if (!set) return std::nullopt;
+  return *set;
+}
+
+/// With roles: the main thread (tid = pid) belongs on the main role, threads
+/// named like the communication library's on the comm role. Other threads may
+/// use any of the rank's CPUs.
+inline void check_roles(const Verdict& v, std::vector<std::string>& problems) {
+  const Roles& roles = *v.expected.roles;
+  for (const auto& t : v.threads) {
+    bool main = t.tid == v.pid && !roles.main.empty();
+    bool comm = !roles.comm.empty() && thread_owner(t.name) == "NCCL";
+    if (main && !t.cpus.is_subset_of(roles.main))
+      problems.push_back("the main thread " + std::to_string(t.tid) + " may run on CPUs " + t.cpus.to_list() +
+                         ", not only its role main (" + roles.main.to_list() + "); bind it there (Python: "
+                         "gpuaff.bind_role('main') in that thread)");
+    if (comm && !t.cpus.is_subset_of(roles.comm))
+      problems.push_back("thread " + std::to_string(t.tid) + " '" + t.name + "' (NCCL) may run on CPUs " +
+                         t.cpus.to_list() + ", not only the role comm (" + roles.comm.to_list() +
+                         "); bind it there (Python: gpuaff.bind_role('comm', threads='NCCL*') after NCCL starts)");
+  }
 }
 
 }  // namespace detail
@@ -155,13 +201,23 @@ inline Verdict judge(int pid, Expectation e, std::vector<ThreadState> threads, s
   v.threads = std::move(threads);
   v.pages = std::move(pages);
   v.environment = fighting_settings(vars);
+  if (v.expected.roles) {  // the OpenMP variables the roles exported are the plan's own, not a fight
+    auto places = vars.find("OMP_PLACES");
+    auto bind = vars.find("OMP_PROC_BIND");
+    bool own = places != vars.end() && bind != vars.end() && bind->second == "close" &&
+               detail::omp_places_cpus(places->second) == std::optional<CpuSet>(v.expected.roles->compute);
+    if (own)
+      std::erase_if(v.environment, [](const FightingSetting& s) { return s.name == "OMP_PLACES" || s.name == "OMP_PROC_BIND"; });
+  }
   for (const auto& t : v.threads) {
     bool in = t.cpus.is_subset_of(v.expected.cpus);
+    if (v.expected.roles) v.roles.push_back(detail::role_of(*v.expected.roles, t.cpus, v.expected.cpus));
     v.inside.push_back(in);
     if (!in)
       v.problems.push_back("thread " + std::to_string(t.tid) + " '" + t.name + "' may run on CPUs " +
                            (t.cpus - v.expected.cpus).to_list() + " outside the plan");
   }
+  if (v.expected.roles) detail::check_roles(v, v.problems);
   for (const auto& [node, n] : v.pages) {
     v.total += n;
     if (NodeSet::valid_id(node) && v.expected.memory_nodes.test(node)) v.local += n;
