@@ -71,6 +71,9 @@ struct LoadRequest {
   /// read is left out with a note.
   TopologyParts needs = TopologyParts::policies();
   Readers readers{};
+  /// SysfsOptions::probe_device_nodes (the sysfs reader only): drop the NVIDIA
+  /// GPUs whose device node the process may not open.
+  bool probe_device_nodes = false;
 };
 
 namespace detail {
@@ -108,7 +111,8 @@ inline Result<Topology> read_machine(const LoadRequest& r, const std::vector<Pci
                  .extra_pci = extra_pci,
                  .detail = r.detail,
                  .visible_later = r.visible,
-                 .needs = r.needs};
+                 .needs = r.needs,
+                 .probe_device_nodes = r.probe_device_nodes};
   return SysfsSource(std::move(o)).load();
 }
 
