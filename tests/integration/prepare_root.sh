@@ -13,14 +13,28 @@ skip() { echo "SKIP: $*"; exit 77; }
 # Adds NGPUS (2 or 4) fake NVIDIA GPUs on NUMA node 0 to the recording ROOT,
 # at 0000:e1:00.0, 0000:e2:00.0 (and 0000:e3:00.0, 0000:e4:00.0), each local
 # to node 0's CPUs; leaves the recorded allowed set and cgroup as they are.
+# GPU N is listed by the driver (proc/driver/nvidia/gpus/BDF/information,
+# `Device Minor: N`) and, as root, has the device node ROOT/dev/nvidiaN, the
+# character device 195:N as the test cluster's gres.conf names them
+# (tests/slurm/cluster.sh): inside a batch job gpuaff opens it to ask the
+# job's device cgroup whether the GPU is the task's (docs/contract.md
+# section 2). Without root (or where mknod is refused) there is no node, and
+# gpuaff keeps every GPU.
 #   add_fake_gpus ROOT [NGPUS]
 add_fake_gpus() {
-  local root=$1 ngpus=${2:-2} node0_cpus bdf
+  local root=$1 ngpus=${2:-2} node0_cpus bdf minor=0
   node0_cpus=$(cat "$root/sys/devices/system/node/node0/cpulist")
-  mkdir -p "$root/sys/bus/pci/devices"
+  mkdir -p "$root/sys/bus/pci/devices" "$root/dev"
   local bdfs=(0000:e1:00.0 0000:e2:00.0)
   [[ $ngpus == 4 ]] && bdfs+=(0000:e3:00.0 0000:e4:00.0)
   for bdf in "${bdfs[@]}"; do
+    mkdir -p "$root/proc/driver/nvidia/gpus/$bdf"
+    printf 'Model: \t\t fake GPU (tests/integration/prepare_root.sh)\nBus Location: \t %s\nDevice Minor: \t %d\n' \
+      "$bdf" "$minor" >"$root/proc/driver/nvidia/gpus/$bdf/information"
+    if [[ $(id -u) -eq 0 && ! -e $root/dev/nvidia$minor ]]; then
+      mknod -m 666 "$root/dev/nvidia$minor" c 195 "$minor" 2>/dev/null || true
+    fi
+    minor=$((minor + 1))
     local dir=$root/sys/devices/pci0000:e0/$bdf
     mkdir -p "$dir"
     echo 0x10de >"$dir/vendor"

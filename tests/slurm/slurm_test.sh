@@ -9,7 +9,9 @@
 # the 2-CPU, 2-core machine the exact masks below are written for.
 # The roots are recordings of this machine with the two fake GPUs of
 # tests/integration/prepare_root.sh: under --policy exclusive, GPU 0 -> CPU 0
-# and GPU 1 -> CPU 1.
+# and GPU 1 -> CPU 1. Their device nodes ROOT/dev/nvidia0 and nvidia1 are the
+# character devices 195:0 and 195:1 that gres.conf names, so the device cgroup
+# of a task judges gpuaff's open of them as it judges the cluster's.
 set -euo pipefail
 [[ $# -eq 1 ]] || { echo "usage: $0 GPUAFF" >&2; exit 2; }
 gpuaff=$(realpath -- "$1")
@@ -42,6 +44,10 @@ trap cleanup EXIT
 
 prepare_root "$gpuaff" "$tmp/root"
 root=$tmp/root
+for gpu in 0 1; do
+  [[ $(stat -c '%F %t:%T' "$root/dev/nvidia$gpu" 2>/dev/null) == "character special file c3:$gpu" ]] ||
+    { echo "FAIL: prepare_root made no character device 195:$gpu at $root/dev/nvidia$gpu"; exit 1; }
+done
 rc=0
 "$here/cluster.sh" start "$cluster" >"$tmp/cluster.out" 2>&1 || rc=$?
 if [[ $rc -eq 77 ]]; then skip "$(tail -n 1 "$tmp/cluster.out")"; fi
@@ -107,18 +113,34 @@ done
 expect "per_task --local-rank: task 0 exit status" "$(field per_task 0 rc)" 2
 expect_in "per_task --local-rank: task 0 message" "$(message per_task 0)" \
   "gpuaff: SLURM_TASKS_PER_NODE=2 (the launcher's processes on this machine) is more than the 1 GPU(s) this process sees in $root; when each process sees only its own GPU, use --gpu 0 (and --share machine)"
+#    The one GPU task 1 sees is its own (gpuaff leaves out the GPU whose node
+#    the task may not open): 0000:e2:00.0.
 expect "per_task --local-rank: task 1 exit status" "$(field per_task 1 rc)" 4
 expect_in "per_task --local-rank: task 1 message" "$(message per_task 1)" \
-  "gpuaff: no GPU 1 (SLURM_LOCALID=1): 1 visible in $root (0 0000:e1:00.0); when the launcher gives each rank its own GPUs through *_VISIBLE_DEVICES, use --gpu 0"
-#    The advice, --gpu 0 --share machine: CUDA_VISIBLE_DEVICES=0 names the first
-#    GPU in every task, so both tasks get GPU 0's share, CPU 0, although task 1
-#    holds GPU 1 (nvidia1). A known gap (docs/slurm.md): gpuaff does not read
-#    the device cgroup. When it does, task 1 must get CPU 1 and this check changes.
+  "gpuaff: no GPU 1 (SLURM_LOCALID=1): 1 visible in $root (0 0000:e2:00.0); when the launcher gives each rank its own GPUs through *_VISIBLE_DEVICES, use --gpu 0"
+#    The advice, --gpu 0 --share machine: in a batch job with
+#    CUDA_VISIBLE_DEVICES set, gpuaff opens each GPU's node as CUDA does; the
+#    GPU whose node the device cgroup denies (EPERM) is not the task's, so
+#    CUDA_VISIBLE_DEVICES=0 names the task's own GPU: task N gets GPU N's CPU N.
 step per_task_gpu0 "-n2" "--gpus-per-task=1" "--cpu-bind=none" -- \
   "$gpuaff" exec --gpu 0 --share machine --policy exclusive --root "$root" -- "${show_mask[@]}"
 for t in 0 1; do
   expect "per_task --gpu 0: task $t exit status" "$(field per_task_gpu0 $t rc)" 0
-  expect "per_task --gpu 0: task $t bound to GPU 0's CPU 0 (known gap for task 1)" "$(after per_task_gpu0 $t)" 0
+  expect "per_task --gpu 0: task $t bound to its own GPU's CPU $t" "$(after per_task_gpu0 $t)" "$t"
+  expect "per_task --gpu 0: task $t says nothing" "$(message per_task_gpu0 $t)" ""
+done
+#    `gpuaff record` inside such a task leaves the other task's GPU out of the
+#    recorded driver list, so a replay outside the job sees what the task saw.
+step per_task_record "-n2" "--gpus-per-task=1" "--cpu-bind=none" -- \
+  bash -c 'out=$2.$SLURM_PROCID; "$GPUAFF" record --root "$1" --out "$out" >/dev/null && echo "recorded=$(ls "$out/proc/driver/nvidia/gpus" | paste -sd, -)"' \
+  record "$root" "$tmp/task_record"
+expect "per_task record: task 0 records its own GPU only" "$(field per_task_record 0 recorded)" 0000:e1:00.0
+expect "per_task record: task 1 records its own GPU only" "$(field per_task_record 1 recorded)" 0000:e2:00.0
+expect_in "per_task record: task 1 says why GPU 0 is left out" "$(message per_task_record 1)" \
+  "gpuaff: note: dev/nvidia0 cannot be opened (EPERM (Operation not permitted)): GPU 0000:e1:00.0 is not this process's"
+for t in 0 1; do
+  expect "per_task record: replay of task $t outside the job" \
+    "$("$gpuaff" bind --root "$tmp/task_record.$t" --gpu 0 --share machine --policy exclusive 2>&1)" "$t"
 done
 #    --gpu-bind=none: Slurm leaves CUDA_VISIBLE_DEVICES unset, each task may
 #    open both GPUs, and --local-rank binds task N to GPU N's share again.

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "commands.hpp"
+#include "gpuaff/launch/front.hpp"
 #include "gpuaff/record/archive.hpp"
 #include "gpuaff/record/record.hpp"
 #include "output.hpp"
@@ -52,7 +53,10 @@ int record_to_tar(const RecordArgs& args, const std::vector<PciAddress>& extra) 
     return report_error(make_error(Errc::io_error, "cannot create a scratch directory beside '", args.out,
                                    "': ", detail::errno_text(errno)));
   }
-  auto summary = record_topology(RecordOptions{.out_dir = scratch, .root = args.root, .extra_pci = extra});
+  auto summary = record_topology(RecordOptions{.out_dir = scratch,
+                                               .root = args.root,
+                                               .extra_pci = extra,
+                                               .probe_device_nodes = device_nodes_probe_due(process_environment())});
   auto tar = summary ? write_tar(scratch, args.out, args.force) : Result<TarSummary>(unexpected(summary.error()));
   std::error_code ec;
   std::filesystem::remove_all(scratch, ec);
@@ -79,7 +83,11 @@ int run_record(const RecordArgs& args) {
                                    "' is not empty; choose a new directory, or pass --force to write into it"));
   }
   auto summary = record_topology(RecordOptions{
-      .out_dir = args.out, .root = args.root, .extra_pci = extra, .allow_non_empty = args.force});
+      .out_dir = args.out,
+      .root = args.root,
+      .extra_pci = extra,
+      .allow_non_empty = args.force,
+      .probe_device_nodes = device_nodes_probe_due(process_environment())});
   if (!summary) return report_error(summary.error());
   print_notes(*summary);
   return write_result("recorded " + std::to_string(summary->files) + " files and " + std::to_string(summary->symlinks) +

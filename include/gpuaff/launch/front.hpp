@@ -93,6 +93,16 @@ inline VisibleDevices visible_devices_of(const LaunchOptions& o, const Environme
                         .cuda_device_order = env("CUDA_DEVICE_ORDER").value_or(std::string())};
 }
 
+/// Whether a load in the environment `env` asks each NVIDIA GPU's device node
+/// whether the process may open it (SysfsOptions::probe_device_nodes;
+/// docs/contract.md section 2): in a batch job (SLURM_JOB_ID, PBS_JOBID or
+/// LSB_JOBID set) with CUDA_VISIBLE_DEVICES set, where a scheduler's device
+/// cgroup may hide GPUs that the driver still lists.
+inline bool device_nodes_probe_due(const Environment& env) {
+  bool batch = env("SLURM_JOB_ID").has_value() || env("PBS_JOBID").has_value() || env("LSB_JOBID").has_value();
+  return batch && env("CUDA_VISIBLE_DEVICES").has_value();
+}
+
 /// What loading the machine of `o` reads: every file with SysfsDetail::full
 /// (topo), or what a binding needs (the nearest node needs the distances, the
 /// NICs and the GPU's memory nodes come with a full read).
@@ -100,6 +110,7 @@ inline LoadRequest load_request(const LaunchOptions& o, const Environment& env, 
                                 SysfsDetail detail, TopologyParts needs = TopologyParts::policies()) {
   LoadRequest r{
       .source = o.machine, .visible = visible_devices_of(o, env), .detail = detail, .needs = needs, .readers = readers};
+  r.probe_device_nodes = device_nodes_probe_due(env);
   if (o.pci) r.extra_pci.push_back(*o.pci);
   r.priorities = o.priority_cores;
   return r;

@@ -193,13 +193,19 @@ inline Unexpected<Error> hwloc_write_failure(const RootCopy::Failure& f) {
 }
 
 /// Copies the hwloc extras from `from` with `copy` (which may already hold the
-/// links of other files), adding to `summary`.
+/// links of other files), adding to `summary`; none whose root-relative path
+/// starts with one of `left_out` (the driver entries of GPUs the process may
+/// not open: record/record.hpp).
 /// Errors: Errc::io_error naming the file that could not be written.
-inline Result<void> copy_hwloc_extras(RootDir& from, RootCopy& copy, HwlocRecordSummary& summary) {
+inline Result<void> copy_hwloc_extras(RootDir& from, RootCopy& copy, HwlocRecordSummary& summary,
+                                      const std::vector<std::string>& left_out = {}) {
   std::string mounts;
   std::vector<std::string> paths = hwloc_record_paths(from);
   for (auto& p : hwloc_cgroup_paths(from, mounts)) paths.push_back(join_path(normalise_in_root("", p)));
   for (const auto& rel : paths) {
+    bool skip = false;
+    for (const auto& prefix : left_out) skip = skip || rel.rfind(prefix, 0) == 0;
+    if (skip) continue;
     std::uint64_t bytes = 0;
     std::string copied = rel;
     // proc/self is a link to this process's pid: those files keep their names.

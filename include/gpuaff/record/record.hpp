@@ -41,6 +41,11 @@ struct RecordOptions {
   std::vector<PciAddress> extra_pci{};  ///< non-GPU devices to record too (for --pci)
   bool allow_non_empty = false;         ///< write into a directory that already has entries
   bool for_hwloc = true;                ///< also copy what hwloc needs to load the recording (record/hwloc_files.hpp)
+  /// SysfsOptions::probe_device_nodes: the GPUs whose device node this process
+  /// may not open are left out of the recorded proc/driver/nvidia/gpus, so that
+  /// a replay sees the GPUs the process saw (`gpuaff record` sets it as
+  /// load_request() does: device_nodes_probe_due()).
+  bool probe_device_nodes = false;
 };
 
 struct RecordSummary {
@@ -83,7 +88,8 @@ inline Result<RecordSummary> record_topology(const RecordOptions& options) {
   SysfsSource source(SysfsOptions{.root = options.root,
                                   .visible = {.use_environment = false},
                                   .extra_pci = options.extra_pci,
-                                  .needs = TopologyParts::none()});
+                                  .needs = TopologyParts::none(),
+                                  .probe_device_nodes = options.probe_device_nodes});
   auto topo = source.load();
   if (!topo) {
     Error err = topo.error();
@@ -104,8 +110,27 @@ inline Result<RecordSummary> record_topology(const RecordOptions& options) {
 
   detail::RootDir from(options.root, detail::is_host_root(options.root));
   detail::RootCopy copy(from, out);
+  // A GPU the process may not open is not recorded as the driver's: none of
+  // its proc/driver/nvidia/gpus/BDF files (the probe read its information).
+  std::vector<std::string> names;
+  if (from.is_directory(detail::nvidia_driver_gpus)) {
+    if (int e = from.list(detail::nvidia_driver_gpus, names); e != 0)
+      return unexpected(make_sys_error(Errc::io_error, e, "cannot list '", detail::nvidia_driver_gpus, "' in '",
+                                       options.root, "': ", detail::errno_text(e)));
+  }
+  std::vector<std::string> denied;  // "proc/driver/nvidia/gpus/NAME/" of each
+  for (const std::string& n : names) {
+    auto a = PciAddress::parse(n);
+    const auto& d = source.denied_gpus();
+    if (a && std::find(d.begin(), d.end(), *a) != d.end())
+      denied.push_back(std::string(detail::nvidia_driver_gpus) + "/" + n + "/");
+  }
+  auto left_out = [&](const std::string& rel) {
+    return std::any_of(denied.begin(), denied.end(), [&](const std::string& p) { return rel.rfind(p, 0) == 0; });
+  };
   for (const std::string& rel : source.files_read()) {
     if (rel == "proc/self/status") continue;  // written below from the allowed set
+    if (left_out(rel)) continue;
     std::string resolved;
     std::uint64_t bytes = 0;
     if (auto f = copy.copy_with_links(rel, resolved, bytes); f.error != 0) return copy_fail(f);
@@ -130,22 +155,20 @@ inline Result<RecordSummary> record_topology(const RecordOptions& options) {
   // even without an information file, and an empty list (a container given no
   // NVIDIA GPU) stays an empty directory, so a recording made in a container
   // replays that container (docs/contract.md section 2).
+  // A GPU the process may not open is left out (see above).
   if (from.is_directory(detail::nvidia_driver_gpus)) {
-    std::vector<std::string> names;
-    if (int e = from.list(detail::nvidia_driver_gpus, names); e != 0)
-      return unexpected(make_sys_error(Errc::io_error, e, "cannot list '", detail::nvidia_driver_gpus, "' in '",
-                                       options.root, "': ", detail::errno_text(e)));
     names.emplace_back();  // the directory itself
     for (const std::string& n : names) {
       if (!n.empty() && !PciAddress::parse(n)) continue;
       std::string rel = std::string(detail::nvidia_driver_gpus) + (n.empty() ? "" : "/" + n);
+      if (!n.empty() && left_out(rel + "/")) continue;
       if (int e = detail::make_directories(detail::path_under(out, rel)); e != 0) return io_fail(e, "create directory", rel);
     }
   }
 
   if (options.for_hwloc) {
     HwlocRecordSummary extra;
-    GPUAFF_TRY_VOID(detail::copy_hwloc_extras(from, copy, extra));
+    GPUAFF_TRY_VOID(detail::copy_hwloc_extras(from, copy, extra, denied));
     summary.paths.insert(summary.paths.end(), extra.paths.begin(), extra.paths.end());
   }
   summary.symlinks = copy.links_made();

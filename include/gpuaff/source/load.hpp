@@ -72,6 +72,9 @@ struct LoadRequest {
   TopologyParts needs = TopologyParts::policies();
   Readers readers{};
   bool priorities = false;  ///< read each core's priority too (SysfsOptions::priorities)
+  /// SysfsOptions::probe_device_nodes (the sysfs reader only): drop the NVIDIA
+  /// GPUs whose device node the process may not open.
+  bool probe_device_nodes = false;
 };
 
 namespace detail {
@@ -110,7 +113,8 @@ inline Result<Topology> read_machine(const LoadRequest& r, const std::vector<Pci
                  .detail = r.detail,
                  .visible_later = r.visible,
                  .needs = r.needs,
-                 .priorities = r.priorities};
+                 .priorities = r.priorities,
+                 .probe_device_nodes = r.probe_device_nodes};
   return SysfsSource(std::move(o)).load();
 }
 

@@ -58,6 +58,9 @@
 // |                                               |                                   | tree lacks: the device is placed by it)     |
 // | proc/driver/nvidia/gpus (directory listing)   | always                            | every NVIDIA GPU is the process's           |
 // | proc/driver/nvidia/gpus/BDF/information       | NVIDIA GPUs                       | no UUID                                     |
+// | the same, its `Device Minor:` line; then       | probe_device_nodes: every GPU the | the GPU stays the process's (noted)         |
+// | dev/nvidiaM (O_PATH; opened only when it is   | driver lists                      |                                             |
+// | the character device 195:M)                   |                                   |                                             |
 // | NICs, their names, GPU numa_status            | SysfsDetail::full only            | source/nics.hpp has its own table           |
 //
 // Parts (SysfsOptions::needs, TopologyParts): cores, packages, caches,
@@ -68,7 +71,11 @@
 //
 // When proc/driver/nvidia/gpus exists, an NVIDIA GPU it does not list is not the
 // process's (a container given some of the host's GPUs): it stays in host_gpus,
-// goes to hidden_gpus, and is never a visible GPU.
+// goes to hidden_gpus, and is never a visible GPU. With probe_device_nodes (a
+// batch job with CUDA_VISIBLE_DEVICES set: load_request() decides), a GPU the
+// driver lists whose device node dev/nvidiaM this process may not open (EPERM
+// or EACCES: a scheduler's device cgroup, as Slurm's ConstrainDevices) is
+// dropped from that list the same way (docs/contract.md section 2).
 //
 // SysfsDetail::binding (what one rank's binding needs) leaves out: node/nodeN/distance;
 // pci/DEV/device of GPUs (extra_pci devices keep it; the process's NVIDIA GPUs keep
@@ -106,8 +113,12 @@
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -156,6 +167,13 @@ struct SysfsOptions {
   /// With the cores, read how fast the platform says each core is
   /// (Core::priority, Topology::priority_source; read_core_priorities).
   bool priorities = false;
+  /// Ask each NVIDIA GPU the driver lists whether this process may open its
+  /// device node (dev/nvidiaM, M its `Device Minor:`), as CUDA and NVML do,
+  /// and treat one it may not (EPERM, EACCES) as hidden. Opening the node of a
+  /// GPU without persistence mode initialises it, and only a scheduler's
+  /// device cgroup hides GPUs this way: load_request() sets it in a batch job
+  /// (SLURM_JOB_ID, PBS_JOBID or LSB_JOBID) with CUDA_VISIBLE_DEVICES set.
+  bool probe_device_nodes = false;
 };
 
 /// Reads a Topology from sysfs under a root (see the table at the top of this file).
@@ -176,12 +194,16 @@ class SysfsSource {
   int files_opened() const { return opened_; }
   /// Root-relative paths of the files the last load() read, in order, each once.
   const std::vector<std::string>& files_read() const { return read_; }
+  /// The GPUs the driver listed that the last load() dropped because this
+  /// process may not open their device nodes (probe_device_nodes).
+  const std::vector<PciAddress>& denied_gpus() const { return denied_; }
   const SysfsOptions& options() const { return options_; }
 
  private:
   SysfsOptions options_;
   int opened_ = 0;
   std::vector<std::string> read_;
+  std::vector<PciAddress> denied_;
 };
 
 static_assert(TopologySource<SysfsSource>);
@@ -947,6 +969,88 @@ inline Result<std::optional<std::vector<PciAddress>>> read_driver_gpus(SysfsRead
   return Out(std::move(addresses));
 }
 
+/// The character device major number of the NVIDIA GPUs' nodes (/dev/nvidiaM).
+inline constexpr unsigned nvidia_device_major = 195;
+
+/// Whether this process may open the device node of the GPU the driver lists
+/// as `name` (docs/contract.md section 2): false only when dev/nvidiaM (M from
+/// the `Device Minor:` line of its information file) is the character device
+/// 195:M and opening it fails with EPERM or EACCES. Whatever else happens keeps
+/// the GPU, with a note saying why nothing could be told.
+inline bool may_open_gpu_node(SysfsReader& r, Topology& t, const std::string& name) {
+  std::string info = std::string(nvidia_driver_gpus) + "/" + name + "/information";
+  std::string kept = ": cannot tell whether this process may open GPU " + name + "'s device node; kept as its GPU";
+  std::string s;
+  auto have = r.get(info, s);
+  if (!have) {
+    t.notes.push_back(std::string(have.error().message()) + kept);
+    return true;
+  }
+  if (!*have) {
+    t.notes.push_back(info + " is missing" + kept);
+    return true;
+  }
+  auto field = status_field(s, "Device Minor");
+  if (!field) {
+    t.notes.push_back(info + " has no 'Device Minor:' line" + kept);
+    return true;
+  }
+  long long dev_minor = 0;
+  if (field->empty() || leading_number(*field, 10, 1LL << 20, dev_minor) != field->size() || dev_minor >= (1LL << 20)) {
+    t.notes.push_back(info + ": 'Device Minor:' is '" + escape_control(field->substr(0, 24)) + "', not a minor number" +
+                      kept);
+    return true;
+  }
+  std::string node = "dev/nvidia" + std::to_string(dev_minor);
+  auto d = r.open_device(node, nvidia_device_major, static_cast<unsigned>(dev_minor));
+  std::string expected = "the character device " + std::to_string(nvidia_device_major) + ":" + std::to_string(dev_minor);
+  if (d.path_error == ENOENT || d.path_error == ENOTDIR) {
+    t.notes.push_back(node + " (" + expected + ") is missing" + kept);
+    return true;
+  }
+  if (d.path_error != 0) {
+    t.notes.push_back(node + " cannot be looked at (" + errno_text(d.path_error) + ")" + kept);
+    return true;
+  }
+  if (!d.matches) {
+    std::string what = d.type == S_IFCHR   ? "the character device " + std::to_string(major(d.rdev)) + ":" +
+                                                 std::to_string(minor(d.rdev))
+                       : d.type == S_IFBLK ? std::string("a block device")
+                       : d.type == S_IFREG ? std::string("a regular file")
+                       : d.type == S_IFLNK ? std::string("a symbolic link")
+                       : d.type == S_IFDIR ? std::string("a directory")
+                                           : std::string("not a device");
+    t.notes.push_back(node + " is " + what + ", not " + expected + ", and was not opened" + kept);
+    return true;
+  }
+  if (d.nodev) {
+    t.notes.push_back(node + " is on a filesystem mounted nodev, where no device opens, and was not opened" + kept);
+    return true;
+  }
+  if (d.open_error == EPERM || d.open_error == EACCES) {
+    t.notes.push_back(node + " cannot be opened (" + errno_text(d.open_error) + "): GPU " + name +
+                      " is not this process's (a device cgroup, such as Slurm's ConstrainDevices, hides it)");
+    return false;
+  }
+  if (d.open_error != 0)
+    t.notes.push_back(node + ": opening it failed with " + errno_text(d.open_error) + ", not EPERM" + kept);
+  return true;
+}
+
+/// The driver's list less the GPUs whose device node this process may not
+/// open (may_open_gpu_node), which go to `denied`.
+inline std::vector<PciAddress> probe_driver_gpus(SysfsReader& r, Topology& t, const std::vector<PciAddress>& driver,
+                                                 std::vector<PciAddress>& denied) {
+  std::vector<PciAddress> kept;
+  std::vector<PciAddress> in_order = driver;  // the notes in bus order, whatever the listing's
+  std::sort(in_order.begin(), in_order.end());
+  for (const auto& a : in_order) {
+    if (may_open_gpu_node(r, t, std::string(a.to_string().view()))) kept.push_back(a);
+    else denied.push_back(a);
+  }
+  return kept;
+}
+
 /// Binding detail leaves out PCI `device`; the CUDA_DEVICE_ORDER check needs it
 /// for the NVIDIA GPUs when the order is known and is not PCI_BUS_ID and the
 /// process has several of them (see device_order_warning()).
@@ -1044,6 +1148,7 @@ inline Result<void> read_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o
 inline Result<Topology> SysfsSource::load() {
   opened_ = 0;
   read_.clear();
+  denied_.clear();
   GPUAFF_TRY(bool live, detail::is_live_root(options_.root));
   detail::SysfsReader r(options_.root, live);
   if (const Error* e = r.archive_error()) return unexpected(*e);
@@ -1054,6 +1159,7 @@ inline Result<Topology> SysfsSource::load() {
     ~Publish() {
       self->opened_ = reader->opened;
       self->read_ = std::move(reader->read);
+      self->denied_ = std::move(reader->found.denied_gpus);
     }
   } publish{this, &r};
 
@@ -1104,6 +1210,8 @@ inline Result<Topology> SysfsSource::load() {
   bool nics = needs.nics || full;
   std::vector<std::pair<PciAddress, std::string>> network;
   GPUAFF_TRY(r.found.driver_gpus, detail::read_driver_gpus(r, t));
+  if (options_.probe_device_nodes && r.found.driver_gpus)
+    r.found.driver_gpus = detail::probe_driver_gpus(r, t, *r.found.driver_gpus, r.found.denied_gpus);
   GPUAFF_TRY_VOID(detail::read_pci(r, t, options_, nics ? &network : nullptr));
   GPUAFF_TRY_VOID(detail::read_gpus(r, t, options_));
   // source/nics.hpp: what is near each GPU

@@ -7,8 +7,13 @@
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -69,7 +74,20 @@ class SysfsReader {
     bool node_tree = true;  ///< sys/devices/system/node exists
     /// The NVIDIA driver's list of the process's GPUs (proc/driver/nvidia/gpus); nullopt: no such directory.
     std::optional<std::vector<PciAddress>> driver_gpus;
+    /// GPUs the driver lists whose device node this process may not open (probe_device_nodes).
+    std::vector<PciAddress> denied_gpus;
   } found;
+
+  /// What open_device() found at a device node.
+  struct DeviceOpen {
+    int path_error = 0;    ///< errno of the O_PATH open (ENOENT or ENOTDIR: nothing there); 0: something is there
+    mode_t type = 0;       ///< what is there (S_IFCHR, S_IFREG, ...)
+    dev_t rdev = 0;        ///< its device number, for a device
+    bool matches = false;  ///< a character device of the major and minor asked for
+    bool nodev = false;    ///< it matched, on a filesystem mounted nodev (where every open fails with EACCES)
+    bool tried = false;    ///< it matched, and was opened for real
+    int open_error = 0;    ///< errno of that open; 0: it opened (and was closed at once)
+  };
 
   bool live() const { return dir_.live(); }
   /// Why a tar root could not be read (check before reading), or nullptr.
@@ -184,6 +202,43 @@ class SysfsReader {
       return bad(Errc::parse_error, rel, "expected a hex number such as 0x10de, found '", s.substr(0, 24), "'");
     if (v > max) return bad(Errc::out_of_range, rel, "value ", s.substr(0, 24), " is above ", max);
     return v;
+  }
+
+  /// Whether this process may open the character device `rel` (a device
+  /// cgroup's answer, as NVML asks it): `rel` is opened inside the root with
+  /// O_PATH | O_NOFOLLOW (which opens no device), and only when that is a
+  /// character device numbered `want_major`:`want_minor` is it opened for real
+  /// (O_RDONLY | O_NONBLOCK), through that descriptor (/proc/self/fd/N), so
+  /// that nothing but the node checked is ever opened; then closed at once.
+  /// A node on a filesystem mounted nodev is not opened: no device opens there.
+  /// Each open counts in `opened`. Never an error: DeviceOpen says what happened.
+  DeviceOpen open_device(std::string_view rel, unsigned want_major, unsigned want_minor) {
+    DeviceOpen d;
+    ++opened;
+    int fd = -1;
+    d.path_error = dir_.open(rel, O_PATH | O_NOFOLLOW, fd);
+    if (d.path_error != 0) return d;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      d.path_error = errno;
+      ::close(fd);
+      return d;
+    }
+    d.type = st.st_mode & S_IFMT;
+    d.rdev = st.st_rdev;
+    d.matches = S_ISCHR(st.st_mode) && major(st.st_rdev) == want_major && minor(st.st_rdev) == want_minor;
+    struct statvfs vfs {};
+    d.nodev = d.matches && ::fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_NODEV) != 0;
+    if (d.matches && !d.nodev) {
+      ++opened;
+      d.tried = true;
+      std::string self = "/proc/self/fd/" + std::to_string(fd);
+      int real = ::open(self.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+      if (real >= 0) ::close(real);
+      else d.open_error = errno;
+    }
+    ::close(fd);
+    return d;
   }
 
   /// The root-relative path resolved inside the root exists and is a directory.
