@@ -276,6 +276,14 @@ TEST_CASE("a missing or garbled Device Minor, or a missing node, keeps the GPU w
   machine(t);
   SysfsSource plain(opts(t, false));
   REQUIRE(plain.load());
+  // A root without a dev folder (a recording) is not probed: nothing more is
+  // read and nothing noted, even with the probe due.
+  SysfsSource recording(opts(t, true));
+  auto unprobed = recording.load();
+  REQUIRE(unprobed);
+  CHECK(unprobed->notes.empty());
+  CHECK(recording.files_opened() == plain.files_opened());
+  t.mkdir("dev");  // a root with a dev folder, whose nodes are missing
   struct Case {
     std::string information;  // "" : the file removed
     std::string note;

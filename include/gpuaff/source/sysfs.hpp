@@ -1210,7 +1210,9 @@ inline Result<Topology> SysfsSource::load() {
   bool nics = needs.nics || full;
   std::vector<std::pair<PciAddress, std::string>> network;
   GPUAFF_TRY(r.found.driver_gpus, detail::read_driver_gpus(r, t));
-  if (options_.probe_device_nodes && r.found.driver_gpus)
+  // A root without a dev/ folder (a recording) has no nodes to ask: a
+  // recording made in the task already left out what it could not open.
+  if (options_.probe_device_nodes && r.found.driver_gpus && r.is_directory("dev"))
     r.found.driver_gpus = detail::probe_driver_gpus(r, t, *r.found.driver_gpus, r.found.denied_gpus);
   GPUAFF_TRY_VOID(detail::read_pci(r, t, options_, nics ? &network : nullptr));
   GPUAFF_TRY_VOID(detail::read_gpus(r, t, options_));
