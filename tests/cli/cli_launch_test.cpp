@@ -258,6 +258,26 @@ TEST_CASE("--roles: bind shows each role, exec --dry-run the OMP variables and t
   CHECK(typo.err.find("did you mean main?") != std::string::npos);
 }
 
+TEST_CASE("topo draws ranks per GPU as local ranks and lists each GPU's roles") {
+  // dgx-h100, exclusive: GPU g's share is cores 14g..14g+13; two ranks per GPU
+  // cut it 7/7, so local rank 7 (GPU 3, part 1) owns cores 49-55 and the
+  // picture's first row reads rank 0 x7, rank 1 x7, ... rank 4 from core 28.
+  Run parts = tool({"topo", "--root", h100, "--ranks-per-gpu", "2"});
+  INFO(parts.err);
+  REQUIRE(parts.rc == 0);
+  CHECK(parts.out.find("ranks per GPU 2: each GPU's share cut in 2 parts") != std::string::npos);
+  CHECK(parts.out.find("  7      0000:61:00.0 (1/2)") != std::string::npos);
+  CHECK(parts.out.find("    cpu    0   0  0  0  0  0  0  0  1  1  1  1  1  1  1  2") != std::string::npos);
+  // --roles: each GPU's share of the drawn policy (exclusive) cut into roles.
+  Run roles = tool({"topo", "--root", h100, "--roles", "main=1,comm=1,data=4"});
+  REQUIRE(roles.rc == 0);
+  CHECK(roles.out.find("Roles (main=1,comm=1,data=4, policy exclusive; the rest is compute):\n") != std::string::npos);
+  CHECK(roles.out.find("  GPU 3: main 42,154; comm 43,155; data 44-47,156-159; compute 48-55,160-167\n") !=
+        std::string::npos);
+  Run both = tool({"topo", "--root", h100, "--ranks-per-gpu", "2", "--domains-per-gpu", "2"});
+  CHECK(both.rc == 2);
+}
+
 TEST_CASE("exec --dry-run prints the plan and the command, and runs nothing") {
   auto marker = cli_test::temp_dir("dry-run") / "ran";
   Run r = tool({"exec", "--root", h100, "--gpu", "4", "--membind", "preferred", "--dry-run", "--", "touch",

@@ -307,7 +307,10 @@ int main(int argc, char** argv) try {
   if (topo->parsed()) {
     TopoArgs args;
     if (auto ok = fill(topo_given, args.options); !ok) return fail_usage(ok.error());
-    if (auto ok = gpuaff::check_options(args.options); !ok) return fail_usage(ok.error());
+    // topo draws every part of --ranks-per-gpu N: no part to name
+    gpuaff::LaunchOptions checked = args.options;
+    checked.ranks_per_gpu = 0;
+    if (auto ok = gpuaff::check_options(checked); !ok) return fail_usage(ok.error());
     if (auto ok = take_choice(topo_given, "format", gpuaff::topo_format_choices, args.format); !ok)
       return fail_usage(ok.error());
     if (auto ok = take_choice(topo_given, "color", gpuaff::color_choices, args.color); !ok) return fail_usage(ok.error());

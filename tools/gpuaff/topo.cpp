@@ -1,6 +1,7 @@
 // gpuaff topo: describe the machine, and what every policy gives every GPU.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "commands.hpp"
@@ -33,18 +34,52 @@ std::string job_line(const LaunchOptions& a) {
 
 }  // namespace
 
+/// "Roles (policy P): one line per GPU" for --roles: each GPU's share of the
+/// drawn policy cut as a rank's CPUs are (policy/roles.hpp).
+std::string roles_section(const Topology& topo, const PolicyRow& row, const RoleSizes& sizes) {
+  std::string out = "\nRoles (" + roles_text(sizes) + ", policy " + row.policy + "; the rest is compute):\n";
+  for (std::size_t g = 0; g < row.per_gpu.size(); ++g) {
+    out += "  GPU " + std::to_string(g) + ": ";
+    if (!row.per_gpu[g]) {
+      out += "no binding\n";
+      continue;
+    }
+    auto roles = split_roles(topo, *row.per_gpu[g], sizes);
+    if (!roles) {
+      out += std::string(roles.error().message()) + '\n';
+      continue;
+    }
+    std::string line;
+    for (std::size_t k = 0; k < role_names.size(); ++k) {
+      const CpuSet& cpus = roles->of(static_cast<Role>(k));
+      if (!cpus.empty()) line += (line.empty() ? "" : "; ") + std::string(role_names[k]) + " " + cpus.to_list();
+    }
+    out += line + '\n';
+  }
+  return out;
+}
+
 int run_topo(const TopoArgs& args) {
   const PolicySpec* spec = &args.options.policy;
   const JobOptions* job = &args.options.job;
+  // Several ranks per GPU: each GPU's parts are drawn as units of their own,
+  // numbered as the local ranks that use them (rank r: GPU r/N, part r%N).
+  int parts = args.options.ranks_per_gpu;
+  if (parts > 1 && args.options.domains_per_gpu > 1)
+    return report_error(make_error(Errc::invalid_argument, "ranks_per_gpu=", parts, " and domains_per_gpu=",
+                                   args.options.domains_per_gpu, " both cut each GPU's share; draw one of them"));
+  LaunchOptions machine = args.options;
+  machine.ranks_per_gpu = 0;  // no part to name: topo draws them all
   // Everything is read; what no answer asked for needs is left out with a note when broken.
-  auto topo = load(args.options, process_environment(), cli_readers(), SysfsDetail::full, nullptr, TopologyParts::none());
+  auto topo = load(machine, process_environment(), cli_readers(), SysfsDetail::full, nullptr, TopologyParts::none());
   if (!topo) return report_error(topo.error());
   if (args.format == TopoFormat::json) {
     return write_result(to_json(*topo) + '\n');
   }
   // Locality domains are placement units, not part of the machine's
   // description: the report shows them, the JSON (which reads back) does not.
-  if (auto split = detail::split_domains(*topo, args.options.domains_per_gpu); !split) return report_error(split.error());
+  if (auto split = detail::split_domains(*topo, std::max(args.options.domains_per_gpu, parts)); !split)
+    return report_error(split.error());
   ReportOptions o;
   o.color = use_color(args.color) ? Color::always : Color::never;
   // Every GPU under each policy, with the job's NVIDIA options: one bind_table,
@@ -61,7 +96,13 @@ int run_topo(const TopoArgs& args) {
     o.inferred_nodes.push_back(resolve_gpu_node(*topo, static_cast<int>(g), JobOptions{.nproc = job->nproc}));
   }
   o.job = job_line(args.options);
-  return write_result(render_report(*topo, o));
+  if (parts > 1)
+    o.job += "; ranks per GPU " + std::to_string(parts) + ": each GPU's share cut in " + std::to_string(parts) +
+             " parts, listed and drawn as local ranks (rank r: GPU r/" + std::to_string(parts) + ", part r%" +
+             std::to_string(parts) + ")";
+  std::string report = render_report(*topo, o);
+  if (args.options.roles.given()) report += roles_section(*topo, o.picture, args.options.roles);
+  return write_result(report);
 }
 
 }  // namespace gpuaff::cli

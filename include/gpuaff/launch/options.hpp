@@ -318,7 +318,7 @@ inline const std::array<OptionInfo, 32> launch_options{{
      "take the N lowest-numbered physical cores of every NUMA node (all their threads) out before any share is "
      "computed: cores kept for the OS, interrupts and daemons",
      detail::set_reserve_os_cores},
-    {"ranks_per_gpu", "--ranks-per-gpu", "N", OptionType::positive, detail::launch_commands | for_doctor, "1",
+    {"ranks_per_gpu", "--ranks-per-gpu", "N", OptionType::positive, detail::every_plan_command, "1",
      "several ranks per GPU: the GPU's share is cut into N disjoint parts of whole cores (sizes differ by at most "
      "one); under --local-rank rank r uses GPU r/N and part r%N (the default N is local size / GPUs when that is a "
      "whole multiple)",
@@ -349,7 +349,7 @@ inline const std::array<OptionInfo, 32> launch_options{{
     {"omp_threads", "--omp-threads", "", OptionType::flag, for_exec | for_python, "",
      "export OMP_NUM_THREADS = the binding's recommended thread count (its physical cores; with --roles, the compute "
      "role's)", detail::set_omp_threads},
-    {"roles", "--roles", "main=N,comm=N,data=N", OptionType::text, detail::launch_commands | for_doctor, "",
+    {"roles", "--roles", "main=N,comm=N,data=N", OptionType::text, detail::every_plan_command, "",
      "cut the rank's CPUs into roles of whole physical cores: main (the launching thread), comm (communication "
      "threads), data (data-loading workers), compute (the rest: OpenMP, exported as OMP_PLACES with "
      "OMP_PROC_BIND=close)",
