@@ -355,3 +355,31 @@ TEST_CASE("locality domains from a loaded machine equal the per-call plans") {
     CHECK(loaded->cpus == plan_of(o).cpus);
   }
 }
+
+TEST_CASE("two ranks per GPU on the GB200 tray and the MI300X (SPX): halves of each GPU's exclusive share") {
+  struct Case {
+    const char* fixture;
+    int gpu, part;
+    CpuSet expect;
+  };
+  // gb200-tray: Grace 0 = node 0 = CPUs 0-71 (no SMT) holds GPUs 0 and 1;
+  // exclusive gives each 36 cores (GPU 1: 36-71), and two ranks cut 18/18.
+  // mi300x (SPX): node 0 = cores 0-95 (+192) holds GPUs 0-3: 24 cores each
+  // (GPU 1: 24-47), two ranks 12/12 with their SMT siblings.
+  for (const Case& c : std::vector<Case>{
+           {"gb200-tray", 0, 0, CpuSet::range(0, 17)},
+           {"gb200-tray", 1, 1, CpuSet::range(54, 71)},
+           {"mi300x", 0, 1, CpuSet::range(12, 23) | CpuSet::range(204, 215)},
+           {"mi300x", 1, 0, CpuSet::range(24, 35) | CpuSet::range(216, 227)},
+       }) {
+    CAPTURE(c.fixture);
+    CAPTURE(c.gpu);
+    LaunchOptions o;
+    REQUIRE(gpuaff::set_option(o, "root", gpuaff_test::fixture(c.fixture)));
+    REQUIRE(gpuaff::set_option(o, "gpu", std::to_string(c.gpu)));
+    REQUIRE(gpuaff::set_option(o, "policy", "exclusive"));
+    REQUIRE(gpuaff::set_option(o, "ranks_per_gpu", "2"));
+    REQUIRE(gpuaff::set_option(o, "part", std::to_string(c.part)));
+    CHECK(plan_of(o).cpus == c.expect);
+  }
+}
