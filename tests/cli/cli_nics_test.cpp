@@ -4,6 +4,7 @@
 // applies on any machine with two CPUs.
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -664,4 +665,137 @@ TEST_CASE("doctor with roles: the main thread belongs on main, NCCL's threads on
     CHECK(r.rc == 0);
     CHECK(r.out.find("roles: comm 1 rank 1") != std::string::npos);
   }
+}
+
+// ---- doctor --all, --format prometheus, --merge, and topo --format dra.
+
+namespace {
+
+/// `gpuaff exec ARGS -- sleep 60` in the background; the pid once its
+/// environment carries GPUAFF_PLAN (the exec happened). Killed on destruction.
+struct PlannedChild {
+  pid_t pid = -1;
+  explicit PlannedChild(std::vector<std::string> args) {
+    args.insert(args.begin(), "exec");
+    for (const char* a : {"--", "sleep", "60"}) args.emplace_back(a);
+    std::string program = cli_test::exe();
+    pid = ::fork();
+    if (pid == 0) {
+      std::vector<char*> argv{program.data()};
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::execv(program.c_str(), argv.data());
+      ::_exit(127);
+    }
+    for (int i = 0; i < 2000; ++i) {
+      std::ifstream in("/proc/" + std::to_string(pid) + "/environ");
+      std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (env.find("GPUAFF_PLAN=") != std::string::npos) return;
+      ::usleep(2000);
+    }
+    FAIL("the child never carried GPUAFF_PLAN");
+  }
+  ~PlannedChild() {
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  }
+  PlannedChild(const PlannedChild&) = delete;
+  PlannedChild& operator=(const PlannedChild&) = delete;
+};
+
+const nlohmann::json* process_of(const nlohmann::json& report, pid_t pid) {
+  for (const auto& p : report["processes"])
+    if (p["pid"] == pid) return &p;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("doctor --all checks every process that carries a plan; json, prometheus and text agree") {
+  if (!cli_test::cpus_allowed_here({0, 1})) return;
+  // Two ranks bound by gpuaff exec on the two-NIC tree: GPU 0 -> CPU 0, GPU 1 -> CPU 1,
+  // memory node 0 (this machine's node 0 holds every page): both healthy.
+  PlannedChild a({"--root", two_nic_root(), "--gpu", "0", "--policy", "exclusive"});
+  PlannedChild b({"--root", two_nic_root(), "--gpu", "1", "--policy", "exclusive"});
+  Run r = tool({"doctor", "--all", "--root", two_nic_root(), "--format", "json"});
+  INFO(r.out, r.err);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["node"].is_string());
+  const nlohmann::json* pa = process_of(j, a.pid);
+  const nlohmann::json* pb = process_of(j, b.pid);
+  REQUIRE(pa != nullptr);
+  REQUIRE(pb != nullptr);
+  CHECK((*pa)["expected_cpus"] == "0");
+  CHECK((*pb)["expected_cpus"] == "1");
+  CHECK((*pa)["plan_from"] == "GPUAFF_PLAN");
+  CHECK((*pa)["healthy"] == true);
+  CHECK((*pb)["healthy"] == true);
+  // The machine's NIC sets, per GPU index: what --merge compares between nodes.
+  CHECK(j["gpu_rails"] == nlohmann::json::parse(R"({"0": "mlx5_0:1", "1": "mlx5_1:1"})"));
+  std::string labels_a = "{pid=\"" + std::to_string(a.pid) + "\",gpu=\"0\",pci=\"0000:17:00.0\",rank=\"gpu=0\",policy=\"exclusive\"}";
+  Run p = tool({"doctor", "--all", "--root", two_nic_root(), "--format", "prometheus"});
+  CHECK(p.out.find("# TYPE gpuaff_healthy gauge\n") != std::string::npos);
+  CHECK(p.out.find("gpuaff_healthy" + labels_a + " 1\n") != std::string::npos);
+  CHECK(p.out.find("gpuaff_threads_outside_plan" + labels_a + " 0\n") != std::string::npos);
+  CHECK(p.out.find("gpuaff_plan_present" + labels_a + " 1\n") != std::string::npos);
+  Run t = tool({"doctor", "--all", "--root", two_nic_root()});
+  CHECK(t.out.find("NIC sets: GPU 0 mlx5_0:1; GPU 1 mlx5_1:1\n") != std::string::npos);
+  CHECK(t.out.find("  " + std::to_string(a.pid) + "  gpu=0") != std::string::npos);
+  // --pid with prometheus: one process's series.
+  Run one = tool({"doctor", "--pid", std::to_string(a.pid), "--root", two_nic_root(), "--format", "prometheus"});
+  CHECK(one.rc == 0);
+  CHECK(one.out.find("gpuaff_plan_processes") == std::string::npos);
+  CHECK(one.out.find("gpuaff_healthy" + labels_a + " 1\n") != std::string::npos);
+  // Which process to check is said once.
+  CHECK(tool({"doctor", "--all", "--pid", "1"}).rc == 2);
+  CHECK(tool({"doctor"}).rc == 2);
+}
+
+TEST_CASE("doctor --merge: one table by node and rank, and whether each GPU index keeps its rail") {
+  auto dir = cli_test::temp_dir("merge");
+  auto write = [&](const std::string& name, const std::string& json) {
+    cli_test::write_file(dir / name, json);
+    return (dir / name).string();
+  };
+  std::string proc = R"({"pid": 7, "gpu": 0, "gpu_source": "LOCAL_RANK=0", "healthy": true, "problems": []})";
+  std::string off = R"({"pid": 8, "gpu": 1, "gpu_source": "LOCAL_RANK=1", "healthy": false, "problems": ["thread 9 'x' may run on CPUs 5 outside the plan"]})";
+  std::string a = write("a.json", R"({"node": "a", "processes": [)" + proc + R"(], "gpu_rails": {"0": "mlx5_0:1"}})");
+  std::string b = write("b.json", R"({"node": "b", "processes": [)" + proc + R"(], "gpu_rails": {"0": "mlx5_0:1"}})");
+  std::string c = write("c.json", R"({"node": "c", "processes": [)" + proc + "," + off + R"(], "gpu_rails": {"0": "mlx5_1:1"}})");
+  Run same = tool({"doctor", "--merge", a, "--merge", b});
+  INFO(same.out, same.err);
+  CHECK(same.rc == 0);
+  CHECK(same.out.find("  a     LOCAL_RANK=0  0    7    healthy") != std::string::npos);
+  CHECK(same.out.find("GPU 0: NIC set mlx5_0:1 on every node\n") != std::string::npos);
+  Run differ = tool({"doctor", "--merge", a, "--merge", b, "--merge", c});
+  CHECK(differ.rc == 7);
+  CHECK(differ.out.find("GPU 0: NOT the same rail on every node: mlx5_0:1 on a,b; mlx5_1:1 on c\n") != std::string::npos);
+  CHECK(differ.out.find("NOT healthy  thread 9 'x' may run on CPUs 5 outside the plan") != std::string::npos);
+  Run bad = tool({"doctor", "--merge", write("bad.json", R"({"processes": []})")});
+  CHECK(bad.rc != 0);
+  CHECK(bad.err.find("is not the output of gpuaff doctor --all --format json") != std::string::npos);
+}
+
+TEST_CASE("topo --format dra: the standard DRA attributes and gpuaff's own, per GPU") {
+  // gb200-tray-numa: GPU 1 (0009:01:00.0) sits on Grace 0 (node 0, the only CPU
+  // node of its socket), its own memory is node 10, its NIC mlx5_1.
+  Run gb = tool({"topo", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/gb200-tray-numa", "--format", "dra"});
+  INFO(gb.err);
+  REQUIRE(gb.rc == 0);
+  auto g1 = nlohmann::json::parse(gb.out)["gpus"][1];
+  CHECK(g1["pci"] == "0009:01:00.0");
+  CHECK(g1["attributes"]["resource.kubernetes.io/pciBusID"] == "0009:01:00.0");
+  CHECK(g1["attributes"]["resource.kubernetes.io/numaNode"] == nlohmann::json::array({0}));
+  CHECK(g1["cpu_node"] == 0);
+  CHECK(g1["memory_nodes"] == nlohmann::json::array({10}));
+  CHECK(g1["nic_set"] == nlohmann::json::array({"mlx5_1:1"}));
+  // A GPU whose numa_node is -1 publishes no numaNode (the attribute's rule); gpuaff's cpu_node is inferred.
+  Run vm = tool({"topo", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/h100-vm-1gpu", "--format", "dra"});
+  REQUIRE(vm.rc == 0);
+  auto v0 = nlohmann::json::parse(vm.out)["gpus"][0];
+  CHECK_FALSE(v0["attributes"].contains("resource.kubernetes.io/numaNode"));
+  CHECK(v0["cpu_node"] == 0);
 }

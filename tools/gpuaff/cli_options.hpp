@@ -26,21 +26,32 @@ inline constexpr std::array<CommandInfo, 5> commands{{
     {"doctor", for_doctor, "Check a running process against its plan: threads, memory, environment"},
 }};
 
-inline constexpr std::array<OptionInfo, 11> cli_options{{
+inline constexpr std::array<OptionInfo, 14> cli_options{{
     {"format", "--format", "cpulist|mask|numactl|json|env", OptionType::choice, for_bind, "cpulist",
      "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... (and a memory option "
      "with --membind); json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, recommended_threads, "
      "env (and nic_set, nic_path with --nic-env); env: NAME=value lines (quoted where a shell needs it) of --nic-env's variables, for eval. With "
      "--gpu all: json prints an array, the others one line per GPU, 'N <binding>'"},
-    {"format", "--format", "text|json", OptionType::choice, for_topo | for_doctor, "text",
-     "text: a report for people and bug reports; json: one object"},
+    {"format", "--format", "text|json|dra", OptionType::choice, for_topo, "text",
+     "text: a report for people and bug reports; json: one object; dra: per GPU, the attributes a Kubernetes DRA "
+     "driver or node labeller publishes (resource.kubernetes.io/numaNode, pciBusID) and gpuaff's own: CPU node, "
+     "the socket's CPU nodes, memory nodes, NIC set"},
+    {"format", "--format", "text|json|prometheus", OptionType::choice, for_doctor, "text",
+     "text: a report; json: one object (with --all: the node's processes and its GPUs' NIC sets, for --merge); "
+     "prometheus: the text exposition format for node_exporter's textfile collector (gpuaff_* metrics)"},
+    {"all", "--all", "", OptionType::flag, for_doctor, "",
+     "check every process of this machine that carries a GPUAFF_PLAN, each against its own plan (exit 7 when one "
+     "is off)"},
+    {"merge", "--merge", "FILE", OptionType::path, for_doctor, "",
+     "read the --all --format json reports of several nodes (may be repeated) and print one table by node and "
+     "rank, with whether each GPU index uses the same NIC set (rail) on every node"},
     {"color", "--color", "auto|always|never", OptionType::choice, for_topo, "auto",
      "colour the picture: auto (on a terminal, unless NO_COLOR is set), always, never"},
     {"dry_run", "--dry-run", "", OptionType::flag, for_exec, "",
      "print what would be done (bind --format json plus \"command\") and exit; bind and run nothing"},
     {"verbose", "--verbose", "", OptionType::flag, for_exec, "", "say on stderr what was bound"},
     {"pid", "--pid", "PID", OptionType::positive, for_doctor, "",
-     "the process to check (required)"},
+     "the process to check (or --all, or --merge)"},
     {"min_local", "--min-local", "FRACTION", OptionType::fraction, for_doctor, "0.5",
      "the least fraction of resident pages on the GPU's memory node(s) that counts as healthy"},
     {"out", "--out", "DIR|FILE.tar", OptionType::path, for_record, "",

@@ -47,9 +47,11 @@ struct RecordArgs {
 
 struct DoctorArgs {
   LaunchOptions options{};
-  int pid = 0;
+  int pid = 0;                     ///< 0 with all or merge
+  bool all = false;                ///< every process of this machine that carries a plan
+  std::vector<std::string> merge;  ///< --all --format json reports of several nodes
   double min_local = 0.5;
-  TopoFormat format = TopoFormat::text;
+  DoctorFormat format = DoctorFormat::text;
 };
 
 int run_bind(const BindArgs& args);

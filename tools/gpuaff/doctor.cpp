@@ -1,14 +1,20 @@
 // gpuaff doctor: is a running process where its plan says? The verdict is the
 // library's (gpuaff/doctor/verdict.hpp: its own GPUAFF_PLAN, or the plan the
 // options give its GPU); this file prints it as text or JSON (docs/doctor.md).
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "gpuaff/doctor/all.hpp"
 #include "gpuaff/doctor/verdict.hpp"
 #include "output.hpp"
+#include "report.hpp"
 
 namespace gpuaff::cli {
 namespace {
@@ -84,8 +90,9 @@ std::string text_of(const Verdict& v) {
   return out;
 }
 
-std::string json_of(const Verdict& v) {
-  using J = nlohmann::ordered_json;
+using J = nlohmann::ordered_json;
+
+J json_object(const Verdict& v) {
   const Expectation& e = v.expected;
   J j;
   j["pid"] = v.pid;
@@ -127,7 +134,172 @@ std::string json_of(const Verdict& v) {
   J notes = J::array();
   for (const auto& n : v.notes) notes.push_back(cli_spelling(n));
   j["notes"] = std::move(notes);
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  return j;
+}
+
+std::string dump(const J& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + '\n'; }
+
+// ---- --format prometheus: the text exposition format (version 0.0.4), one
+// series per process, for node_exporter's textfile collector.
+
+/// A label value: backslash, double quote and newline escaped.
+std::string label(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string series_labels(const Verdict& v) {
+  const Expectation& e = v.expected;
+  return "{pid=\"" + std::to_string(v.pid) + "\",gpu=\"" + std::to_string(e.gpu) + "\",pci=\"" + label(e.pci) +
+         "\",rank=\"" + label(e.gpu_source) + "\",policy=\"" + std::string(to_string(e.policy)) + "\"}";
+}
+
+std::string prometheus_of(const std::vector<Verdict>& verdicts, std::optional<int> processes) {
+  std::string out;
+  auto metric = [&](std::string_view name, std::string_view help, auto&& value) {
+    out += "# HELP " + std::string(name) + " " + std::string(help) + "\n# TYPE " + std::string(name) + " gauge\n";
+    for (const auto& v : verdicts) out += std::string(name) + series_labels(v) + " " + value(v) + "\n";
+  };
+  if (processes) {
+    out += "# HELP gpuaff_plan_processes Processes of this machine that carry a GPUAFF_PLAN.\n"
+           "# TYPE gpuaff_plan_processes gauge\ngpuaff_plan_processes " + std::to_string(*processes) + "\n";
+  }
+  metric("gpuaff_plan_present", "1 when the process carries the GPUAFF_PLAN it was checked against, 0 when it was "
+         "checked against the options given.",
+         [](const Verdict& v) { return std::string(v.expected.origin == PlanOrigin::recorded ? "1" : "0"); });
+  metric("gpuaff_healthy", "1 when every thread is inside the plan and enough memory is on the GPU's node(s).",
+         [](const Verdict& v) { return std::string(v.healthy() ? "1" : "0"); });
+  metric("gpuaff_threads", "Threads of the process.", [](const Verdict& v) { return std::to_string(v.threads.size()); });
+  metric("gpuaff_threads_outside_plan", "Threads that may run on CPUs outside the plan.", [](const Verdict& v) {
+    return std::to_string(std::count(v.inside.begin(), v.inside.end(), false));
+  });
+  metric("gpuaff_local_memory_fraction", "Fraction of the resident pages on the GPU's memory node(s).",
+         [](const Verdict& v) {
+           char buf[32];
+           std::snprintf(buf, sizeof buf, "%.6f", v.local_fraction());
+           return std::string(buf);
+         });
+  metric("gpuaff_resident_pages", "Resident pages of the process.", [](const Verdict& v) { return std::to_string(v.total); });
+  return out;
+}
+
+// ---- --all and --merge.
+
+std::string all_text(const NodeReport& r) {
+  std::size_t off = 0;
+  for (const auto& v : r.verdicts) off += v.healthy() ? 0 : 1;
+  std::string out = "node " + safe(r.node) + ": " + std::to_string(r.verdicts.size()) +
+                    " process(es) carry a GPUAFF_PLAN" +
+                    (r.verdicts.empty() ? std::string() : ", " + std::to_string(off) + " not healthy") + '\n';
+  std::vector<std::vector<std::string>> rows{{"pid", "rank", "gpu", "pci", "planned CPUs", "threads out", "memory local", "verdict"}};
+  for (const auto& v : r.verdicts) {
+    const Expectation& e = v.expected;
+    rows.push_back({std::to_string(v.pid), safe(e.gpu_source), std::to_string(e.gpu), safe(e.pci), e.cpus.to_list(),
+                    std::to_string(std::count(v.inside.begin(), v.inside.end(), false)) + "/" +
+                        std::to_string(v.threads.size()),
+                    v.total > 0 ? detail::percent(v.local_fraction()) : std::string("-"),
+                    v.healthy() ? "healthy" : "NOT healthy"});
+  }
+  if (!r.verdicts.empty()) out += render_table(rows, "  ");
+  for (const auto& v : r.verdicts)
+    for (const auto& p : v.problems) out += "  pid " + std::to_string(v.pid) + ": " + safe(cli_spelling(p)) + '\n';
+  if (!r.gpu_rails.empty()) {
+    out += "NIC sets:";
+    for (const auto& [g, rail] : r.gpu_rails) out += " GPU " + std::to_string(g) + " " + rail + ";";
+    out.back() = '\n';
+  }
+  for (const auto& n : r.notes) out += "note: " + safe(cli_spelling(n)) + '\n';
+  return out;
+}
+
+J all_json(const NodeReport& r) {
+  J j;
+  j["node"] = r.node;
+  J processes = J::array();
+  for (const auto& v : r.verdicts) processes.push_back(json_object(v));
+  j["processes"] = std::move(processes);
+  J rails = J::object();
+  for (const auto& [g, rail] : r.gpu_rails) rails[std::to_string(g)] = rail;
+  j["gpu_rails"] = std::move(rails);
+  J notes = J::array();
+  for (const auto& n : r.notes) notes.push_back(cli_spelling(n));
+  j["notes"] = std::move(notes);
+  return j;
+}
+
+/// One table by node and rank from several nodes' --all --format json
+/// reports, and whether each GPU index has the same NIC set on every node.
+/// Exit 7 when a process is off or a GPU index changes rail between nodes.
+int run_merge(const std::vector<std::string>& files) {
+  std::vector<J> reports;
+  for (const auto& f : files) {
+    std::string text;
+    if (int e = detail::read_whole_file(f, text); e != 0)
+      return report_error(make_sys_error(Errc::io_error, e, "--merge: cannot read " + safe(f)));
+    J j = J::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("node") || !j["node"].is_string() || !j.contains("processes") ||
+        !j["processes"].is_array())
+      return report_error(make_error(Errc::parse_error, "--merge: ", safe(f), " is not the output of gpuaff doctor --all "
+                                     "--format json (an object with node and processes)"));
+    reports.push_back(std::move(j));
+  }
+  std::sort(reports.begin(), reports.end(), [](const J& a, const J& b) { return a["node"] < b["node"]; });
+  std::vector<std::vector<std::string>> rows{{"node", "rank", "gpu", "pid", "verdict", "problems"}};
+  bool all_healthy = true;
+  for (const auto& r : reports) {
+    std::vector<const J*> procs;
+    for (const auto& p : r["processes"]) procs.push_back(&p);
+    std::sort(procs.begin(), procs.end(), [](const J* a, const J* b) {
+      return a->value("gpu_source", std::string()) < b->value("gpu_source", std::string());
+    });
+    for (const J* p : procs) {
+      bool healthy = p->value("healthy", false);
+      all_healthy = all_healthy && healthy;
+      std::string first = p->contains("problems") && (*p)["problems"].is_array() && !(*p)["problems"].empty() &&
+                                  (*p)["problems"][0].is_string()
+                              ? (*p)["problems"][0].get<std::string>()
+                              : std::string();
+      rows.push_back({safe(r["node"].get<std::string>()), safe(p->value("gpu_source", std::string("?"))),
+                      std::to_string(p->value("gpu", -1)), std::to_string(p->value("pid", 0)),
+                      healthy ? "healthy" : "NOT healthy", safe(first.substr(0, 100))});
+    }
+  }
+  std::string out = render_table(rows, "  ");
+  // GPU index -> node -> NIC set
+  std::map<std::string, std::map<std::string, std::string>> rails;
+  for (const auto& r : reports)
+    if (r.contains("gpu_rails") && r["gpu_rails"].is_object())
+      for (const auto& [g, rail] : r["gpu_rails"].items())
+        if (rail.is_string()) rails[g][r["node"].get<std::string>()] = rail.get<std::string>();
+  bool same_rails = true;
+  for (const auto& [g, by_node] : rails) {
+    std::map<std::string, std::vector<std::string>> nodes_of;
+    for (const auto& [node, rail] : by_node) nodes_of[rail].push_back(node);
+    bool everywhere = nodes_of.size() == 1 && by_node.size() == reports.size();
+    same_rails = same_rails && everywhere;
+    out += "GPU " + safe(g) + ": ";
+    if (everywhere) {
+      out += "NIC set " + safe(nodes_of.begin()->first) + " on every node\n";
+      continue;
+    }
+    std::string parts;
+    for (const auto& [rail, nodes] : nodes_of) {
+      std::string list;
+      for (const auto& n : nodes) list += (list.empty() ? "" : ",") + safe(n);
+      parts += (parts.empty() ? "" : "; ") + safe(rail) + " on " + list;
+    }
+    if (by_node.size() < reports.size()) parts += "; no RDMA NIC set on the other node(s)";
+    out += "NOT the same rail on every node: " + parts + "\n";
+  }
+  return write_result(out, all_healthy && same_rails ? exit_ok : exit_unhealthy);
 }
 
 }  // namespace
@@ -135,10 +307,23 @@ std::string json_of(const Verdict& v) {
 int run_doctor(const DoctorArgs& args) {
   if (args.options.all_gpus)
     return report_error(make_error(Errc::invalid_argument, "gpu=all is for bind: doctor checks one process; name its GPU with gpu=N"));
-  auto v = examine_process(args.pid, args.options, DoctorOptions{.min_local = args.min_local}, cli_readers());
+  if (!args.merge.empty()) return run_merge(args.merge);
+  DoctorOptions d{.min_local = args.min_local};
+  if (args.all) {
+    NodeReport r = examine_all(args.options, d, cli_readers());
+    bool healthy = std::all_of(r.verdicts.begin(), r.verdicts.end(), [](const Verdict& v) { return v.healthy(); });
+    std::string out = args.format == DoctorFormat::json ? dump(all_json(r))
+                      : args.format == DoctorFormat::prometheus
+                          ? prometheus_of(r.verdicts, static_cast<int>(r.verdicts.size()))
+                          : all_text(r);
+    return write_result(out, healthy ? exit_ok : exit_unhealthy);
+  }
+  auto v = examine_process(args.pid, args.options, d, cli_readers());
   if (!v) return report_error(v.error());
-  return write_result(args.format == TopoFormat::json ? json_of(*v) + '\n' : text_of(*v),
-                      v->healthy() ? exit_ok : exit_unhealthy);
+  std::string out = args.format == DoctorFormat::json         ? dump(json_object(*v))
+                    : args.format == DoctorFormat::prometheus ? prometheus_of({*v}, std::nullopt)
+                                                              : text_of(*v);
+  return write_result(out, v->healthy() ? exit_ok : exit_unhealthy);
 }
 
 }  // namespace gpuaff::cli

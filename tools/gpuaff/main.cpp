@@ -42,6 +42,7 @@ struct Given {
   unsigned command = 0;
   std::map<std::string, std::string, std::less<>> text{};
   std::vector<std::string> record_pci{};
+  std::vector<std::string> doctor_merge{};
 
   bool has(const OptionInfo& o) const {
     return (!o.flag.empty() && app->count(std::string(o.flag)) > 0) ||
@@ -73,6 +74,8 @@ void add_row(Given& g, const OptionInfo& o) {
   CLI::Option* opt = nullptr;
   if (g.command == gpuaff::for_record && o.key == "pci") {
     opt = app.add_option(std::string(o.flag), g.record_pci, help);
+  } else if (g.command == gpuaff::for_doctor && o.key == "merge") {
+    opt = app.add_option(std::string(o.flag), g.doctor_merge, help);
   } else {
     std::string& slot = g.text[std::string(o.key)];
     opt = app.add_option_function<std::string>(std::string(o.flag), [&slot](const std::string& v) { slot = v; }, help);
@@ -340,11 +343,18 @@ int main(int argc, char** argv) try {
     DoctorArgs args;
     if (auto ok = fill(doctor_given, args.options); !ok) return fail_usage(ok.error());
     auto pid = cli_value(doctor_given, "pid");
-    if (!pid) return fail_usage(gpuaff::make_error(gpuaff::Errc::invalid_argument, "doctor needs --pid PID; see 'gpuaff doctor --help'"));
-    int p = gpuaff::detail::parse_count(*pid);
-    if (p <= 0) return fail_usage(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--pid '", std::string_view(*pid).substr(0, 40), "' is not a process id (a positive integer)"));
-    args.pid = p;
-    if (auto ok = take_choice(doctor_given, "format", gpuaff::topo_format_choices, args.format); !ok)
+    args.all = cli_value(doctor_given, "all").has_value();
+    args.merge = doctor_given.doctor_merge;
+    int modes = (pid ? 1 : 0) + (args.all ? 1 : 0) + (args.merge.empty() ? 0 : 1);
+    if (modes != 1)
+      return fail_usage(gpuaff::make_error(gpuaff::Errc::invalid_argument, modes == 0 ? "doctor needs --pid PID, --all or --merge FILE; see 'gpuaff doctor --help'"
+                                                                                     : "--pid, --all and --merge each say what to check; give one"));
+    if (pid) {
+      int p = gpuaff::detail::parse_count(*pid);
+      if (p <= 0) return fail_usage(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--pid '", std::string_view(*pid).substr(0, 40), "' is not a process id (a positive integer)"));
+      args.pid = p;
+    }
+    if (auto ok = take_choice(doctor_given, "format", gpuaff::doctor_format_choices, args.format); !ok)
       return fail_usage(ok.error());
     if (auto m = cli_value(doctor_given, "min_local")) {
       char* end = nullptr;

@@ -30,23 +30,6 @@ std::string hex(unsigned value, int digits) {
   return "0x" + s;
 }
 
-/// A fixed-width table: the first row is the header.
-std::string render_table(const std::vector<std::vector<std::string>>& rows, std::string_view indent) {
-  std::vector<std::size_t> width;
-  for (const auto& r : rows) {
-    if (width.size() < r.size()) width.resize(r.size(), 0);
-    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  }
-  std::string out;
-  for (const auto& r : rows) {
-    std::string line(indent);
-    for (std::size_t i = 0; i < r.size(); ++i) line += i + 1 == r.size() ? r[i] : pad(r[i], width[i] + 2);
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + '\n';
-  }
-  return out;
-}
-
 /// The node of GPU `index` in a list of resolutions, or -1 when unknown.
 int node_at(const std::vector<Result<int>>& nodes, int index) {
   if (index < 0 || static_cast<std::size_t>(index) >= nodes.size()) return -1;
@@ -183,6 +166,24 @@ std::string bindings_table(const Topology& topo, const ReportOptions& o) {
 }
 
 }  // namespace
+
+/// A fixed-width table: the first row is the header.
+std::string render_table(const std::vector<std::vector<std::string>>& rows, std::string_view indent) {
+  std::vector<std::size_t> width;
+  for (const auto& r : rows) {
+    if (width.size() < r.size()) width.resize(r.size(), 0);
+    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line(indent);
+    for (std::size_t i = 0; i < r.size(); ++i) line += i + 1 == r.size() ? r[i] : pad(r[i], width[i] + 2);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + '\n';
+  }
+  return out;
+}
+
 
 std::string render_report(const Topology& topo, const ReportOptions& o) {
   std::string out;

@@ -35,6 +35,9 @@ struct ReportOptions {
   int wrap_cells = 32;             ///< cores per line in the picture
 };
 
+/// A fixed-width table, each line starting with `indent`: the first row is the header.
+std::string render_table(const std::vector<std::vector<std::string>>& rows, std::string_view indent);
+
 /// The whole report, ending in a newline.
 std::string render_report(const Topology& topo, const ReportOptions& options);
 

@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "gpuaff/source/json.hpp"  // to_json
@@ -33,6 +37,70 @@ std::string job_line(const LaunchOptions& a) {
 }
 
 }  // namespace
+
+/// The CPU nodes of the package that holds `node`'s CPUs (`node` first), the
+/// others ordered by id; `nearest` keeps only those at the smallest distance
+/// from `node` (when the distances were read).
+std::vector<int> socket_cpu_nodes(const Topology& topo, int node, bool nearest) {
+  const NumaNode* home = topo.find_node(node);
+  if (home == nullptr || home->cpus.empty()) return {node};
+  const Package* package = topo.package_of_cpu(home->cpus.first());
+  std::vector<int> others;
+  int best = -1;
+  for (std::size_t i = 0; i < topo.nodes.size(); ++i) {
+    const NumaNode& n = topo.nodes[i];
+    if (n.id == node || n.cpus.empty()) continue;
+    if (package == nullptr || topo.package_of_cpu(n.cpus.first()) != package) continue;
+    int d = i < home->distances.size() ? home->distances[i] : -1;
+    if (nearest && d >= 0 && best >= 0 && d > best) continue;
+    if (nearest && d >= 0 && (best < 0 || d < best)) {
+      best = d;
+      others.clear();
+    }
+    others.push_back(n.id);
+  }
+  others.insert(others.begin(), node);
+  return others;
+}
+
+/// `topo --format dra`: per visible GPU, what a Kubernetes DRA driver or a
+/// node labeller publishes. resource.kubernetes.io/numaNode follows the
+/// standard attribute's list form: the device's own node (the PCI numa_node),
+/// then the same socket's nodes at the smallest distance; a device whose
+/// numa_node is -1 has none. gpuaff's own fields add what that one attribute
+/// cannot say: the CPU node gpuaff binds to (also inferred where numa_node is
+/// -1), every CPU node of that socket, the GPU's own memory nodes (GB200's
+/// coherent memory), and its NIC set.
+std::string dra_json(const Topology& topo, const JobOptions& job) {
+  nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
+  for (std::size_t g = 0; g < topo.gpus.size(); ++g) {
+    const Gpu& gpu = topo.gpus[g];
+    nlohmann::ordered_json attributes;
+    std::string bdf(gpu.address().to_string().view());
+    attributes["resource.kubernetes.io/pciBusID"] = bdf;
+    if (gpu.numa_node() >= 0) attributes["resource.kubernetes.io/numaNode"] = socket_cpu_nodes(topo, gpu.numa_node(), true);
+    nlohmann::ordered_json o;
+    o["index"] = gpu.index;
+    o["pci"] = bdf;
+    o["attributes"] = std::move(attributes);
+    auto node = resolve_gpu_node(topo, static_cast<int>(g), job);
+    o["cpu_node"] = node ? nlohmann::ordered_json(*node) : nlohmann::ordered_json(nullptr);
+    o["socket_cpu_nodes"] = node ? nlohmann::ordered_json(socket_cpu_nodes(topo, *node, false))
+                                 : nlohmann::ordered_json::array();
+    o["memory_nodes"] = gpu.memory_nodes;
+    nlohmann::ordered_json nic_set = nlohmann::ordered_json::array();
+    if (!topo.nics.empty()) {
+      if (auto set = served_nic_set(topo, {static_cast<int>(g)}))
+        for (const Nic* n : set->nics) nic_set.push_back(nic_port_list({n}));
+    }
+    o["nic_set"] = std::move(nic_set);
+    gpus.push_back(std::move(o));
+  }
+  nlohmann::ordered_json j;
+  j["origin"] = std::string(topo.origin.view());
+  j["gpus"] = std::move(gpus);
+  return j.dump(2) + '\n';
+}
 
 /// "Roles (policy P): one line per GPU" for --roles: each GPU's share of the
 /// drawn policy cut as a rank's CPUs are (policy/roles.hpp).
@@ -76,6 +144,7 @@ int run_topo(const TopoArgs& args) {
   if (args.format == TopoFormat::json) {
     return write_result(to_json(*topo) + '\n');
   }
+  if (args.format == TopoFormat::dra) return write_result(dra_json(*topo, *job));
   // Locality domains are placement units, not part of the machine's
   // description: the report shows them, the JSON (which reads back) does not.
   if (auto split = detail::split_domains(*topo, std::max(args.options.domains_per_gpu, parts)); !split)

@@ -30,7 +30,9 @@ struct Choice {
 /// `gpuaff bind --format`: how a binding is printed.
 enum class BindFormat { cpulist, mask, numactl, json, env };
 /// `gpuaff topo --format`.
-enum class TopoFormat { text, json };
+enum class TopoFormat { text, json, dra };
+/// `doctor --format`.
+enum class DoctorFormat { text, json, prometheus };
 /// `--baseline`: the CPUs (and memory nodes) bindings are drawn from.
 enum class Baseline {
   affinity,  ///< the calling thread's allowed set (what a launcher or taskset left)
@@ -61,7 +63,11 @@ inline constexpr std::array bind_format_choices{
     Choice<BindFormat>{"numactl", BindFormat::numactl}, Choice<BindFormat>{"json", BindFormat::json},
     Choice<BindFormat>{"env", BindFormat::env}};
 inline constexpr std::array topo_format_choices{Choice<TopoFormat>{"text", TopoFormat::text},
-                                                Choice<TopoFormat>{"json", TopoFormat::json}};
+                                                Choice<TopoFormat>{"json", TopoFormat::json},
+                                                Choice<TopoFormat>{"dra", TopoFormat::dra}};
+inline constexpr std::array doctor_format_choices{Choice<DoctorFormat>{"text", DoctorFormat::text},
+                                                  Choice<DoctorFormat>{"json", DoctorFormat::json},
+                                                  Choice<DoctorFormat>{"prometheus", DoctorFormat::prometheus}};
 inline constexpr std::array color_choices{Choice<ColorMode>{"auto", ColorMode::automatic},
                                           Choice<ColorMode>{"always", ColorMode::always},
                                           Choice<ColorMode>{"never", ColorMode::never}};

@@ -1,0 +1,108 @@
+#pragma once
+// `gpuaff doctor --all`: every process of this machine that carries a
+// GPUAFF_PLAN, each checked against that plan (verdict.hpp), and the GPUs'
+// NIC sets, so that reports from several nodes can be compared rail by rail
+// (docs/doctor.md, "A whole job").
+
+#include "gpuaff/config.hpp"  // first: the C++20 check
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuaff/detail/fs.hpp"
+#include "gpuaff/doctor/verdict.hpp"
+#include "gpuaff/launch/front.hpp"
+#include "gpuaff/launch/nics.hpp"
+#include "gpuaff/result.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+/// One machine's processes that carry a plan.
+struct NodeReport {
+  std::string node;                      ///< the host name
+  std::vector<Verdict> verdicts{};       ///< one per process, by pid
+  std::vector<std::string> notes{};      ///< processes that could not be read or checked, and why
+  /// Per visible GPU index, its NIC set as the libraries name it ("mlx5_0:1");
+  /// empty when the machine has no RDMA NIC or its NICs cannot be read.
+  std::map<int, std::string> gpu_rails{};
+};
+
+namespace detail {
+
+/// "GPUAFF_PLAN=" at the start of one of the NUL-separated entries of an environ file.
+inline bool environ_has_plan(std::string_view text) {
+  std::string key = std::string(plan_variable) + "=";
+  if (text.substr(0, key.size()) == key) return true;
+  return text.find(std::string(1, '\0') + key) != std::string_view::npos;
+}
+
+}  // namespace detail
+
+/// The processes of this machine (other than this one) whose environment
+/// carries GPUAFF_PLAN, by pid. A process whose environment this one may not
+/// read (another user's, without privilege) is counted in `*unreadable`.
+inline std::vector<int> planned_processes(int* unreadable = nullptr) {
+  std::vector<int> out;
+  int hidden = 0;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return out;
+  int self = static_cast<int>(::getpid());
+  while (const dirent* e = ::readdir(dir)) {
+    std::string_view name(e->d_name);
+    if (!detail::is_decimal(name)) continue;
+    long long pid = 0;
+    detail::leading_number(name, 10, 1LL << 30, pid);
+    if (pid <= 0 || pid == self) continue;
+    std::string text;
+    int err = detail::read_whole_file("/proc/" + std::string(name) + "/environ", text);
+    if (err == EACCES || err == EPERM) ++hidden;
+    if (err == 0 && detail::environ_has_plan(text)) out.push_back(static_cast<int>(pid));
+  }
+  ::closedir(dir);
+  std::sort(out.begin(), out.end());
+  if (unreadable != nullptr) *unreadable = hidden;
+  return out;
+}
+
+/// Every planned process of this machine checked against its own plan, with
+/// the machine `machine` names (this one by default) for the NIC sets.
+/// Never fails as a whole: a process that ends or cannot be read while it is
+/// checked becomes a note.
+inline NodeReport examine_all(const LaunchOptions& machine, const DoctorOptions& d = {}, const Readers& readers = {}) {
+  NodeReport r;
+  char host[256] = {};
+  r.node = ::gethostname(host, sizeof host - 1) == 0 ? std::string(host) : std::string("?");
+  int unreadable = 0;
+  for (int pid : planned_processes(&unreadable)) {
+    auto v = examine_process(pid, machine, d, readers);
+    if (v) r.verdicts.push_back(std::move(*v));
+    else r.notes.push_back(std::string(v.error().message()));
+  }
+  if (unreadable > 0)
+    r.notes.push_back(std::to_string(unreadable) + " process(es) whose environment this user may not read were "
+                      "not looked at" + (::geteuid() == 0 ? std::string(" (refused even to root: another user "
+                                                                        "namespace, or a security module)")
+                                                          : std::string("; run as root to check every user's processes")));
+  auto topo = load(machine, process_environment(), readers, SysfsDetail::full, nullptr,
+                   TopologyParts::only(&TopologyParts::nics));
+  if (!topo) {
+    r.notes.push_back("rails not compared: " + std::string(topo.error().message()));
+    return r;
+  }
+  if (topo->nics.empty()) return r;
+  for (std::size_t g = 0; g < topo->gpus.size(); ++g) {
+    auto set = served_nic_set(*topo, {static_cast<int>(g)});
+    if (set) r.gpu_rails[static_cast<int>(g)] = nic_port_list(set->nics);
+  }
+  return r;
+}
+
+}  // namespace v0
+}  // namespace gpuaff

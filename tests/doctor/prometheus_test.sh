@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# `gpuaff doctor --all --format prometheus` through node_exporter's textfile
+# collector, as a site runs it: two ranks started by `gpuaff exec` (GPU 0 on
+# CPU 0, GPU 1 on CPU 1 of a root with two fake GPUs), the report written
+# into the collector's directory, node_exporter (Debian's
+# prometheus-node-exporter) started on 127.0.0.1 with only that collector,
+# and its /metrics scraped: the file must parse (node_textfile_scrape_error
+# 0) and carry each rank's series.
+#   prometheus_test.sh GPUAFF
+# Exit 0: passed; 1: a check failed; 77 (ctest's skip): node_exporter is not
+# installed, or CPUs 0 and 1 are not both allowed here.
+set -euo pipefail
+[[ $# -eq 1 ]] || { echo "usage: $0 GPUAFF" >&2; exit 2; }
+gpuaff=$(realpath -- "$1")
+here=$(cd "$(dirname "$0")" && pwd)
+skip() { echo "SKIP: $*"; exit 77; }
+exporter=$(command -v prometheus-node-exporter || command -v node_exporter || true)
+[[ -n $exporter ]] || skip "node_exporter is not installed (Debian: apt-get install prometheus-node-exporter)"
+command -v python3 >/dev/null || skip "python3 is needed to scrape"
+python3 -c 'import os, sys; sys.exit(0 if {0, 1} <= os.sched_getaffinity(0) else 1)' ||
+  skip "CPUs 0 and 1 are not both allowed here"
+
+tmp=$(mktemp -d /tmp/gpuaff-prometheus.XXXXXX)
+pids=()
+cleanup() {
+  set +e
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# A root whose two GPUs are on node 0 with local CPUs 0-1: exclusive gives GPU 0
+# CPU 0 and GPU 1 CPU 1 when each CPU is a core of its own (as the fixture says).
+root=$tmp/root
+python3 - "$root" <<'PY'
+import os, sys
+root = sys.argv[1]
+def write(rel, text):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+cpu = "sys/devices/system/cpu/"
+write(cpu + "online", "0-1\n")
+write(cpu + "possible", "0-1\n")
+for c in (0, 1):
+    write(cpu + "cpu%d/topology/core_cpus_list" % c, "%d\n" % c)
+    write(cpu + "cpu%d/topology/physical_package_id" % c, "0\n")
+    write(cpu + "cpu%d/topology/package_cpus_list" % c, "0-1\n")
+write("sys/devices/system/node/online", "0\n")
+write("sys/devices/system/node/node0/cpulist", "0-1\n")
+write("sys/devices/system/node/node0/distance", "10\n")
+write("proc/self/status", "Cpus_allowed_list:\t0-1\nMems_allowed_list:\t0\n")
+for bdf in ("0000:17:00.0", "0000:65:00.0"):
+    d = "sys/devices/pci0000:00/" + bdf + "/"
+    write(d + "class", "0x030200\n"); write(d + "vendor", "0x10de\n"); write(d + "device", "0x2330\n")
+    write(d + "numa_node", "0\n"); write(d + "local_cpulist", "0-1\n")
+    os.makedirs(os.path.join(root, "sys/bus/pci/devices"), exist_ok=True)
+    os.symlink("../../../devices/pci0000:00/" + bdf, os.path.join(root, "sys/bus/pci/devices", bdf))
+PY
+
+for g in 0 1; do
+  "$gpuaff" exec --root "$root" --gpu "$g" --policy exclusive -- sleep 60 >/dev/null &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do  # until each has exec'd sleep with its plan
+  for _ in $(seq 200); do tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q '^GPUAFF_PLAN=' && break; sleep 0.02; done
+done
+
+textfiles=$tmp/textfile
+mkdir -p "$textfiles"
+# node_exporter reads *.prom; write to a temporary name and rename, as its documentation asks.
+rc=0
+"$gpuaff" doctor --all --root "$root" --format prometheus >"$textfiles/gpuaff.prom.$$" || rc=$?
+mv "$textfiles/gpuaff.prom.$$" "$textfiles/gpuaff.prom"
+[[ $rc -eq 0 ]] || { echo "FAIL: doctor --all exited $rc (both ranks should be healthy)"; cat "$textfiles/gpuaff.prom"; exit 1; }
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$exporter" --web.listen-address="127.0.0.1:$port" --collector.disable-defaults --collector.textfile \
+  --collector.textfile.directory="$textfiles" >"$tmp/exporter.log" 2>&1 &
+pids+=($!)
+metrics=$tmp/metrics
+for _ in $(seq 100); do
+  if python3 -c 'import sys, urllib.request; open(sys.argv[2], "wb").write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=2).read())' "$port" "$metrics" 2>/dev/null; then
+    break
+  fi
+  sleep 0.1
+done
+[[ -s $metrics ]] || { echo "FAIL: node_exporter did not answer on 127.0.0.1:$port"; cat "$tmp/exporter.log"; exit 1; }
+
+failures=0
+expect_line() {  # a line of the scrape, exactly
+  if grep -qxF -- "$1" "$metrics"; then echo "ok: $1"; else echo "FAIL: no line '$1' in the scrape"; failures=$((failures + 1)); fi
+}
+expect_line 'node_textfile_scrape_error 0'
+# the two ranks at least (another test running beside this one may have planned processes too)
+count=$(sed -n 's/^gpuaff_plan_processes \([0-9]*\)$/\1/p' "$metrics")
+if [[ -n $count && $count -ge 2 ]]; then echo "ok: gpuaff_plan_processes $count"; else echo "FAIL: gpuaff_plan_processes is '$count', not 2 or more"; failures=$((failures + 1)); fi
+for i in 0 1; do
+  labels="gpu=\"$i\",pci=\"$([[ $i == 0 ]] && echo 0000:17:00.0 || echo 0000:65:00.0)\",pid=\"${pids[$i]}\",policy=\"exclusive\",rank=\"gpu=$i\""
+  expect_line "gpuaff_healthy{$labels} 1"
+  expect_line "gpuaff_plan_present{$labels} 1"
+  expect_line "gpuaff_threads_outside_plan{$labels} 0"
+  expect_line "gpuaff_threads{$labels} 1"
+done
+if ((failures > 0)); then
+  echo "FAIL: $failures check(s); the scrape's gpuaff lines:"
+  grep gpuaff "$metrics" || true
+  exit 1
+fi
+echo "PASS: node_exporter serves doctor's metrics"
