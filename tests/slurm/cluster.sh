@@ -11,6 +11,11 @@
 #   cluster.sh stop DIR     cancel the cluster's jobs, stop the daemons by their
 #                           pid files (TERM, then KILL after 10 s)
 #   cluster.sh status DIR   the daemons' pids and `sinfo`
+#   cluster.sh plugstack DIR [LINE...]
+#                           write DIR/etc/plugstack.conf: one line per LINE
+#                           (none: empty). srun and each step's slurmstepd
+#                           read it when they start, so it takes effect for
+#                           the next srun, with no restart.
 #
 # Needs (Debian 12): slurm-wlm (22.05) and munge; installs nothing. Runs as
 # root: slurmd needs it to create cgroups and start tasks as the job's user.
@@ -28,14 +33,16 @@
 # not root, no cgroup cpuset controller): the caller's skip.
 set -euo pipefail
 
-usage() { echo "usage: $0 start|stop|status DIR" >&2; exit 2; }
+usage() { echo "usage: $0 start|stop|status DIR, or $0 plugstack DIR [LINE...]" >&2; exit 2; }
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 cannot() { echo "cluster.sh: cannot host the cluster here: $*" >&2; exit 77; }
 
-[[ $# -eq 2 ]] || usage
+[[ $# -ge 2 ]] || usage
 action=$1
 [[ -n $2 ]] || usage
+[[ $# -eq 2 || $action == plugstack ]] || usage
 dir=$(realpath -m -- "$2")
+shift 2
 conf=$dir/etc/slurm.conf
 export SLURM_CONF=$conf
 wait_s=30
@@ -264,8 +271,17 @@ status() {
   return $rc
 }
 
+# Writes the plugstack.conf the cluster's slurm.conf names (PlugStackConfig).
+plugstack() {
+  [[ -d $dir/etc ]] || die "no cluster configuration under $dir (start it first)"
+  local tmp=$dir/etc/plugstack.conf.new
+  if [[ $# -eq 0 ]]; then : >"$tmp"; else printf '%s\n' "$@" >"$tmp"; fi
+  mv -f "$tmp" "$dir/etc/plugstack.conf"
+}
+
 case $action in
   start) start ;;
+  plugstack) plugstack "$@" ;;
   stop) stop_all; echo "cluster under $dir stopped" ;;
   status) status ;;
   *) usage ;;

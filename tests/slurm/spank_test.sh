@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# The SPANK plugin spank_gpuaff.so under a real slurmd: srun launches on the
+# one-node test cluster (tests/slurm/cluster.sh) with two fake GPUs, each
+# checked against exact masks, exit codes and messages, and against what
+# `gpuaff exec` gives in the same step. docs/slurm.md ("The SPANK plugin")
+# says what each case shows and what was observed.
+#   spank_test.sh GPUAFF PLUGIN
+# Exit 0: every check passed; 1: a check failed; 77 (ctest's skip): the
+# plugin was not built (no slurm/spank.h), Slurm or munge is missing, not
+# root, no cgroup cpuset, or this machine is not the 2-CPU, 2-core machine
+# the masks are written for.
+set -euo pipefail
+[[ $# -eq 2 ]] || { echo "usage: $0 GPUAFF PLUGIN" >&2; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../integration/prepare_root.sh"  # skip, prepare_root
+gpuaff=$(realpath -- "$1")
+[[ -x $gpuaff ]] || { echo "FAIL: $gpuaff is not an executable"; exit 1; }
+[[ -f $2 ]] || skip "the SPANK plugin $2 was not built (configure with Slurm's slurm/spank.h: apt-get install libslurm-dev)"
+plugin=$(realpath -- "$2")
+for prog in srun sinfo squeue scancel slurmctld slurmd munged python3; do
+  command -v "$prog" >/dev/null || skip "$prog not installed (Debian: apt-get install slurm-wlm munge)"
+done
+[[ $(id -u) -eq 0 ]] || skip "not root: slurmd must create cgroups"
+[[ $(cat /sys/devices/system/cpu/online) == 0-1 ]] ||
+  skip "the exact masks are written for a machine with CPUs 0-1 online (this one: $(cat /sys/devices/system/cpu/online))"
+grep -q 'ThreadsPerCore=1\b' <<<"$(slurmd -C)" || skip "CPUs 0 and 1 are one core here (slurmd -C); the test needs two cores"
+
+tmp=$(mktemp -d /tmp/gpuaff-spank.XXXXXX)
+chmod 711 "$tmp"  # munged wants every directory above its socket searchable
+cluster=$tmp/cluster
+blocker_pid=""
+cleanup() {
+  set +e
+  "$here/cluster.sh" stop "$cluster" >/dev/null
+  if [[ -n $blocker_pid ]]; then
+    kill -TERM "$blocker_pid" 2>/dev/null
+    wait "$blocker_pid" 2>/dev/null
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+prepare_root "$gpuaff" "$tmp/root"
+root=$tmp/root
+rc=0
+"$here/cluster.sh" start "$cluster" >"$tmp/cluster.out" 2>&1 || rc=$?
+if [[ $rc -eq 77 ]]; then skip "$(tail -n 1 "$tmp/cluster.out")"; fi
+if [[ $rc -ne 0 ]]; then
+  echo "FAIL: the test cluster did not start (cluster.sh exited $rc):"
+  cat "$tmp/cluster.out"
+  exit 1
+fi
+cat "$tmp/cluster.out"
+export SLURM_CONF=$cluster/etc/slurm.conf
+export GPUAFF=$gpuaff
+cd "$tmp"
+
+# plugstack LINE...: the plugstack.conf of the next srun (and its steps).
+plugstack() {
+  "$here/cluster.sh" plugstack "$cluster" "$@"
+  echo "--- plugstack.conf: $(sed "s|$tmp|\$TMP|g; s|$plugin|spank_gpuaff.so|" "$cluster/etc/plugstack.conf" | paste -sd'|' -)"
+}
+# What each task runs (after task.sh's before=... line): its plan variable.
+show_plan=(bash -c 'echo "plan=${GPUAFF_PLAN-unset}"')
+
+failures=0
+# step NAME SRUN_OPTIONS... -- TASK_ARGS...: one srun, each task running task.sh.
+step() {
+  local name=$1 opts=() rc=0
+  shift
+  while [[ $1 != -- ]]; do opts+=("$1"); shift; done
+  shift
+  local shown="$*"
+  echo "--- $name: srun ${opts[*]} task.sh ${shown//$tmp/\$TMP}"
+  timeout 60 srun --label "${opts[@]}" bash "$here/task.sh" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" || rc=$?
+  echo "$rc" >"$tmp/$name.rc"
+  sort -s -n -k1,1 "$tmp/$name.out" | sed 's/^/    /'
+  grep -E '^([0-9]+: )?gpuaff|^srun: error' "$tmp/$name.err" | sed "s|$tmp|\$TMP|g; s/^/    /" || true
+}
+field() { sed -n "s/^$2: $3=//p" "$tmp/$1.out" | head -n 1; }  # field NAME TASK KEY
+message() { sed -n "s/^$2: \(gpuaff.*\)/\1/p" "$tmp/$1.err"; }  # the task's gpuaff lines
+srun_exit() { sed -n 's/^srun: error: localhost: \(tasks* [0-9,-]*: Exited with exit code [0-9]*\)$/\1/p' "$tmp/$1.err"; }
+expect() {  # expect WHAT ACTUAL EXPECTED
+  if [[ $2 == "$3" ]]; then echo "ok: $1"; else echo "FAIL: $1: got '$2', expected '$3'"; failures=$((failures + 1)); fi
+}
+expect_in() {  # expect_in WHAT TEXT PIECE
+  if [[ $2 == *"$3"* ]]; then echo "ok: $1"; else
+    echo "FAIL: $1: '$3' not in '$2'"; failures=$((failures + 1)); fi
+}
+
+# 0. The reference: `gpuaff exec --local-rank --policy exclusive` in the same
+#    step, no plugin. Task N runs on CPU N with the plan GPUAFF_PLAN says.
+plugstack
+step exec_ref "-n2" "--gres=gpu:2" "--cpu-bind=none" -- \
+  "$gpuaff" exec --local-rank --policy exclusive --root "$root" -- "${show_plan[@]}"
+for t in 0 1; do
+  expect "exec: task $t exit status" "$(field exec_ref $t rc)" 0
+  exec_plan[$t]=$(field exec_ref $t plan)
+  expect_in "exec: task $t has a plan" "${exec_plan[$t]}" "v1 gpu=$t pci=0000:e$((t + 1)):00.0 from=SLURM_LOCALID=$t policy=exclusive node=0 cpus=$t "
+done
+
+# 1. The plugin listed, no site default: `srun --gpuaff=exclusive` binds task N
+#    to CPU N before it runs, with exec's GPUAFF_PLAN; without --gpuaff (or
+#    with --gpuaff=off) nothing is bound.
+plugstack "optional $plugin root=$root"
+step flag "-n2" "--gres=gpu:2" "--cpu-bind=none" "--gpuaff=exclusive" -- "${show_plan[@]}"
+for t in 0 1; do
+  expect "--gpuaff=exclusive: task $t starts on CPU $t" "$(field flag $t before)" "$t cvd=0,1"
+  expect "--gpuaff=exclusive: task $t carries exec's GPUAFF_PLAN" "$(field flag $t plan)" "${exec_plan[$t]}"
+  expect "--gpuaff=exclusive: task $t exit status" "$(field flag $t rc)" 0
+  expect "--gpuaff=exclusive: task $t says nothing" "$(message flag $t)" ""
+done
+step no_flag "-n2" "--gres=gpu:2" "--cpu-bind=none" -- "${show_plan[@]}"
+step flag_off "-n2" "--gres=gpu:2" "--cpu-bind=none" "--gpuaff=off" -- "${show_plan[@]}"
+for name in no_flag flag_off; do
+  for t in 0 1; do
+    expect "$name: task $t is not bound" "$(field $name $t before)" "0-1 cvd=0,1"
+    expect "$name: task $t has no plan" "$(field $name $t plan)" unset
+    expect "$name: task $t says nothing" "$(message $name $t)" ""
+  done
+done
+#    Slurm's own core binding (--cpu-bind=cores) puts task N on CPU N; the
+#    plugin runs after it, in the task: --gpuaff=node gives both tasks node
+#    0's CPUs 0-1 (wider than Slurm's binding, inside the step's cgroup).
+step cores "-n2" "--gres=gpu:2" "--cpu-bind=cores" -- "${show_plan[@]}"
+step cores_node "-n2" "--gres=gpu:2" "--cpu-bind=cores" "--gpuaff=node" -- "${show_plan[@]}"
+for t in 0 1; do
+  expect "--cpu-bind=cores: task $t on CPU $t (Slurm's binding)" "$(field cores $t before)" "$t cvd=0,1"
+  expect "--cpu-bind=cores --gpuaff=node: task $t on node 0's CPUs" "$(field cores_node $t before)" "0-1 cvd=0,1"
+  expect_in "--cpu-bind=cores --gpuaff=node: task $t has a plan" "$(field cores_node $t plan)" "v1 gpu=$t pci=0000:e$((t + 1)):00.0 from=SLURM_LOCALID=$t policy=node node=0 cpus=0-1 "
+done
+
+# 2. A policy that is not one: srun refuses it before anything runs, with
+#    gpuaff's own words (as `gpuaff exec --policy exclusiv` says them).
+exec_bad=$("$gpuaff" exec --gpu 0 --policy exclusiv --root "$root" -- true 2>&1 || true)
+echo "    (gpuaff exec --policy exclusiv: $exec_bad)"
+step bad_flag "-n2" "--gres=gpu:2" "--cpu-bind=none" "--gpuaff=exclusiv" -- "${show_plan[@]}"
+expect "--gpuaff=exclusiv: srun fails" "$(cat "$tmp/bad_flag.rc")" 255
+expect "--gpuaff=exclusiv: no task runs" "$(cat "$tmp/bad_flag.out")" ""
+expect_in "--gpuaff=exclusiv: gpuaff's message" "$(cat "$tmp/bad_flag.err")" \
+  "srun: error: gpuaff: --gpuaff=exclusiv: ${exec_bad#gpuaff: }"
+expect_in "--gpuaff=exclusiv: says 'did you mean'" "$(cat "$tmp/bad_flag.err")" "did you mean exclusive?"
+expect_in "--gpuaff=exclusiv: srun names the option" "$(cat "$tmp/bad_flag.err")" "srun: error: Invalid --gpuaff argument: exclusiv"
+
+# 3. default=on: every step is bound without the flag; --gpuaff=off opts out.
+plugstack "optional $plugin root=$root policy=exclusive default=on"
+step default_on "-n2" "--gres=gpu:2" "--cpu-bind=none" -- "${show_plan[@]}"
+step default_off "-n2" "--gres=gpu:2" "--cpu-bind=none" "--gpuaff=off" -- "${show_plan[@]}"
+for t in 0 1; do
+  expect "default=on: task $t starts on CPU $t" "$(field default_on $t before)" "$t cvd=0,1"
+  expect "default=on: task $t carries exec's GPUAFF_PLAN" "$(field default_on $t plan)" "${exec_plan[$t]}"
+  expect "default=on --gpuaff=off: task $t is not bound" "$(field default_off $t before)" "0-1 cvd=0,1"
+  expect "default=on --gpuaff=off: task $t has no plan" "$(field default_off $t plan)" unset
+done
+#    A bad policy in plugstack.conf ends each task before it runs, with exec's
+#    message and exit code (2: a usage mistake).
+plugstack "optional $plugin root=$root policy=exclusiv default=on"
+step site_bad "-n2" "--gres=gpu:2" "--cpu-bind=none" -- "${show_plan[@]}"
+for t in 0 1; do
+  expect "site policy=exclusiv: task $t does not run" "$(field site_bad $t before)" ""
+  expect "site policy=exclusiv: task $t message is exec's" "$(message site_bad $t)" "$exec_bad"
+done
+expect "site policy=exclusiv: exit code" "$(srun_exit site_bad)" "tasks 0-1: Exited with exit code 2"
+#    A key gpuaff does not know: an error naming it, only where the plugin binds.
+plugstack "optional $plugin root=$root membnd=local"
+step site_key "-n2" "--gres=gpu:2" "--cpu-bind=none" "--gpuaff=exclusive" -- "${show_plan[@]}"
+expect "unknown key: exit code" "$(srun_exit site_key)" "tasks 0-1: Exited with exit code 2"
+for t in 0 1; do
+  expect "unknown key: task $t does not run" "$(field site_key $t before)" ""
+  expect "unknown key: task $t message" "$(message site_key $t)" \
+    "gpuaff: plugstack.conf: unknown option 'membnd'; did you mean membind? (policy=P, root=DIR, default=on|off, or any option of 'gpuaff exec' as KEY=VALUE)"
+done
+step site_key_off "-n2" "--gres=gpu:2" "--cpu-bind=none" -- "${show_plan[@]}"
+for t in 0 1; do
+  expect "unknown key, no --gpuaff: task $t runs unbound" "$(field site_key_off $t before)" "0-1 cvd=0,1"
+  expect "unknown key, no --gpuaff: task $t says nothing" "$(message site_key_off $t)" ""
+done
+#    Any exec option passes through: membind=local (the task's memory policy).
+plugstack "optional $plugin root=$root membind=local"
+step site_membind "-n2" "--gres=gpu:2" "--cpu-bind=none" "--gpuaff=exclusive" -- "${show_plan[@]}"
+for t in 0 1; do
+  expect "membind=local: task $t on CPU $t" "$(field site_membind $t before)" "$t cvd=0,1"
+  expect_in "membind=local: task $t's plan binds memory to node 0" "$(field site_membind $t plan)" "cpus=$t mems=0 membind=local"
+  expect "membind=local: task $t says nothing" "$(message site_membind $t)" ""
+done
+
+# 4. Another job holds CPU 0; a step planned on the recording (gpu=0 nproc=2:
+#    CPU 0) gets only CPU 1. Exec's error and exit code 5, then fallback=unbound.
+timeout 120 srun --job-name=gpuaff-blocker -n1 -w localhost --cpus-per-task=1 \
+  sh -c "grep Cpus_allowed_list /proc/self/status >'$tmp/blocker.mask'; exec sleep 100" \
+  >"$tmp/blocker.out" 2>&1 &
+blocker_pid=$!
+for ((i = 0; i < 100; i++)); do [[ -s $tmp/blocker.mask ]] && break; sleep 0.2; done
+expect "busy: the other job holds CPU 0" "$(cat "$tmp/blocker.mask" 2>/dev/null)" $'Cpus_allowed_list:\t0'
+plugstack
+step busy_exec "-n1" "--gres=gpu:2" "--cpu-bind=none" -- \
+  "$gpuaff" exec --gpu 0 --nproc 2 --policy exclusive --root "$root" -- "${show_plan[@]}"
+expect "busy, exec: exit status" "$(field busy_exec 0 rc)" 5
+busy_msg=$(message busy_exec 0 | sed 's/for thread [0-9]*/for thread T/')
+expect_in "busy, exec: error" "$busy_msg" "gpuaff: cannot apply the binding planned from $root here: CPUs 0 are not in this process's allowed set"
+plugstack "optional $plugin root=$root gpu=0 nproc=2 policy=exclusive"
+step busy "-n1" "--gres=gpu:2" "--cpu-bind=none" "--gpuaff" -- "${show_plan[@]}"
+expect "busy, plugin: the task does not run" "$(field busy 0 before)" ""
+expect "busy, plugin: exit code (exec's)" "$(srun_exit busy)" "task 0: Exited with exit code 5"
+expect "busy, plugin: exec's message" "$(message busy 0 | sed 's/for thread [0-9]*/for thread T/')" "$busy_msg"
+plugstack "optional $plugin root=$root gpu=0 nproc=2 policy=exclusive fallback=unbound"
+step busy_fallback "-n1" "--gres=gpu:2" "--cpu-bind=none" "--gpuaff" -- "${show_plan[@]}"
+expect "busy, fallback=unbound: runs unbound on the step's CPU 1" "$(field busy_fallback 0 before)" "1 cvd=0,1"
+expect "busy, fallback=unbound: exit status" "$(field busy_fallback 0 rc)" 0
+expect "busy, fallback=unbound: no plan" "$(field busy_fallback 0 plan)" unset
+expect "busy, fallback=unbound: exec's warning" "$(message busy_fallback 0 | sed 's/for thread [0-9]*/for thread T/')" \
+  "gpuaff: warning: ${busy_msg#gpuaff: }; running the task unbound (fallback=unbound)"
+blocker_job=$(squeue -h -n gpuaff-blocker -o %i)
+[[ -z $blocker_job ]] || scancel "$blocker_job"
+wait "$blocker_pid" 2>/dev/null || true
+blocker_pid=""
+
+if [[ $failures -ne 0 ]]; then
+  echo "FAIL: $failures check(s) failed; slurmd log tail:"
+  tail -n 20 "$cluster/log/slurmd.log"
+  exit 1
+fi
+echo "PASS: every SPANK plugin case behaved as checked"

@@ -1,0 +1,278 @@
+// spank_gpuaff.so: a Slurm SPANK plugin that binds each task of a step as
+// `gpuaff exec --local-rank` would, in the task itself, just before Slurm
+// execs the task's program (docs/slurm.md, "The SPANK plugin").
+//
+//   plugstack.conf:  optional /PATH/spank_gpuaff.so [policy=P] [root=DIR] [default=on|off] [KEY=VALUE...]
+//   srun --gpuaff[=POLICY] ...      bind this step's tasks (POLICY overrides policy=P)
+//   srun --gpuaff=off ...           do not, even under default=on
+//
+// Where it runs: slurm_spank_task_init is called in the forked task, after
+// Slurm put it in the step's cgroup and its task plugins bound it
+// (task_g_pre_launch), after the GRES plugin set the task's
+// CUDA_VISIBLE_DEVICES, and just before execve. The calling process is the
+// task, with one thread: apply_plan binds it, and the binding (CPU mask and
+// memory policy) survives the exec.
+//
+// Failure: the messages are exec's, one line each on the task's stderr. A
+// failed binding ends the task before it runs with exec's exit code (2 usage,
+// 3 topology, 4 not found, 5 cannot bind, 6 system): the plugin calls _exit()
+// in the task process, as slurmstepd itself does there for its own failures,
+// because a plugin listed `optional` cannot stop a task by returning an
+// error. With fallback=unbound what the machine refuses is a warning and the
+// task runs unbound; a usage mistake always ends the task. Nothing here runs
+// in slurmd or in slurmstepd's own process, and no exception leaves the
+// plugin.
+//
+// It links no library beyond the C and C++ runtimes: the spank_* and slurm_*
+// functions are slurmstepd's (and srun's), found when Slurm loads the plugin.
+
+extern "C" {
+#include <slurm/spank.h>
+}
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "exit_codes.hpp"  // tools/gpuaff: the exit code of each error class, one_line
+#include "gpuaff/launch/front.hpp"
+#include "gpuaff/launch/plan_variable.hpp"
+
+// SPANK_PLUGIN defines these as `const`, which has internal linkage in C++;
+// declared here first, they are the exported C symbols Slurm's loader reads.
+extern "C" {
+extern const char plugin_name[];
+extern const char plugin_type[];
+extern const unsigned int plugin_version;
+extern const unsigned int spank_plugin_version;
+}
+SPANK_PLUGIN(gpuaff, 1)
+
+namespace {
+
+using namespace gpuaff;
+
+/// What plugstack.conf and `srun --gpuaff` ask for. Kept per process: srun
+/// and slurmstepd each load the plugin, and a task inherits slurmstepd's.
+struct Settings {
+  bool site_default = false;                            ///< default=on
+  std::vector<std::pair<std::string, std::string>> kv;  ///< the other KEY=VALUE arguments, in order
+  std::vector<std::string> config_errors;               ///< reported only when the plugin binds a task
+  bool flag_given = false;                              ///< srun --gpuaff[=...]
+  bool flag_off = false;                                ///< srun --gpuaff=off
+  std::string flag_policy;                              ///< srun --gpuaff=POLICY
+};
+Settings settings;
+
+constexpr std::string_view prefix = "gpuaff: ";
+
+/// One line for the task's stderr: the text Slurm's own messages show, with
+/// control characters escaped as exec escapes them.
+void say(const std::string& text) {
+  std::string line = gpuaff::cli::one_line(text);
+  // Written to the task's stderr (srun shows it with --label's task number),
+  // byte for byte the line `gpuaff exec` prints.
+  line += '\n';
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
+/// Ends the task with exec's exit code for `e`, after its message. Only
+/// called in slurm_spank_task_init, which runs in the task's own process.
+[[noreturn]] void end_task(int code) {
+  std::fflush(stderr);
+  std::fflush(stdout);
+  ::_exit(code);
+}
+
+/// Whether `key` is a gpuaff option the plugin passes on (every option of
+/// `gpuaff exec`).
+bool exec_option(std::string_view key) {
+  const OptionInfo* o = find_option(key);
+  return o != nullptr && o->set != nullptr && (o->commands & for_exec) != 0;
+}
+
+int option_callback(int, const char* optarg, int remote) {
+  try {
+    settings.flag_given = true;
+    std::string_view value = optarg == nullptr ? std::string_view() : std::string_view(optarg);
+    settings.flag_off = value == "off";
+    settings.flag_policy = value == "off" ? std::string() : std::string(value);
+    // In srun: a policy that is not one is the user's mistake, said before
+    // anything is allocated, with gpuaff's words ("did you mean ...?").
+    if (remote == 0 && !settings.flag_policy.empty()) {
+      LaunchOptions o;
+      if (auto ok = set_option(o, "policy", settings.flag_policy); !ok) {
+        std::string text = cli::one_line(ok.error().message());
+        slurm_error("gpuaff: --gpuaff=%s: %s", cli::one_line(settings.flag_policy).c_str(), text.c_str());
+        return -1;
+      }
+    }
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
+spank_option gpuaff_option{
+    const_cast<char*>("gpuaff"), const_cast<char*>("POLICY"),
+    const_cast<char*>("bind each task to its GPU's CPUs (and memory) as 'gpuaff exec --local-rank' does; POLICY "
+                      "(optional) overrides the site's policy=, 'off' turns a site default off"),
+    2, 0, option_callback};
+
+/// The task's environment, read through slurmstepd (the variables Slurm set
+/// for this task: SLURM_LOCALID, SLURM_TASKS_PER_NODE, CUDA_VISIBLE_DEVICES...).
+Environment task_environment(spank_t sp) {
+  return [sp](std::string_view name) -> std::optional<std::string> {
+    std::string key(name);
+    std::vector<char> buf(4096);
+    for (int tries = 0; tries < 6; ++tries) {
+      spank_err_t rc = spank_getenv(sp, key.c_str(), buf.data(), static_cast<int>(buf.size()));
+      if (rc == ESPANK_SUCCESS) return std::string(buf.data());
+      if (rc != ESPANK_NOSPACE) return std::nullopt;
+      buf.resize(buf.size() * 4);
+    }
+    return std::nullopt;
+  };
+}
+
+/// The options as `gpuaff exec --local-rank` with the site's and the user's
+/// choices. Errors: the first bad argument of plugstack.conf, or a bad value.
+Result<LaunchOptions> task_options() {
+  if (!settings.config_errors.empty()) return fail(Errc::invalid_argument, settings.config_errors.front());
+  LaunchOptions o;
+  bool device_named = false;
+  for (const auto& [key, value] : settings.kv) {
+    GPUAFF_TRY_VOID(set_option(o, key, value));
+    device_named = device_named || key == "gpu" || key == "pci" || key == "local_rank";
+  }
+  if (!settings.flag_policy.empty()) GPUAFF_TRY_VOID(set_option(o, "policy", settings.flag_policy));
+  if (!device_named) GPUAFF_TRY_VOID(set_option(o, "local_rank", "true"));
+  if (o.all_gpus)
+    return fail(Errc::invalid_argument, "gpu=all is for bind: a task is bound to one device; name it with gpu=N, "
+                "pci=BDF or local_rank=true in plugstack.conf");
+  return o;
+}
+
+int bind_task(spank_t sp) {
+  LaunchStage stage = LaunchStage::options;
+  auto options = task_options();
+  if (!options) {
+    say(std::string(prefix) + std::string(options.error().message()));
+    end_task(cli::exit_code(options.error().code()));
+  }
+  const LaunchOptions& o = *options;
+  if (auto ok = check_apply_options(o); !ok) {
+    say(std::string(prefix) + std::string(ok.error().message()));
+    end_task(cli::exit_code(ok.error().code()));
+  }
+  Environment env = task_environment(sp);
+  auto plan = gpuaff::plan(o, env, Readers{}, &stage);
+  if (plan) {
+    for (const auto& w : plan->warnings) say(std::string(prefix) + "warning: " + w);
+  }
+  Result<void> bound = plan ? Result<void>() : Result<void>(Unexpected<Error>(plan.error()));
+  if (plan) {
+    OnRefused on_refused = o.fallback == Fallback::unbound ? OnRefused::cpu_only : OnRefused::error;
+    PlannedOn where = o.machine.another_machine() ? PlannedOn::another_machine : PlannedOn::this_machine;
+    auto done = apply_plan(*plan, on_refused, where);
+    if (!done) {
+      stage = LaunchStage::apply;
+      bound = Unexpected<Error>(done.error());
+    } else {
+      for (const auto& w : done->warnings) say(std::string(prefix) + "warning: " + w);
+      if (o.omp_threads) spank_setenv(sp, "OMP_NUM_THREADS", std::to_string(omp_thread_count(*plan)).c_str(), 1);
+      for (const auto& [name, value] : plan->env) spank_setenv(sp, name.c_str(), value.c_str(), 1);
+      std::string variable(plan_variable);
+      if (spank_setenv(sp, variable.c_str(), plan_variable_value(*plan).c_str(), 1) != ESPANK_SUCCESS)
+        say(std::string(prefix) + "warning: cannot set " + variable + " in the task's environment; "
+            "'gpuaff doctor --pid PID' will not find the plan");
+    }
+  }
+  if (!bound) {
+    Error e = bound.error();
+    // As exec: the kernel's EINVAL (a CPU outside the cgroup's cpuset) is the
+    // machine refusing the binding, not a usage mistake.
+    if (stage == LaunchStage::apply && e.code() == Errc::invalid_argument) e = Error(Errc::empty_result, e.message(), e.sys_errno());
+    if (o.fallback != Fallback::unbound || usage_mistake(e, stage)) {
+      say(std::string(prefix) + std::string(e.message()));
+      end_task(cli::exit_code(e.code()));
+    }
+    say(std::string(prefix) + "warning: " + cli::one_line(e.message()) + "; running the task unbound (fallback=unbound)");
+  }
+  return 0;
+}
+
+bool active() {
+  if (settings.flag_off) return false;
+  return settings.flag_given || settings.site_default;
+}
+
+}  // namespace
+
+extern "C" {
+
+int slurm_spank_init(spank_t sp, int ac, char** av) {
+  try {
+    settings = Settings{};
+    for (int i = 0; i < ac; ++i) {
+      std::string_view arg(av[i] == nullptr ? "" : av[i]);
+      auto eq = arg.find('=');
+      std::string key(arg.substr(0, eq));
+      std::string value(eq == std::string_view::npos ? std::string_view() : arg.substr(eq + 1));
+      if (key == "default") {
+        if (value == "on") settings.site_default = true;
+        else if (value == "off") settings.site_default = false;
+        else settings.config_errors.push_back("plugstack.conf: default=" + value + " is not on or off");
+      } else if (eq == std::string_view::npos) {
+        settings.config_errors.push_back("plugstack.conf: '" + std::string(arg) +
+                                         "' is not KEY=VALUE (policy=P, root=DIR, default=on|off, or any option "
+                                         "of 'gpuaff exec' as KEY=VALUE)");
+      } else if (exec_option(key)) {
+        settings.kv.emplace_back(key, value);
+      } else {
+        std::string hint;
+        std::vector<std::string_view> keys{"default"};
+        for (const auto& o : launch_options)
+          if (o.set != nullptr && (o.commands & for_exec) != 0) keys.push_back(o.key);
+        if (std::string_view guess = detail::closest(key, keys); !guess.empty())
+          hint = "; did you mean " + std::string(guess) + "?";
+        settings.config_errors.push_back("plugstack.conf: unknown option '" + key.substr(0, 40) + "'" + hint +
+                                         " (policy=P, root=DIR, default=on|off, or any option of 'gpuaff exec' "
+                                         "as KEY=VALUE)");
+      }
+    }
+    spank_context_t context = spank_context();
+    if (context == S_CTX_LOCAL || context == S_CTX_REMOTE) {
+      if (spank_option_register(sp, &gpuaff_option) != ESPANK_SUCCESS) {
+        slurm_error("gpuaff: cannot register the --gpuaff option with Slurm");
+        return -1;
+      }
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    slurm_error("gpuaff: plugin start failed: %s", e.what());
+    return -1;
+  } catch (...) {
+    slurm_error("gpuaff: plugin start failed");
+    return -1;
+  }
+}
+
+int slurm_spank_task_init(spank_t sp, int, char**) {
+  if (!active()) return 0;
+  try {
+    return bind_task(sp);
+  } catch (const std::exception& e) {
+    say("gpuaff: internal error (a bug in gpuaff; please report it): " + std::string(e.what()));
+  } catch (...) {
+    say("gpuaff: internal error (a bug in gpuaff; please report it)");
+  }
+  end_task(cli::exit_internal);
+}
+
+}  // extern "C"
