@@ -58,6 +58,16 @@ log "CLI on the real GPUs"
   run "$g" exec --gpu 0 --membind local --dry-run -- true
   CUDA_VISIBLE_DEVICES=GPU-00000000-bad run "$g" bind --gpu 0
   run "$g" exec --gpu 0 -- sh -c "\"$g\" doctor --gpu 0 --pid \$\$"
+  # A batch job's view: the device node of each GPU is opened (and must stay visible when allowed).
+  SLURM_JOB_ID=1 CUDA_VISIBLE_DEVICES=0 run "$g" bind --gpu 0 --format json
+  run "$g" bind --gpu 0 --policy exclusive --roles main=1,comm=1,data=4 --format json
+  run "$g" bind --gpu 1 --policy exclusive --domains-per-gpu 2
+  run "$g" topo --format dra
+  "$g" exec --gpu 0 -- sleep 20 &
+  sleep 1
+  run "$g" doctor --all
+  run "$g" doctor --all --format prometheus
+  kill %1 2>/dev/null
 } >"$out/cli.txt" 2>&1
 
 if [[ -x dist/gpuaff ]]; then
@@ -92,6 +102,11 @@ def worker():
         seen["worker"] = sorted(os.sched_getaffinity(0))
 t = threading.Thread(target=worker); t.start(); t.join()
 print("worker thread:", seen["worker"], "main unchanged:", os.sched_getaffinity(0) == before)
+p = gpuaff.bind(gpu=0, policy="exclusive", roles="main=1,comm=1,data=4")
+print("roles:", {k: sorted(v) for k, v in p.roles.items()}, "OMP_PLACES" in os.environ)
+print("bind_role main:", gpuaff.bind_role("main"), sorted(os.sched_getaffinity(0)))
+if torch is not None and torch.cuda.is_available():
+    print("after roles, matmul ok:", float((torch.ones(64, 64, device="cuda") @ torch.ones(64, 64, device="cuda")).sum()))
 EOF
 PYTHONPATH=$b/python run "$py" "$b/check.py" >"$out/python.txt" 2>&1
 
