@@ -271,7 +271,7 @@ struct Topology {
   std::vector<CacheGroup> core_complexes;  ///< last-level cache groups, sorted by lowest CPU
   /// The per-CPU file Core::priority was read from ("cpufreq/base_frequency",
   /// "acpi_cppc/highest_perf", "cpu_capacity"); empty when none was read.
-  std::string priority_source;
+  FixedString<32> priority_source;
   std::vector<PciDevice> pci_devices;      ///< sorted by address
   std::vector<Gpu> gpus;                   ///< visible GPUs, by index
   /// Every GPU of the host (sys/bus/pci/devices), in bus-id order, index = position,

@@ -243,10 +243,11 @@ struct Child {
   Child& operator=(const Child&) = delete;
 };
 
-void pin_process(int cpu) {
+void pin_process(int cpu, int also = -1) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
+  if (also >= 0) CPU_SET(also, &set);
   if (::sched_setaffinity(0, sizeof set, &set) != 0) ::_exit(4);
 }
 
@@ -639,7 +640,7 @@ TEST_CASE("doctor with roles: the main thread belongs on main, NCCL's threads on
     CHECK(j["threads"][0]["role"] == "main");
   }
   {
-    Child anywhere([] {});  // the test's own CPUs 0-1: inside the plan, but not on its role
+    Child anywhere([] { pin_process(0, 1); });  // inside the plan (CPUs 0-1), but not on its role
     Run r = doctor(anywhere.pid, {"--gpu", "0,1", "--roles", "main=1"});
     INFO(r.out, r.err);
     CHECK(r.rc == 7);
@@ -648,7 +649,10 @@ TEST_CASE("doctor with roles: the main thread belongs on main, NCCL's threads on
                      "main (0)") != std::string::npos);
   }
   {
-    Child proxy_off_role([] { start_repinned_thread("NCCL Proxy", 1); });
+    Child proxy_off_role([] {
+      pin_process(0, 1);
+      start_repinned_thread("NCCL Proxy", 1);
+    });
     Run r = doctor(proxy_off_role.pid, {"--gpu", "0,1", "--roles", "comm=1", "--format", "json"});
     INFO(r.out, r.err);
     CHECK(r.rc == 7);
@@ -659,7 +663,10 @@ TEST_CASE("doctor with roles: the main thread belongs on main, NCCL's threads on
           std::string::npos);
   }
   {
-    Child proxy_on_role([] { start_repinned_thread("NCCL Proxy", 0); });
+    Child proxy_on_role([] {
+      pin_process(0, 1);
+      start_repinned_thread("NCCL Proxy", 0);
+    });
     Run r = doctor(proxy_on_role.pid, {"--gpu", "0,1", "--roles", "comm=1"});
     INFO(r.out, r.err);
     CHECK(r.rc == 0);

@@ -203,7 +203,7 @@ TEST_CASE("the reader takes core priorities from the first per-CPU file that tel
     return *topo;
   };
   auto topo = load(true);
-  CHECK(topo.priority_source == "acpi_cppc/highest_perf");
+  CHECK(topo.priority_source.view() == "acpi_cppc/highest_perf");
   REQUIRE(topo.cores.size() == 4);
   for (int c = 0; c < 4; ++c) CHECK(topo.cores[static_cast<std::size_t>(c)].priority == perf[c]);
   // Not asked: nothing read.
@@ -213,7 +213,7 @@ TEST_CASE("the reader takes core priorities from the first per-CPU file that tel
   // highest_perf garbled on core 1: a note naming it, that core unknown; the others still tell 2 from 0 and 3.
   t.write("sys/devices/system/cpu/cpu1/acpi_cppc/highest_perf", "fast\n");
   auto garbled = load(true);
-  CHECK(garbled.priority_source == "acpi_cppc/highest_perf");
+  CHECK(garbled.priority_source.view() == "acpi_cppc/highest_perf");
   CHECK(garbled.cores[1].priority == -1);
   CHECK(garbled.cores[2].priority == 196);
   bool named = false;
@@ -223,7 +223,7 @@ TEST_CASE("the reader takes core priorities from the first per-CPU file that tel
   for (int c = 0; c < 4; ++c)
     t.remove("sys/devices/system/cpu/cpu" + std::to_string(c) + "/acpi_cppc/highest_perf");
   auto alike = load(true);
-  CHECK(alike.priority_source == "cpufreq/base_frequency");
+  CHECK(alike.priority_source.view() == "cpufreq/base_frequency");
   // Nothing at all: a note, no source.
   for (int c = 0; c < 4; ++c) {
     std::string d = "sys/devices/system/cpu/cpu" + std::to_string(c) + "/";

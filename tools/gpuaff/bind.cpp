@@ -126,7 +126,7 @@ nlohmann::ordered_json plan_json(const LaunchPlan& p, const LaunchOptions& o, st
     j["roles"] = std::move(roles);
     if (o.priority_cores)  // which per-CPU file ordered the cores; null: none stated
       j["priority_source"] = p.topo.priority_source.empty() ? nlohmann::ordered_json(nullptr)
-                                                            : nlohmann::ordered_json(p.topo.priority_source);
+                                                            : nlohmann::ordered_json(std::string(p.topo.priority_source.view()));
   }
   return j;
 }

@@ -374,7 +374,7 @@ inline Result<void> read_core_priorities(SysfsReader& r, Topology& t) {
                       "cpu_capacity: every core counts as one priority class");
     return {};
   }
-  t.priority_source = std::string(alike->first);
+  t.priority_source = alike->first;
   for (std::size_t i = 0; i < t.cores.size(); ++i) t.cores[i].priority = alike->second[i];
   return {};
 }
