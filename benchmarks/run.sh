@@ -176,13 +176,25 @@ if command -v hyperfine >/dev/null; then
   cc -O2 -static "$tus/floor.c" -o "$tus/floor"
   s_runs=300
   ((quick)) && s_runs=20
+  bind_cmd="$tool bind --root $build/fixtures/dgx-h100 --gpu 3 --policy exclusive"
+  # The I/O floor of that bind (information): a static C program that opens,
+  # reads and closes exactly the files the bind opens (listed with strace),
+  # parsing nothing. No reader of those files can start and finish faster.
+  io=()
+  if command -v strace >/dev/null; then
+    strace -f -e trace=openat2 -o "$tus/opens" $bind_cmd >/dev/null 2>&1 || true
+    sed -n 's/.*openat2([0-9]*, "\([^"]*\)".*/\1/p' "$tus/opens" >"$tus/files"
+    cc -O2 -static benchmarks/read_floor.c -o "$tus/read_floor"
+    io=("$tus/read_floor $build/fixtures/dgx-h100 $tus/files")
+  fi
   hyperfine -N --warmup 20 --runs "$s_runs" --export-csv "$tus/s.csv" \
-    "$tus/floor" "$tool --version" "$tool bind --root $build/fixtures/dgx-h100 --gpu 3 --policy exclusive" >/dev/null
+    "$tus/floor" "$tool --version" "$bind_cmd" "${io[@]}" >/dev/null
   # CSV: command,mean,stddev,median,user,system,min,max (seconds)
-  awk -F, 'NR == 2 { floor = $4 } NR > 1 {
-    name = NR == 2 ? "floor (static C, does nothing)" : NR == 3 ? "gpuaff --version" : "gpuaff bind --gpu 3 --policy exclusive"
-    printf "   %-40s median %.3f ms  %.2fx the floor%s\n", name, $4 * 1000, $4 / floor,
-           NR == 3 ? " (target 1.2x)" : NR == 4 ? " (target 2.0x)" : "" }' "$tus/s.csv"
+  files=$( [[ -s $tus/files ]] && wc -l <"$tus/files" || echo 0)
+  awk -F, -v files="$files" 'NR == 2 { floor = $4 } NR > 1 {
+    name = NR == 2 ? "floor (static C, does nothing)" : NR == 3 ? "gpuaff --version" : NR == 4 ? "gpuaff bind --gpu 3 --policy exclusive" : "I/O floor: the bind'"'"'s " files " files, read"
+    printf "   %-44s median %.3f ms  %.2fx the floor%s\n", name, $4 * 1000, $4 / floor,
+           NR == 3 ? " (target 1.2x)" : NR == 4 ? " (target 2.0x)" : NR == 5 ? " (information)" : "" }' "$tus/s.csv"
 else
   echo "== row S: hyperfine not installed (Debian: apt-get install hyperfine), skipped =="
 fi
