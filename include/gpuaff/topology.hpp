@@ -317,6 +317,20 @@ struct Topology {
       if (c.threads.test(cpu)) return &c;
     return nullptr;
   }
+  /// The physical cores `cpus` touches, each as its threads within `cpus`, in
+  /// CPU order; a CPU no core lists counts as a core of its own (cores unread).
+  constexpr std::vector<CpuSet> cores_within(const CpuSet& cpus) const {
+    std::vector<CpuSet> out;
+    CpuSet seen;
+    for (int cpu : cpus) {
+      if (seen.test(cpu)) continue;
+      const Core* c = core_of_cpu(cpu);
+      CpuSet threads = c != nullptr ? c->threads & cpus : CpuSet{cpu};
+      seen |= threads;
+      out.push_back(threads);
+    }
+    return out;
+  }
   constexpr const CacheGroup* core_complex_of_cpu(int cpu) const {
     for (const auto& g : core_complexes)
       if (g.cpus.test(cpu)) return &g;

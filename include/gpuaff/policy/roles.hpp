@@ -125,12 +125,8 @@ inline Result<Roles> split_roles(const Topology& topo, const CpuSet& share, cons
     long long priority;
   };
   std::vector<Unit> units;
-  CpuSet seen;
-  for (int cpu : share) {
-    if (seen.test(cpu)) continue;
-    const Core* c = topo.core_of_cpu(cpu);
-    CpuSet threads = c != nullptr ? c->threads & share : CpuSet{cpu};
-    seen |= threads;
+  for (const CpuSet& threads : topo.cores_within(share)) {
+    const Core* c = topo.core_of_cpu(threads.first());
     units.push_back(Unit{threads, c != nullptr ? c->priority : -1});
   }
   std::size_t need = static_cast<std::size_t>(sizes.fixed()) + 1;
@@ -165,12 +161,7 @@ inline Result<Roles> split_roles(const Topology& topo, const CpuSet& share, cons
 /// that OMP_PROC_BIND=close puts one OpenMP thread on each core of the role.
 inline std::string omp_places(const Topology& topo, const CpuSet& cpus) {
   std::string out;
-  CpuSet seen;
-  for (int cpu : cpus) {
-    if (seen.test(cpu)) continue;
-    const Core* c = topo.core_of_cpu(cpu);
-    CpuSet threads = c != nullptr ? c->threads & cpus : CpuSet{cpu};
-    seen |= threads;
+  for (const CpuSet& threads : topo.cores_within(cpus)) {
     out += out.empty() ? "{" : ",{";
     std::string list;
     for (int t : threads) list += (list.empty() ? "" : ",") + std::to_string(t);

@@ -48,15 +48,7 @@ inline std::vector<CpuSet> cut_in_runs(const std::vector<CpuSet>& units, int par
 /// the share has fewer hardware threads than parts.
 inline Result<std::vector<CpuSet>> split_share(const Topology& topo, const CpuSet& share, int parts) {
   if (parts < 1) return fail(Errc::invalid_argument, "ranks_per_gpu=", parts, " is not a positive number of parts");
-  std::vector<CpuSet> cores;
-  CpuSet seen;
-  for (int cpu : share) {
-    if (seen.test(cpu)) continue;
-    const Core* c = topo.core_of_cpu(cpu);
-    CpuSet threads = c != nullptr ? c->threads & share : CpuSet{cpu};
-    seen |= threads;
-    cores.push_back(threads);
-  }
+  std::vector<CpuSet> cores = topo.cores_within(share);
   if (cores.size() >= static_cast<std::size_t>(parts)) return detail::cut_in_runs(cores, parts);
   std::vector<CpuSet> threads;
   for (const auto& c : cores)
