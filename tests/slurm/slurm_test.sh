@@ -234,6 +234,44 @@ blocker_job=$(squeue -h -n gpuaff-blocker -o %i)
 wait "$blocker_pid" 2>/dev/null || true
 blocker_pid=""
 
+# 5. The job-wide doctor: a two-task step whose tasks gpuaff exec bound (task N
+#    on GPU N's CPU N) keeps running; `srun --overlap` puts `gpuaff doctor --all
+#    --format json` into the same job on the node (one per node on a real
+#    cluster), and `doctor --merge` reads the reports into one table.
+timeout 120 srun --job-name=gpuaff-ranks -n2 --gres=gpu:2 --cpu-bind=none \
+  "$gpuaff" exec --local-rank --policy exclusive --root "$root" -- sleep 60 >"$tmp/ranks.out" 2>&1 &
+ranks_pid=$!
+ranks_job=""
+for ((i = 0; i < 150; i++)); do
+  ranks_job=$(squeue -h -n gpuaff-ranks -t RUNNING -o %i)
+  if [[ -n $ranks_job ]] && "$gpuaff" doctor --all --root "$root" --format json 2>/dev/null |
+      python3 -c 'import json, sys; sys.exit(0 if sum(p["gpu_source"].startswith("SLURM_LOCALID=") for p in json.load(sys.stdin)["processes"]) == 2 else 1)'; then
+    break
+  fi
+  sleep 0.2
+done
+rc=0
+timeout 60 srun --overlap --jobid="$ranks_job" -n1 "$gpuaff" doctor --all --root "$root" --format json \
+  >"$tmp/doctor-node.json" 2>"$tmp/doctor-node.err" || rc=$?
+expect "doctor --all in the job (srun --overlap): exit status" "$rc" 0
+rc=0
+"$gpuaff" doctor --merge "$tmp/doctor-node.json" >"$tmp/merged.out" 2>&1 || rc=$?
+expect "doctor --merge: exit status" "$rc" 0
+for t in 0 1; do
+  row=$(python3 - "$tmp/doctor-node.json" "$t" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+for p in report["processes"]:
+    if p["gpu_source"] == "SLURM_LOCALID=" + sys.argv[2]:
+        print(p["gpu"], p["expected_cpus"], p["healthy"])
+PY
+)
+  expect "doctor --all: task $t (SLURM_LOCALID=$t) on GPU $t's CPU $t, healthy" "$row" "$t $t True"
+  expect_in "doctor --merge: a healthy row for task $t" "$(cat "$tmp/merged.out")" "SLURM_LOCALID=$t  $t"
+done
+[[ -z $ranks_job ]] || scancel "$ranks_job"
+wait "$ranks_pid" 2>/dev/null || true
+
 if [[ $failures -ne 0 ]]; then
   echo "FAIL: $failures check(s) failed; slurmd log tail:"
   tail -n 20 "$cluster/log/slurmd.log"
