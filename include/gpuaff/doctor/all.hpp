@@ -61,7 +61,7 @@ inline std::vector<int> planned_processes(int* unreadable = nullptr) {
     detail::leading_number(name, 10, 1LL << 30, pid);
     if (pid <= 0 || pid == self) continue;
     std::string text;
-    int err = detail::read_whole_file("/proc/" + std::string(name) + "/environ", text);
+    int err = detail::read_whole_file(std::string("/proc/") + std::string(name) + "/environ", text);
     if (err == EACCES || err == EPERM) ++hidden;
     if (err == 0 && detail::environ_has_plan(text)) out.push_back(static_cast<int>(pid));
   }
@@ -93,7 +93,7 @@ inline NodeReport examine_all(const LaunchOptions& machine, const DoctorOptions&
   auto topo = load(machine, process_environment(), readers, SysfsDetail::full, nullptr,
                    TopologyParts::only(&TopologyParts::nics));
   if (!topo) {
-    r.notes.push_back("rails not compared: " + std::string(topo.error().message()));
+    r.notes.push_back(std::string("rails not compared: ") + std::string(topo.error().message()));
     return r;
   }
   if (topo->nics.empty()) return r;

@@ -139,11 +139,11 @@ inline void check_roles(const Verdict& v, std::vector<std::string>& problems) {
     bool main = t.tid == v.pid && !roles.main.empty();
     bool comm = !roles.comm.empty() && thread_owner(t.name) == "NCCL";
     if (main && !t.cpus.is_subset_of(roles.main))
-      problems.push_back("the main thread " + std::to_string(t.tid) + " may run on CPUs " + t.cpus.to_list() +
+      problems.push_back(std::string("the main thread ") + std::to_string(t.tid) + " may run on CPUs " + t.cpus.to_list() +
                          ", not only its role main (" + roles.main.to_list() + "); bind it there (Python: "
                          "gpuaff.bind_role('main') in that thread)");
     if (comm && !t.cpus.is_subset_of(roles.comm))
-      problems.push_back("thread " + std::to_string(t.tid) + " '" + t.name + "' (NCCL) may run on CPUs " +
+      problems.push_back(std::string("thread ") + std::to_string(t.tid) + " '" + t.name + "' (NCCL) may run on CPUs " +
                          t.cpus.to_list() + ", not only the role comm (" + roles.comm.to_list() +
                          "); bind it there (Python: gpuaff.bind_role('comm', threads='NCCL*') after NCCL starts)");
   }
@@ -172,8 +172,8 @@ inline void check_nic_lists(const Topology& topo, std::string_view pci, const st
     if (it == vars.end()) continue;
     std::string word = std::string(name) + "=" + it->second.substr(0, 200);
     if (gpu == nullptr || set.empty()) {
-      notes.push_back(word + " not checked: " + (gpu == nullptr ? "no GPU " + std::string(pci) + " in " + std::string(topo.origin.view())
-                                                                : "no RDMA NIC reaches " + std::string(pci)));
+      notes.push_back(word + " not checked: " + (gpu == nullptr ? std::string("no GPU ") + std::string(pci) + std::string(" in ") + std::string(topo.origin.view())
+                                                                : std::string("no RDMA NIC reaches ") + std::string(pci)));
       continue;
     }
     std::vector<std::string> in, out;
@@ -183,10 +183,10 @@ inline void check_nic_lists(const Topology& topo, std::string_view pci, const st
     }
     std::string others;
     for (const auto& d : out) others += (others.empty() ? "" : ", ") + d;
-    std::string why = " (the GPU's NIC set is " + set_text + ", " + std::string(to_string(set.path)) +
+    std::string why = " (the GPU's NIC set is " + set_text + std::string(", ") + std::string(to_string(set.path)) +
                       "; gpuaff exec with nic_env=true sets it)";
     if (in.empty() && !out.empty())
-      problems.push_back(word + " points away from the NIC set of " + std::string(pci) + ": it names " + others + why);
+      problems.push_back(word + std::string(" points away from the NIC set of ") + std::string(pci) + ": it names " + others + why);
     else if (!out.empty())
       notes.push_back(word + " also names " + others + ", outside the NIC set" + why);
   }
@@ -214,7 +214,7 @@ inline Verdict judge(int pid, Expectation e, std::vector<ThreadState> threads, s
     if (v.expected.roles) v.roles.push_back(detail::role_of(*v.expected.roles, t.cpus, v.expected.cpus));
     v.inside.push_back(in);
     if (!in)
-      v.problems.push_back("thread " + std::to_string(t.tid) + " '" + t.name + "' may run on CPUs " +
+      v.problems.push_back(std::string("thread ") + std::to_string(t.tid) + " '" + t.name + "' may run on CPUs " +
                            (t.cpus - v.expected.cpus).to_list() + " outside the plan");
   }
   if (v.expected.roles) detail::check_roles(v, v.problems);
@@ -245,11 +245,11 @@ inline Result<Verdict> examine_process(int pid, const LaunchOptions& o, const Do
     auto r = parse_plan_variable(recorded->second);
     if (!r) {
       Error err = r.error();
-      err.prepend("process " + std::to_string(pid) + ": ").append("; pass policy=P (and gpu=N) to check it against a plan");
+      err.prepend(std::string("process ") + std::to_string(pid) + ": ").append("; pass policy=P (and gpu=N) to check it against a plan");
       return Unexpected<Error>(err);
     }
     e = detail::expectation_of(*r);
-    notes.push_back("checked against the plan it was bound with (" + std::string(plan_variable) + ")");
+    notes.push_back(std::string("checked against the plan it was bound with (") + std::string(plan_variable) + ")");
   } else {
     LaunchOptions mine = o;
     if (!mine.gpu && !mine.pci) mine.local_rank = true;  // its own rank variable
@@ -257,17 +257,17 @@ inline Result<Verdict> examine_process(int pid, const LaunchOptions& o, const Do
     auto p = plan(mine, env, readers);
     if (!p) {
       Error err = p.error();
-      err.prepend("process " + std::to_string(pid) + ": ");
+      err.prepend(std::string("process ") + std::to_string(pid) + ": ");
       return Unexpected<Error>(err);
     }
     PlanOrigin origin = detail::shapes_plan(o) ? PlanOrigin::options : PlanOrigin::guess;
     e = detail::expectation_of(*p, origin);
     if (origin == PlanOrigin::guess)
-      notes.push_back("it carries no " + std::string(plan_variable) + " (it was not started by gpuaff exec or "
+      notes.push_back(std::string("it carries no ") + std::string(plan_variable) + " (it was not started by gpuaff exec or "
                       "gpuaff.bind): checked against what policy=" + std::string(to_string(o.policy.kind)) +
                       " gives its GPU, a guess; pass policy=P and its options to check the plan it was meant to have");
     else if (recorded != vars.end())
-      notes.push_back("checked against the options given, not the " + std::string(plan_variable) + " it carries");
+      notes.push_back(std::string("checked against the options given, not the ") + std::string(plan_variable) + " it carries");
   }
   GPUAFF_TRY(auto threads, process_threads(pid));
   GPUAFF_TRY(auto pages, process_pages_by_node(pid));
@@ -283,7 +283,7 @@ inline Result<Verdict> examine_process(int pid, const LaunchOptions& o, const Do
     if (topo) {
       check_nic_lists(*topo, pci, vars, v.problems, v.notes);
     } else {
-      v.notes.push_back("NIC lists not checked: " + std::string(topo.error().message()));
+      v.notes.push_back(std::string("NIC lists not checked: ") + std::string(topo.error().message()));
     }
   }
   return v;

@@ -120,7 +120,7 @@ namespace detail {
 
 /// "key=text" for a message: the option as the library names it.
 inline std::string option_word(std::string_view key, std::string_view text) {
-  return std::string(key) + "=" + std::string(text.substr(0, 60));
+  return std::string(key) + std::string("=") + std::string(text.substr(0, 60));
 }
 
 inline Unexpected<Error> bad_option(std::string_view key, std::string_view text, std::string_view what) {

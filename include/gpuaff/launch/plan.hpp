@@ -136,9 +136,9 @@ inline std::string visible_gpu_list(const Topology& topo) {
   std::string s;
   for (const auto& g : topo.gpus) {
     if (!s.empty()) s += ", ";
-    s += std::to_string(g.index) + " " + std::string(g.address().to_string().view());
+    s += std::to_string(g.index) + std::string(" ") + std::string(g.address().to_string().view());
     if (g.pci.compute_partitions > 1)  // a partition or locality domain: which of its device's
-      s += " (" + std::to_string(g.partition) + "/" + std::to_string(g.pci.compute_partitions) + ")";
+      s += std::string(" (") + std::to_string(g.partition) + std::string("/") + std::to_string(g.pci.compute_partitions) + ")";
   }
   return s;
 }
@@ -147,7 +147,7 @@ inline std::string visible_gpu_list(const Topology& topo) {
 /// where the index came from and the GPUs there are.
 [[gnu::cold]] inline Unexpected<Error> no_such_gpu(const Topology& topo, const LaunchRequest& r) {
   int count = static_cast<int>(topo.gpus.size());
-  std::string why = r.rank_source.empty() ? "gpu=" + std::to_string(r.gpu) : r.rank_source;
+  std::string why = r.rank_source.empty() ? std::string("gpu=") + std::to_string(r.gpu) : r.rank_source;
   if (count == 0) {
     return fail(Errc::not_found, "no GPU is visible in ", topo.origin.view(), " (", why,
                 "); check CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES and visible_devices=LIST, or name a device "
@@ -246,7 +246,7 @@ inline Result<void> use_local_size(LaunchPlan& plan, const LaunchRequest& r) {
   if (gpus > visible) {
     return fail(Errc::invalid_argument, r.local_size->source(), " (the launcher's processes on this machine) is more "
                 "than the ", visible, " GPU(s) this process sees in ", plan.topo.origin.view(),
-                plan.ranks_per_gpu > 1 ? " at ranks_per_gpu=" + std::to_string(plan.ranks_per_gpu) : std::string(),
+                plan.ranks_per_gpu > 1 ? std::string(" at ranks_per_gpu=") + std::to_string(plan.ranks_per_gpu) : std::string(),
                 "; when each process sees only its own GPU, use gpu=0 (and share=machine); when several ranks share "
                 "each GPU, ranks_per_gpu=N; else pass nproc=N");
   }
@@ -433,8 +433,8 @@ inline std::optional<std::string> one_gpu_warning(const LaunchPlan& plan) {
   auto seen = on_node(topo.gpus);
   auto there = on_node(topo.host_gpus);
   if (seen != 1 || there < 2) return std::nullopt;
-  return "GPU " + std::to_string(plan.visible_gpu) + " is the only GPU this process sees on node " +
-         std::to_string(node) + ", which has " + std::to_string(there) + ": policy=" +
+  return std::string("GPU ") + std::to_string(plan.visible_gpu) + " is the only GPU this process sees on node " +
+         std::to_string(node) + std::string(", which has ") + std::to_string(there) + ": policy=" +
          std::string(to_string(plan.policy.kind)) + " leaves nothing for the node's other GPUs (it gives CPUs " +
          plan.cpus.to_list() + "); when other processes use them, pass share=machine for disjoint slices";
 }
@@ -551,8 +551,8 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
   plan.membind = request.membind;
   plan.rank_source = request.rank_source;
   plan.device_source = !request.rank_source.empty() ? request.rank_source
-                       : request.pci               ? "pci=" + std::string(request.pci->to_string().view())
-                                                   : "gpu=" + std::to_string(request.gpu);
+                       : request.pci               ? std::string("pci=") + std::string(request.pci->to_string().view())
+                                                   : std::string("gpu=") + std::to_string(request.gpu);
   plan.baseline = request.baseline;
   plan.share = request.share;
   GPUAFF_TRY_VOID(detail::check_machine_share(request));  // a usage mistake first, before what the machine says
@@ -610,7 +610,7 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
   if (request.roles.given()) {
     GPUAFF_TRY(plan.roles, split_roles(plan.topo, plan.cpus, request.roles, request.priority_cores));
     if (request.priority_cores && plan.topo.priority_source.empty())
-      plan.warnings.push_back("priority_cores=true: " + std::string(plan.topo.origin.view()) + " states no core "
+      plan.warnings.push_back(std::string("priority_cores=true: ") + std::string(plan.topo.origin.view()) + " states no core "
                               "priorities (cpufreq/base_frequency, acpi_cppc/highest_perf, cpu_capacity): the roles "
                               "take cores in CPU order");
   }
@@ -677,7 +677,7 @@ inline Result<ProcessBinding> apply_plan(const LaunchPlan& plan, OnRefused on_re
   auto applied = bind_process(plan.cpus, plan.memory(on_refused));
   if (!applied) {
     Error e = applied.error();
-    if (foreign) e.prepend("cannot apply the binding planned from " + std::string(plan.topo.origin.view()) + " here: ");
+    if (foreign) e.prepend(std::string("cannot apply the binding planned from ") + std::string(plan.topo.origin.view()) + " here: ");
     return Unexpected<Error>(e);
   }
   GPUAFF_TRY(CpuSet now, thread_affinity());

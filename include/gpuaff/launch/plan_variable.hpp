@@ -54,20 +54,20 @@ struct RecordedPlan {
 
 /// The variable's value for a plan that was applied.
 inline std::string plan_variable_value(const LaunchPlan& p) {
-  std::string s = "v1 gpu=" + std::to_string(p.visible_gpu) + " pci=" +
+  std::string s = std::string("v1 gpu=") + std::to_string(p.visible_gpu) + " pci=" +
                   std::string(p.target().address().to_string().view()) + " from=" + p.device_source +
-                  " policy=" + std::string(to_string(p.policy.kind)) + " node=" + std::to_string(p.node) +
+                  std::string(" policy=") + std::string(to_string(p.policy.kind)) + std::string(" node=") + std::to_string(p.node) +
                   " cpus=" + p.cpus.to_list() + " mems=" + p.memory_nodes.to_list() +
-                  " membind=" + std::string(name_of(membind_choices, p.membind));
-  if (p.ranks_per_gpu > 1) s += " part=" + std::to_string(p.part) + "/" + std::to_string(p.ranks_per_gpu);
+                  std::string(" membind=") + std::string(name_of(membind_choices, p.membind));
+  if (p.ranks_per_gpu > 1) s += std::string(" part=") + std::to_string(p.part) + std::string("/") + std::to_string(p.ranks_per_gpu);
   if (!p.more_visible_gpus.empty()) {
-    s += " gpus=" + std::to_string(p.visible_gpu);
-    for (int g : p.more_visible_gpus) s += "," + std::to_string(g);
+    s += std::string(" gpus=") + std::to_string(p.visible_gpu);
+    for (int g : p.more_visible_gpus) s += std::string(",") + std::to_string(g);
   }
   if (p.roles) {
     for (std::size_t k = 0; k < role_names.size(); ++k) {
       const CpuSet& cpus = p.roles->of(static_cast<Role>(k));
-      if (!cpus.empty()) s += " " + std::string(role_names[k]) + "=" + cpus.to_list();
+      if (!cpus.empty()) s += std::string(" ") + std::string(role_names[k]) + "=" + cpus.to_list();
     }
   }
   return s;

@@ -83,7 +83,7 @@ inline Result<RoleSizes> parse_roles(std::string_view text) {
     if (at == sized.end()) {
       std::string_view guess = detail::closest(name, sized);
       return bad("'", name.substr(0, 40), "' is not a role",
-                 guess.empty() ? std::string() : "; did you mean " + std::string(guess) + "?");
+                 guess.empty() ? std::string() : std::string("; did you mean ") + std::string(guess) + "?");
     }
     auto k = static_cast<std::size_t>(at - sized.begin());
     if (seen[k]) return bad("'", name, "' is named twice");
@@ -105,7 +105,7 @@ inline std::string roles_text(const RoleSizes& s) {
   std::string out;
   auto add = [&out](std::string_view name, int n) {
     if (n == 0) return;
-    out += (out.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(n);
+    out += std::string(out.empty() ? "" : ",") + std::string(name) + std::string("=") + std::to_string(n);
   };
   add("main", s.main);
   add("comm", s.comm);
@@ -164,7 +164,7 @@ inline std::string omp_places(const Topology& topo, const CpuSet& cpus) {
   for (const CpuSet& threads : topo.cores_within(cpus)) {
     out += out.empty() ? "{" : ",{";
     std::string list;
-    for (int t : threads) list += (list.empty() ? "" : ",") + std::to_string(t);
+    for (int t : threads) list += std::string(list.empty() ? "" : ",") + std::to_string(t);
     out += list + "}";
   }
   return out;

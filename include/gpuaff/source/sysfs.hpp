@@ -349,7 +349,7 @@ inline Result<void> read_core_priorities(SysfsReader& r, Topology& t) {
     std::vector<long long> values;
     bool any = false;
     for (const Core& c : t.cores) {
-      std::string rel = cpu_dir(c.first()) + "/" + std::string(src);
+      std::string rel = cpu_dir(c.first()) + std::string("/") + std::string(src);
       GPUAFF_TRY(bool have, r.get(rel, s));
       long long v = -1;
       if (have) {
@@ -446,7 +446,7 @@ inline Result<std::pair<int, long long>> find_last_level_cache(SysfsReader& r, T
   long long broken_level = -1;  // highest level among broken indexes; 16: unknown
   std::string broken;
   auto add_broken = [&broken](const std::string& file, std::string_view why) {
-    broken += (broken.empty() ? "" : ", ") + file + " (" + std::string(why) + ")";
+    broken += (broken.empty() ? "" : ", ") + file + std::string(" (") + std::string(why) + ")";
   };
   std::string s;
   for (int k = 0; k < 32; ++k) {
@@ -499,13 +499,13 @@ inline Result<void> read_cache_groups(SysfsReader& r, Topology& t) {
   std::string s;
   for (int c : t.online) {
     if (covered.test(c)) continue;
-    std::string dir = cpu_dir(c) + "/cache/index" + std::to_string(llc.first) + "/";
+    std::string dir = cpu_dir(c) + std::string("/cache/index") + std::to_string(llc.first) + "/";
     GPUAFF_TRY(auto file, r.list_or_mask(dir, {"shared_cpu_list", "shared_cpu_map"}, Empty::allowed, s));
     if (!file) continue;  // this CPU lacks that cache: it is in no group
     CpuSet group = file->cpus & t.online;
     if (!group.test(c)) {
       t.core_complexes.clear();
-      t.notes.push_back(file->path + " does not name cpu" + std::to_string(c) + " itself (" +
+      t.notes.push_back(file->path + std::string(" does not name cpu") + std::to_string(c) + " itself (" +
                         (group.empty() ? std::string("empty") : group.to_list()) + "): the L" +
                         std::to_string(llc.second) + " cache is ignored, so no core complex is read (core-complex "
                         "binds the node's CPUs as one group)");
@@ -597,7 +597,7 @@ inline Result<void> align_distances(SysfsReader& r, Topology& t, const std::vect
       auto at = std::find(fit->second.begin(), fit->second.end(), m.id) - fit->second.begin();
       picked.push_back(n.distances[static_cast<std::size_t>(at)]);
     }
-    t.notes.push_back(files[k] + " has one distance per node of " + fit->first + " (" + std::to_string(fit->second.size()) +
+    t.notes.push_back(files[k] + " has one distance per node of " + fit->first + std::string(" (") + std::to_string(fit->second.size()) +
                       "), not per node of " + list_rel + ": the distances to nodes " +
                       [&] {
                         CpuSet ids;
@@ -626,8 +626,8 @@ inline void merge_identical_nodes(SysfsReader& r, Topology& t, std::vector<std::
     }
     std::size_t i = static_cast<std::size_t>(same - t.nodes.begin());
     t.notes.push_back(cpu_files[j] + " lists the same CPUs as " + cpu_files[i] + " (" + t.nodes[j].cpus.to_list() +
-                      "): nodes " + std::to_string(t.nodes[i].id) + " and " + std::to_string(t.nodes[j].id) +
-                      " read as one node " + std::to_string(t.nodes[i].id) + ", where devices on node " +
+                      std::string("): nodes ") + std::to_string(t.nodes[i].id) + std::string(" and ") + std::to_string(t.nodes[j].id) +
+                      std::string(" read as one node ") + std::to_string(t.nodes[i].id) + ", where devices on node " +
                       std::to_string(t.nodes[j].id) + " are placed");
     r.found.node_aliases.emplace_back(t.nodes[j].id, t.nodes[i].id);
     t.nodes.erase(t.nodes.begin() + static_cast<std::ptrdiff_t>(j));
@@ -676,7 +676,7 @@ inline Result<std::string> read_nodes(SysfsReader& r, Topology& t) {
   bool from_possible = which == 1 || !from_list;
   std::vector<std::string> cpu_files;
   for (int id : ids) {
-    std::string dir = node + "node" + std::to_string(id) + "/";
+    std::string dir = node + std::string("node") + std::to_string(id) + "/";
     GPUAFF_TRY(auto file, r.list_or_mask(dir, {"cpulist", "cpumap"}, Empty::allowed, s));
     if (!file) {
       // A possible node that never came up has no directory; one that has a
@@ -711,7 +711,7 @@ inline Result<void> read_distances(SysfsReader& r, Topology& t, const std::strin
   std::vector<std::string> files;
   std::string s;
   for (auto& n : t.nodes) {
-    std::string drel = std::string(sysfs_node) + "node" + std::to_string(n.id) + "/distance";
+    std::string drel = std::string(sysfs_node) + std::string("node") + std::to_string(n.id) + "/distance";
     GPUAFF_TRY(bool have, r.get(drel, s));
     if (have) {
       GPUAFF_TRY(n.distances, parse_distances(r, drel, s));
@@ -836,8 +836,8 @@ inline Result<void> place_pci_device(SysfsReader& r, Topology& t, PciDevice& d, 
   bool lost_node = d.numa_node >= 0 && t.find_node(d.numa_node) == nullptr;
   if (const NumaNode* n = d.numa_node >= 0 ? t.find_node(d.numa_node) : nullptr;
       n != nullptr && n->memory_only() && (d.is_gpu() || extra))
-    t.notes.push_back(dir + "numa_node names node " + std::to_string(d.numa_node) + ", whose " + std::string(sysfs_node) +
-                      "node" + std::to_string(d.numa_node) + "/cpulist lists no CPU (a memory-only node): the device "
+    t.notes.push_back(dir + std::string("numa_node names node ") + std::to_string(d.numa_node) + std::string(", whose ") + std::string(sysfs_node) +
+                      std::string("node") + std::to_string(d.numa_node) + "/cpulist lists no CPU (a memory-only node): the device "
                       "is placed as one on a memory-only node");
   // Binding detail: a known node places the device; local CPUs only help with -1.
   if (detail == SysfsDetail::full || d.numa_node < 0 || lost_node) {
@@ -851,12 +851,12 @@ inline Result<void> place_pci_device(SysfsReader& r, Topology& t, PciDevice& d, 
     }
   }
   if (lost_node) {
-    std::string node_dir = std::string(sysfs_node) + "node" + std::to_string(d.numa_node);
+    std::string node_dir = std::string(sysfs_node) + std::string("node") + std::to_string(d.numa_node);
     if (!d.has_local_cpus || d.local_cpus.empty())
       return r.bad(Errc::not_found, node_dir, "is not among the nodes of this tree, but ", r.shown(dir + "numa_node"),
                    " names node ", d.numa_node, " and the device has no local_cpulist to place it by; record the "
                    "tree again with `gpuaff record`");
-    t.notes.push_back(dir + "numa_node names node " + std::to_string(d.numa_node) + ", but " + node_dir +
+    t.notes.push_back(dir + std::string("numa_node names node ") + std::to_string(d.numa_node) + ", but " + node_dir +
                       " is not among the nodes: device placed by its local_cpulist (" + d.local_cpus.to_list() +
                       ") instead");
     d.numa_node = -1;
@@ -892,7 +892,7 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology
     if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) digits.remove_prefix(2);
     if (have_vendor && *have_vendor && !digits.empty() && leading_number(digits, 16, 0x10000, v) == digits.size() &&
         v <= 0xffff && is_gpu_vendor(static_cast<std::uint16_t>(v)))
-      t.notes.push_back(dir + "class is missing: device " + std::string(addr.to_string().view()) +
+      t.notes.push_back(dir + std::string("class is missing: device ") + std::string(addr.to_string().view()) +
                         " is not counted as a GPU");
     return std::optional<PciDevice>();
   }
@@ -907,9 +907,9 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology
     GPUAFF_TRY(bool have, r.get(dir + "vendor", s));
     if (!have && extra) {
       // A --pci target is placed by its node and local CPUs; its vendor says nothing about that.
-      t.notes.push_back(dir + "vendor is missing: device " + std::string(addr.to_string().view()) + " read with vendor 0");
+      t.notes.push_back(dir + std::string("vendor is missing: device ") + std::string(addr.to_string().view()) + " read with vendor 0");
     } else if (!have) {
-      t.notes.push_back(dir + "vendor is missing: device " + std::string(addr.to_string().view()) +
+      t.notes.push_back(dir + std::string("vendor is missing: device ") + std::string(addr.to_string().view()) +
                         " (a display or accelerator class) is not counted as a GPU");
       return std::optional<PciDevice>();
     }
@@ -1001,9 +1001,9 @@ inline bool may_open_gpu_node(SysfsReader& r, Topology& t, const std::string& na
                       kept);
     return true;
   }
-  std::string node = "dev/nvidia" + std::to_string(dev_minor);
+  std::string node = std::string("dev/nvidia") + std::to_string(dev_minor);
   auto d = r.open_device(node, nvidia_device_major, static_cast<unsigned>(dev_minor));
-  std::string expected = "the character device " + std::to_string(nvidia_device_major) + ":" + std::to_string(dev_minor);
+  std::string expected = std::string("the character device ") + std::to_string(nvidia_device_major) + std::string(":") + std::to_string(dev_minor);
   if (d.path_error == ENOENT || d.path_error == ENOTDIR) {
     t.notes.push_back(node + " (" + expected + ") is missing" + kept);
     return true;
@@ -1013,7 +1013,7 @@ inline bool may_open_gpu_node(SysfsReader& r, Topology& t, const std::string& na
     return true;
   }
   if (!d.matches) {
-    std::string what = d.type == S_IFCHR   ? "the character device " + std::to_string(major(d.rdev)) + ":" +
+    std::string what = d.type == S_IFCHR   ? std::string("the character device ") + std::to_string(major(d.rdev)) + ":" +
                                                  std::to_string(minor(d.rdev))
                        : d.type == S_IFBLK ? std::string("a block device")
                        : d.type == S_IFREG ? std::string("a regular file")
@@ -1062,7 +1062,7 @@ inline Result<void> read_nvidia_device_ids(SysfsReader& r, Topology& t, std::vec
   std::string s;
   for (auto& g : gpus) {
     if (g.pci.vendor != pci_vendor::nvidia || g.pci.device != 0) continue;
-    std::string rel = std::string(sysfs_pci) + "/" + std::string(g.pci.address.to_string().view()) + "/device";
+    std::string rel = std::string(sysfs_pci) + std::string("/") + std::string(g.pci.address.to_string().view()) + "/device";
     GPUAFF_TRY(bool have, r.get(rel, s));
     if (!have) continue;
     auto v = r.hex(rel, s, 0xffff);
@@ -1081,7 +1081,7 @@ inline Result<void> read_nvidia_device_ids(SysfsReader& r, Topology& t, std::vec
 /// Errors: Errc::parse_error naming the file for another word: the GPU
 /// numbering depends on it.
 inline Result<int> read_compute_partitions(SysfsReader& r, Topology& t, const PciAddress& a) {
-  std::string dir = "sys/bus/pci/devices/" + std::string(a.to_string().view());
+  std::string dir = std::string("sys/bus/pci/devices/") + std::string(a.to_string().view());
   std::string rel = dir + "/current_compute_partition";
   std::string s;
   GPUAFF_TRY(bool have, r.get(rel, s));
@@ -1116,7 +1116,7 @@ inline Result<void> read_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o
     Gpu g;
     g.pci = d;
     if (d.vendor == pci_vendor::nvidia && want_uuids) {
-      std::string rel = "proc/driver/nvidia/gpus/" + std::string(d.address.to_string().view()) + "/information";
+      std::string rel = std::string("proc/driver/nvidia/gpus/") + std::string(d.address.to_string().view()) + "/information";
       GPUAFF_TRY(bool have, r.get(rel, s));
       if (have) {
         if (auto u = status_field(s, "GPU UUID")) {

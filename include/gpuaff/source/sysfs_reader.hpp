@@ -31,7 +31,7 @@ namespace gpuaff {
 inline namespace v0 {
 namespace detail {
 
-inline std::string cpu_dir(int cpu) { return "sys/devices/system/cpu/cpu" + std::to_string(cpu); }
+inline std::string cpu_dir(int cpu) { return std::string("sys/devices/system/cpu/cpu") + std::to_string(cpu); }
 
 enum class Form { list, mask };
 enum class Empty { error, allowed };
@@ -232,7 +232,7 @@ class SysfsReader {
     if (d.matches && !d.nodev) {
       ++opened;
       d.tried = true;
-      std::string self = "/proc/self/fd/" + std::to_string(fd);
+      std::string self = std::string("/proc/self/fd/") + std::to_string(fd);
       int real = ::open(self.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
       if (real >= 0) ::close(real);
       else d.open_error = errno;
