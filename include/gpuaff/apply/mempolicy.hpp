@@ -186,7 +186,7 @@ inline Result<void> set_memory_policy(MemPolicy policy, const NodeSet& nodes = {
   detail::NodeMask m = detail::to_nodemask(use);
   if (detail::sys().set_mempolicy(detail::kernel_mode(policy), m.data(), detail::nodemask_maxnode) != 0) {
     int e = errno;
-    std::string what = "set_mempolicy(" + std::string(to_string(policy)) + ", nodes " + use.to_list() + ") was refused";
+    std::string what = std::string("set_mempolicy(") + std::string(to_string(policy)) + ", nodes " + use.to_list() + ") was refused";
     return Unexpected(detail::mempolicy_error(what, e));
   }
   return {};
@@ -217,7 +217,7 @@ inline Result<MemoryChange> change_memory_policy(const MemoryOptions& o, std::ve
   if (o.policy == MemPolicy::none) return c;
   auto refused = [&](const Error& e) -> Result<MemoryChange> {
     if (o.on_refused == OnRefused::cpu_only && is_refusal(e)) {
-      warnings.push_back("memory policy " + std::string(to_string(o.policy)) + " not applied, binding CPUs only: " +
+      warnings.push_back(std::string("memory policy ") + std::string(to_string(o.policy)) + " not applied, binding CPUs only: " +
                          std::string(e.message()));
       return c;
     }

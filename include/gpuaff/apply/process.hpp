@@ -191,7 +191,7 @@ inline Result<ProcessBinding> bind_all_threads(const CpuSet& cpus, const MemoryO
   }
   out.memory_applied = mem.applied;
   if (mem.applied && out.threads_bound + out.threads_exited > 1)
-    out.warnings.push_back("memory policy " + std::string(to_string(memory.policy)) +
+    out.warnings.push_back(std::string("memory policy ") + std::string(to_string(memory.policy)) +
                            " set for the calling thread only (the kernel has no call to set it for other threads); "
                            "threads that existed before keep their policy");
   return out;

@@ -213,7 +213,7 @@ inline Result<std::optional<ScopedAffinity>> bind_for_spawn(const SpawnOptions& 
   auto guard = ScopedAffinity::create(want, o.memory);
   if (!guard) {
     if (o.fallback == Fallback::error) return Unexpected(guard.error());
-    warnings.push_back("started unbound: " + std::string(guard.error().message()));
+    warnings.push_back(std::string("started unbound: ") + std::string(guard.error().message()));
     GPUAFF_TRY(cpus, thread_affinity());
     bound = false;
     return std::optional<ScopedAffinity>{};

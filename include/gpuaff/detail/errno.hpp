@@ -49,7 +49,7 @@ inline std::string errno_name(int e) {
     default: break;
   }
 #endif
-  return "errno " + std::to_string(e);
+  return std::string("errno ") + std::to_string(e);
 }
 
 /// "EFBIG (File too large)": the name and the C library's description.

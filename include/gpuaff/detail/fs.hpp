@@ -267,7 +267,7 @@ inline int open_directory_below(int base_fd, std::string_view rel, int& fd, std:
 /// that what was at `name` (a symlink, or a hard link to a file elsewhere) is
 /// replaced, never written through. Returns 0 or errno.
 inline int write_file_at(int dir_fd, const std::string& name, std::string_view data, mode_t mode) {
-  std::string tmp = "." + name + ".partial-" + std::to_string(::getpid());
+  std::string tmp = "." + name + std::string(".partial-") + std::to_string(::getpid());
   int fd = ::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd < 0) return errno;
   int e = write_all(fd, data);

@@ -131,7 +131,7 @@ inline Result<std::map<std::string, std::string>> process_environ(int pid) {
   std::string text;
   // A zombie still has /proc/PID, with an empty environment and no memory:
   // say that it has exited rather than check nothing, or call it missing.
-  if (detail::read_whole_file("/proc/" + std::to_string(pid) + "/status", text) == 0) {
+  if (detail::read_whole_file(std::string("/proc/") + std::to_string(pid) + "/status", text) == 0) {
     auto state = detail::status_field(text, "State");
     if (state && !state->empty() && (state->front() == 'Z' || state->front() == 'X')) {
       auto parent = detail::status_field(text, "PPid");
@@ -139,7 +139,7 @@ inline Result<std::map<std::string, std::string>> process_environ(int pid) {
                   parent ? *parent : std::string_view("?"), ") to reap it; there is nothing left to check");
     }
   }
-  if (int e = detail::read_whole_file("/proc/" + std::to_string(pid) + "/environ", text); e != 0)
+  if (int e = detail::read_whole_file(std::string("/proc/") + std::to_string(pid) + "/environ", text); e != 0)
     return detail::proc_error(pid, "environ", e);
   return detail::parse_environ(text);
 }
@@ -158,7 +158,7 @@ inline Environment environment_of(const std::map<std::string, std::string>& vars
 /// Errors: those of process_environ; Errc::parse_error for a status without a
 /// readable Cpus_allowed_list.
 inline Result<std::vector<ThreadState>> process_threads(int pid) {
-  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  std::string dir = std::string("/proc/") + std::to_string(pid) + "/task";
   std::vector<std::string> tids;
   if (int e = detail::list_directory(dir, tids); e != 0) return detail::proc_error(pid, "task", e);
   std::vector<ThreadState> out;
@@ -184,10 +184,10 @@ inline Result<std::vector<ThreadState>> process_threads(int pid) {
 /// the kernel has no NUMA support).
 inline Result<std::map<int, long long>> process_pages_by_node(int pid) {
   std::string text;
-  int e = detail::read_whole_file("/proc/" + std::to_string(pid) + "/numa_maps", text);
+  int e = detail::read_whole_file(std::string("/proc/") + std::to_string(pid) + "/numa_maps", text);
   if (e == ENOENT) {
     std::string ignored;
-    if (detail::read_whole_file("/proc/" + std::to_string(pid) + "/stat", ignored) == 0) return std::map<int, long long>{};
+    if (detail::read_whole_file(std::string("/proc/") + std::to_string(pid) + "/stat", ignored) == 0) return std::map<int, long long>{};
   }
   if (e != 0) return detail::proc_error(pid, "numa_maps", e);
   return detail::parse_numa_maps(text);

@@ -182,7 +182,7 @@ inline void check_nic_lists(const Topology& topo, std::string_view pci, const st
       (mine ? in : out).push_back(dev);
     }
     std::string others;
-    for (const auto& d : out) others += (others.empty() ? "" : ", ") + d;
+    for (const auto& d : out) others += std::string(others.empty() ? "" : ", ") + d;
     std::string why = " (the GPU's NIC set is " + set_text + std::string(", ") + std::string(to_string(set.path)) +
                       "; gpuaff exec with nic_env=true sets it)";
     if (in.empty() && !out.empty())

@@ -69,7 +69,7 @@ inline Result<unsigned> parse_nic_libs(std::string_view text) {
     if (known == nic_lib_names.end()) {
       std::string_view guess = item == "nccl" ? std::string_view("nccl-set or nccl-rails") : detail::closest(item, words);
       return fail(Errc::invalid_argument, "nic_libs=", text.substr(0, 60), ": '", item.substr(0, 40), "' is not a library",
-                  guess.empty() ? std::string() : "; did you mean " + std::string(guess) + "?",
+                  guess.empty() ? std::string() : std::string("; did you mean ") + std::string(guess) + "?",
                   " (use a list of ucx, nvshmem, nccl-set, nccl-rails)");
     }
     libs |= known->second;
@@ -84,7 +84,7 @@ inline Result<unsigned> parse_nic_libs(std::string_view text) {
 inline std::string nic_libs_text(unsigned libs) {
   std::string out;
   for (const auto& [name, bit] : nic_lib_names)
-    if ((libs & bit) != 0) out += (out.empty() ? "" : ",") + std::string(name);
+    if ((libs & bit) != 0) out += std::string(out.empty() ? "" : ",") + std::string(name);
   return out;
 }
 

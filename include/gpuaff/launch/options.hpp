@@ -418,7 +418,7 @@ inline Result<void> check_options(const LaunchOptions& o) {
       if (!o.was_given(key)) continue;
       std::string modes;
       for (const PolicyInfo& p : policy_registry)
-        if (p.nvidia_options) modes += (modes.empty() ? "" : ", ") + std::string(p.name);
+        if (p.nvidia_options) modes += std::string(modes.empty() ? "" : ", ") + std::string(p.name);
       // A flag names its value (balanced=false is --no-balanced); the others need none.
       std::string word = key == "balanced" ? (o.policy.nvidia.balanced ? "balanced=true" : "balanced=false")
                                            : std::string(key) + "=";

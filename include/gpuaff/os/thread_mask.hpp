@@ -26,7 +26,7 @@ namespace detail {
 /// Largest mask tried for sched_getaffinity (bits); far beyond any kernel's NR_CPUS.
 inline constexpr int max_affinity_bits = 1 << 20;
 
-inline std::string thread_name(pid_t tid) { return tid == 0 ? std::string("the calling thread") : "thread " + std::to_string(tid); }
+inline std::string thread_name(pid_t tid) { return tid == 0 ? std::string("the calling thread") : std::string("thread ") + std::to_string(tid); }
 
 /// The raw mask of thread `tid` (0: the calling thread), of whatever size the kernel needs.
 /// Errors: Errc::not_found (ESRCH: the thread exited), Errc::system_error.

@@ -157,7 +157,7 @@ inline int hwloc_os_index(const hwloc_obj* o) {
 inline std::string hwloc_nvidia_uuid(const std::string& root, const PciAddress& a) {
   RootDir dir(root, is_host_root(root));
   std::string text;
-  if (dir.read("proc/driver/nvidia/gpus/" + std::string(a.to_string().view()) + "/information", text) != 0) return {};
+  if (dir.read(std::string("proc/driver/nvidia/gpus/") + std::string(a.to_string().view()) + "/information", text) != 0) return {};
   auto uuid = status_field(text, "GPU UUID");
   return uuid ? std::string(*uuid) : std::string();
 }
@@ -211,7 +211,7 @@ inline std::string hwloc_escape_in(const std::string& real_root, const std::stri
   std::string host = real_root + "/" + rel;
   struct stat st {};
   if (::lstat(host.c_str(), &st) != 0) return {};
-  if (--budget < 0) return "it has more than " + std::to_string(max_hwloc_root_entries) + " entries under sys/ and proc/";
+  if (--budget < 0) return std::string("it has more than ") + std::to_string(max_hwloc_root_entries) + " entries under sys/ and proc/";
   if (S_ISLNK(st.st_mode)) {
     char* real = ::realpath(host.c_str(), nullptr);
     if (real == nullptr) return {};

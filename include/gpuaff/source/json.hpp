@@ -154,7 +154,7 @@ class Parser {
   static std::string join(const std::string& path, const char* key) {
     return path.empty() ? std::string(key) : path + "." + key;
   }
-  static std::string at(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
+  static std::string at(const std::string& path, std::size_t i) { return path + std::string("[") + std::to_string(i) + "]"; }
 
   static std::string_view type_of(const Json& v) {
     switch (v.type()) {

@@ -106,7 +106,7 @@ inline PciPath classify_path(const std::optional<PciChain>& a, int node_a, const
 
 /// The chain of sys/bus/pci/devices/BDF, resolved inside the root.
 inline std::optional<PciChain> device_chain(SysfsReader& r, const PciAddress& a) {
-  std::string rel = "sys/bus/pci/devices/" + std::string(a.to_string().view());
+  std::string rel = std::string("sys/bus/pci/devices/") + std::string(a.to_string().view());
   return pci_chain(r.resolve(rel));
 }
 
@@ -132,7 +132,7 @@ inline Result<std::optional<PciAddress>> class_entry_device(SysfsReader& r, cons
 /// Adds the names of sys/class/CLASS entries to the NICs they belong to.
 inline Result<void> read_class_names(SysfsReader& r, Topology& t, std::string_view cls, bool rdma) {
   std::string s;
-  std::string dir = "sys/class/" + std::string(cls);
+  std::string dir = std::string("sys/class/") + std::string(cls);
   GPUAFF_TRY(auto names, r.list(dir));
   std::sort(names.begin(), names.end());
   for (const auto& name : names) {
@@ -162,7 +162,7 @@ inline Result<void> read_class_names(SysfsReader& r, Topology& t, std::string_vi
       if (first > 0) {
         nic->rdma_port = first;
         // read, so that a recording keeps the port directory the listing found
-        GPUAFF_TRY(bool have_layer, r.get(dir + "/" + name + "/ports/" + std::to_string(first) + "/link_layer", s));
+        GPUAFF_TRY(bool have_layer, r.get(dir + "/" + name + std::string("/ports/") + std::to_string(first) + "/link_layer", s));
         (void)have_layer;
       }
     }
@@ -218,7 +218,7 @@ inline Result<void> read_gpu_memory_nodes_of(SysfsReader& r, const Topology& t, 
   std::string s;
   for (auto& g : gpus) {
     if (g.pci.vendor != pci_vendor::nvidia) continue;
-    std::string rel = "proc/driver/nvidia/gpus/" + std::string(g.address().to_string().view()) + "/numa_status";
+    std::string rel = std::string("proc/driver/nvidia/gpus/") + std::string(g.address().to_string().view()) + "/numa_status";
     GPUAFF_TRY(bool have, r.get(rel, s));
     if (!have) continue;
     auto node = status_field(s, "Node");

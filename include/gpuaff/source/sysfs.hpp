@@ -446,7 +446,7 @@ inline Result<std::pair<int, long long>> find_last_level_cache(SysfsReader& r, T
   long long broken_level = -1;  // highest level among broken indexes; 16: unknown
   std::string broken;
   auto add_broken = [&broken](const std::string& file, std::string_view why) {
-    broken += (broken.empty() ? "" : ", ") + file + std::string(" (") + std::string(why) + ")";
+    broken += std::string(broken.empty() ? "" : ", ") + file + std::string(" (") + std::string(why) + ")";
   };
   std::string s;
   for (int k = 0; k < 32; ++k) {

@@ -53,7 +53,7 @@ inline std::optional<NodeOverlap> find_node_overlap(const std::vector<NumaNode>&
 
 /// The wording of an overlap, e.g. "nodes 0 and 1 both list CPUs 4-7".
 inline std::string node_overlap_text(const std::vector<NumaNode>& nodes, const NodeOverlap& o) {
-  return "nodes " + std::to_string(nodes[o.first].id) + " and " + std::to_string(nodes[o.second].id) +
+  return std::string("nodes ") + std::to_string(nodes[o.first].id) + std::string(" and ") + std::to_string(nodes[o.second].id) +
          " both list CPUs " + o.shared.to_list() + " (each CPU belongs to exactly one node)";
 }
 

@@ -243,7 +243,7 @@ inline Result<std::vector<Gpu>> select_by_uuid(const Selector& sel, std::string_
         continue;
       }
       rest = rest.substr(0, slash);
-      parent = starts_with_nocase(rest, "GPU-") ? std::string(rest) : "GPU-" + std::string(rest);
+      parent = starts_with_nocase(rest, "GPU-") ? std::string(rest) : std::string("GPU-") + std::string(rest);
     } else {
       parent = std::string(e);
     }
@@ -411,7 +411,7 @@ inline std::optional<std::string> device_order_warning(const std::vector<Gpu>& g
     static constexpr char hex[] = "0123456789abcdef";
     std::string h = "0x";
     for (int shift = 12; shift >= 0; shift -= 4) h += hex[(id >> shift) & 0xf];
-    list += (list.empty() ? "" : ", ") + h;
+    list += std::string(list.empty() ? "" : ", ") + h;
   }
   std::string now = order->empty() ? std::string("unset (CUDA's default, FASTEST_FIRST)")
                                    : "'" + order->substr(0, 32) + "'";
