@@ -38,29 +38,29 @@ std::string job_line(const LaunchOptions& a) {
 
 }  // namespace
 
-/// The CPU nodes of the package that holds `node`'s CPUs (`node` first), the
-/// others ordered by id; `nearest` keeps only those at the smallest distance
-/// from `node` (when the distances were read).
+/// The CPU nodes of the package that holds `node`'s CPUs (those
+/// `--mem-nodes socket` binds memory to), `node` first and the others by id;
+/// `nearest` keeps only those at the smallest distance from `node` (when the
+/// distances were read). A node without CPUs or package: itself alone.
 std::vector<int> socket_cpu_nodes(const Topology& topo, int node, bool nearest) {
+  std::vector<int> out{node};
+  auto same = detail::socket_memory_nodes(topo, node);
+  if (!same) return out;
   const NumaNode* home = topo.find_node(node);
-  if (home == nullptr || home->cpus.empty()) return {node};
-  const Package* package = topo.package_of_cpu(home->cpus.first());
-  std::vector<int> others;
+  auto distance = [&](int id) {
+    for (std::size_t i = 0; i < topo.nodes.size() && i < home->distances.size(); ++i)
+      if (topo.nodes[i].id == id) return home->distances[i];
+    return -1;
+  };
   int best = -1;
-  for (std::size_t i = 0; i < topo.nodes.size(); ++i) {
-    const NumaNode& n = topo.nodes[i];
-    if (n.id == node || n.cpus.empty()) continue;
-    if (package == nullptr || topo.package_of_cpu(n.cpus.first()) != package) continue;
-    int d = i < home->distances.size() ? home->distances[i] : -1;
-    if (nearest && d >= 0 && best >= 0 && d > best) continue;
-    if (nearest && d >= 0 && (best < 0 || d < best)) {
-      best = d;
-      others.clear();
-    }
-    others.push_back(n.id);
+  for (int id : *same)
+    if (int d = distance(id); id != node && d >= 0 && (best < 0 || d < best)) best = d;
+  for (int id : *same) {
+    int d = distance(id);
+    if (id == node || (nearest && d >= 0 && best >= 0 && d > best)) continue;
+    out.push_back(id);
   }
-  others.insert(others.begin(), node);
-  return others;
+  return out;
 }
 
 /// `topo --format dra`: per visible GPU, what a Kubernetes DRA driver or a
