@@ -682,7 +682,7 @@ namespace {
 /// environment carries GPUAFF_PLAN (the exec happened). Killed on destruction.
 struct PlannedChild {
   pid_t pid = -1;
-  explicit PlannedChild(std::vector<std::string> args) {
+  explicit PlannedChild(std::vector<std::string> args, std::vector<std::pair<std::string, std::string>> vars = {}) {
     args.insert(args.begin(), "exec");
     for (const char* a : {"--", "sleep", "60"}) args.emplace_back(a);
     std::string program = cli_test::exe();
@@ -693,6 +693,7 @@ struct PlannedChild {
       argv.push_back(nullptr);
       int null = ::open("/dev/null", O_WRONLY);
       ::dup2(null, 1);
+      for (const auto& [name, value] : vars) ::setenv(name.c_str(), value.c_str(), 1);
       ::execv(program.c_str(), argv.data());
       ::_exit(127);
     }
@@ -759,6 +760,28 @@ TEST_CASE("doctor --all checks every process that carries a plan; json, promethe
   // Which process to check is said once.
   CHECK(tool({"doctor", "--all", "--pid", "1"}).rc == 2);
   CHECK(tool({"doctor"}).rc == 2);
+}
+
+TEST_CASE("doctor --all judges each process's NIC lists on the one read of the machine") {
+  if (!cli_test::cpus_allowed_here({0, 1})) return;
+  // GPU 0's NIC set on the two-NIC tree is mlx5_0; a rank of GPU 0 started
+  // with GPU 1's NIC in UCX_NET_DEVICES is named, beside a healthy rank of GPU 1.
+  PlannedChild wrong({"--root", two_nic_root(), "--gpu", "0", "--policy", "exclusive"}, {{"UCX_NET_DEVICES", "mlx5_1:1"}});
+  PlannedChild right({"--root", two_nic_root(), "--gpu", "1", "--policy", "exclusive"}, {{"UCX_NET_DEVICES", "mlx5_1:1"}});
+  Run r = tool({"doctor", "--all", "--root", two_nic_root(), "--format", "json"});
+  INFO(r.out, r.err);
+  CHECK(r.rc == 7);
+  auto j = nlohmann::json::parse(r.out);
+  const nlohmann::json* pw = process_of(j, wrong.pid);
+  const nlohmann::json* pr = process_of(j, right.pid);
+  REQUIRE(pw != nullptr);
+  REQUIRE(pr != nullptr);
+  CHECK((*pw)["healthy"] == false);
+  REQUIRE((*pw)["problems"].size() == 1);
+  CHECK((*pw)["problems"][0].get<std::string>().find("UCX_NET_DEVICES=mlx5_1:1 points away from the NIC set of "
+                                                     "0000:17:00.0") == 0);
+  CHECK((*pr)["healthy"] == true);
+  CHECK(j["gpu_rails"] == nlohmann::json::parse(R"({"0": "mlx5_0:1", "1": "mlx5_1:1"})"));
 }
 
 TEST_CASE("doctor --merge: one table by node and rank, and whether each GPU index keeps its rail") {

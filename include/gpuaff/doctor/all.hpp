@@ -72,16 +72,21 @@ inline std::vector<int> planned_processes(int* unreadable = nullptr) {
 }
 
 /// Every planned process of this machine checked against its own plan, with
-/// the machine `machine` names (this one by default) for the NIC sets.
+/// the machine `machine` names (this one by default), read once with its NICs,
+/// for the processes' NIC lists and each GPU's NIC set.
 /// Never fails as a whole: a process that ends or cannot be read while it is
-/// checked becomes a note.
+/// checked becomes a note, and so does a machine that cannot be read (the
+/// NIC sets are then not compared; each process's lists are judged on a read
+/// of its own, which says why).
 inline NodeReport examine_all(const LaunchOptions& machine, const DoctorOptions& d = {}, const Readers& readers = {}) {
   NodeReport r;
   char host[256] = {};
   r.node = ::gethostname(host, sizeof host - 1) == 0 ? std::string(host) : std::string("?");
+  auto topo = load(machine, process_environment(), readers, SysfsDetail::full, nullptr,
+                   TopologyParts::only(&TopologyParts::nics));
   int unreadable = 0;
   for (int pid : planned_processes(&unreadable)) {
-    auto v = examine_process(pid, machine, d, readers);
+    auto v = examine_process(pid, machine, d, readers, topo ? &*topo : nullptr);
     if (v) r.verdicts.push_back(std::move(*v));
     else r.notes.push_back(std::string(v.error().message()));
   }
@@ -90,8 +95,6 @@ inline NodeReport examine_all(const LaunchOptions& machine, const DoctorOptions&
                       "not looked at" + (::geteuid() == 0 ? std::string(" (refused even to root: another user "
                                                                         "namespace, or a security module)")
                                                           : std::string("; run as root to check every user's processes")));
-  auto topo = load(machine, process_environment(), readers, SysfsDetail::full, nullptr,
-                   TopologyParts::only(&TopologyParts::nics));
   if (!topo) {
     r.notes.push_back(std::string("rails not compared: ") + std::string(topo.error().message()));
     return r;

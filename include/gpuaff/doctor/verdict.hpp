@@ -232,10 +232,14 @@ inline Verdict judge(int pid, Expectation e, std::vector<ThreadState> threads, s
 /// `o` shapes no plan (only the machine may be named); otherwise against the
 /// plan `o` gives the GPU it names, or the process's own local rank, in the
 /// process's environment (its *_VISIBLE_DEVICES).
+/// A process that carries NIC lists (nic_list_variables) has them checked on
+/// `with_nics`, the machine read with its NICs, when the caller has it
+/// (examine_all reads it once for every process); otherwise on a read of the
+/// machine `o` names.
 /// Errors: those of process_environ, process_threads, process_pages_by_node,
 /// parse_plan_variable and plan(), prefixed with the process.
 inline Result<Verdict> examine_process(int pid, const LaunchOptions& o, const DoctorOptions& d = {},
-                                       const Readers& readers = {}) {
+                                       const Readers& readers = {}, const Topology* with_nics = nullptr) {
   if (pid <= 0) return fail(Errc::invalid_argument, "pid=", pid, " is not a process id (above 0)");
   GPUAFF_TRY(auto vars, process_environ(pid));
   Expectation e;
@@ -276,7 +280,9 @@ inline Result<Verdict> examine_process(int pid, const LaunchOptions& o, const Do
   v.notes = std::move(notes);
   bool lists = std::any_of(std::begin(nic_list_variables), std::end(nic_list_variables),
                            [&](std::string_view n) { return vars.count(std::string(n)) != 0; });
-  if (lists) {
+  if (lists && with_nics != nullptr) {
+    check_nic_lists(*with_nics, pci, vars, v.problems, v.notes);
+  } else if (lists) {
     // The machine's NICs: the plan does not carry them. A machine that cannot
     // be read leaves the lists unjudged, not the process.
     auto topo = load(o, environment_of(vars), readers, SysfsDetail::full, nullptr, TopologyParts::only(&TopologyParts::nics));
