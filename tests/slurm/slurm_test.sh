@@ -16,53 +16,14 @@ set -euo pipefail
 [[ $# -eq 1 ]] || { echo "usage: $0 GPUAFF" >&2; exit 2; }
 gpuaff=$(realpath -- "$1")
 here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../integration/prepare_root.sh"  # skip, prepare_root
+source "$here/common.sh"  # skip, prepare_root, slurm_prologue, slurm_start_cluster
 
-[[ -x $gpuaff ]] || { echo "FAIL: $gpuaff is not an executable"; exit 1; }
-for prog in srun sinfo squeue scancel slurmctld slurmd munged python3; do
-  command -v "$prog" >/dev/null || skip "$prog not installed (Debian: apt-get install slurm-wlm munge)"
-done
-[[ $(id -u) -eq 0 ]] || skip "not root: slurmd must create cgroups"
-[[ $(cat /sys/devices/system/cpu/online) == 0-1 ]] ||
-  skip "the exact masks are written for a machine with CPUs 0-1 online (this one: $(cat /sys/devices/system/cpu/online))"
-grep -q 'ThreadsPerCore=1\b' <<<"$(slurmd -C)" || skip "CPUs 0 and 1 are one core here (slurmd -C); the test needs two cores"
-
-tmp=$(mktemp -d /tmp/gpuaff-slurm.XXXXXX)
-chmod 711 "$tmp"  # munged wants every directory above its socket searchable
-cluster=$tmp/cluster
-blocker_pid=""
-cleanup() {
-  set +e
-  "$here/cluster.sh" stop "$cluster" >/dev/null
-  if [[ -n $blocker_pid ]]; then
-    kill -TERM "$blocker_pid" 2>/dev/null
-    wait "$blocker_pid" 2>/dev/null
-  fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-prepare_root "$gpuaff" "$tmp/root"
-root=$tmp/root
+slurm_prologue slurm  # tmp, cluster, root, blocker_pid and the cleanup trap
 for gpu in 0 1; do
   [[ $(stat -c '%F %t:%T' "$root/dev/nvidia$gpu" 2>/dev/null) == "character special file c3:$gpu" ]] ||
     { echo "FAIL: prepare_root made no character device 195:$gpu at $root/dev/nvidia$gpu"; exit 1; }
 done
-rc=0
-"$here/cluster.sh" start "$cluster" >"$tmp/cluster.out" 2>&1 || rc=$?
-if [[ $rc -eq 77 ]]; then skip "$(tail -n 1 "$tmp/cluster.out")"; fi
-if [[ $rc -ne 0 ]]; then
-  # The daemons' start depends on the host (cgroup layout, kernel, container
-  # limits), not on gpuaff: a skip with the reason, unless the run demands
-  # Slurm (GPUAFF_REQUIRE_SLURM=1, as on the machines docs/slurm.md names).
-  cat "$tmp/cluster.out"
-  [[ ${GPUAFF_REQUIRE_SLURM:-0} == 1 ]] && { echo "FAIL: the test cluster did not start (cluster.sh exited $rc)"; exit 1; }
-  skip "the test cluster did not start here (cluster.sh exited $rc; its output is above)"
-fi
-cat "$tmp/cluster.out"
-export SLURM_CONF=$cluster/etc/slurm.conf
-export GPUAFF=$gpuaff
-cd "$tmp"
+slurm_start_cluster  # exports SLURM_CONF and GPUAFF, enters $tmp
 show_mask=(grep Cpus_allowed_list /proc/self/status)
 
 failures=0

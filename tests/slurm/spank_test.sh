@@ -12,51 +12,13 @@
 set -euo pipefail
 [[ $# -eq 2 ]] || { echo "usage: $0 GPUAFF PLUGIN" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../integration/prepare_root.sh"  # skip, prepare_root
 gpuaff=$(realpath -- "$1")
-[[ -x $gpuaff ]] || { echo "FAIL: $gpuaff is not an executable"; exit 1; }
+source "$here/common.sh"  # skip, prepare_root, slurm_prologue, slurm_start_cluster
 [[ -f $2 ]] || skip "the SPANK plugin $2 was not built (configure with Slurm's slurm/spank.h: apt-get install libslurm-dev)"
 plugin=$(realpath -- "$2")
-for prog in srun sinfo squeue scancel slurmctld slurmd munged python3; do
-  command -v "$prog" >/dev/null || skip "$prog not installed (Debian: apt-get install slurm-wlm munge)"
-done
-[[ $(id -u) -eq 0 ]] || skip "not root: slurmd must create cgroups"
-[[ $(cat /sys/devices/system/cpu/online) == 0-1 ]] ||
-  skip "the exact masks are written for a machine with CPUs 0-1 online (this one: $(cat /sys/devices/system/cpu/online))"
-grep -q 'ThreadsPerCore=1\b' <<<"$(slurmd -C)" || skip "CPUs 0 and 1 are one core here (slurmd -C); the test needs two cores"
 
-tmp=$(mktemp -d /tmp/gpuaff-spank.XXXXXX)
-chmod 711 "$tmp"  # munged wants every directory above its socket searchable
-cluster=$tmp/cluster
-blocker_pid=""
-cleanup() {
-  set +e
-  "$here/cluster.sh" stop "$cluster" >/dev/null
-  if [[ -n $blocker_pid ]]; then
-    kill -TERM "$blocker_pid" 2>/dev/null
-    wait "$blocker_pid" 2>/dev/null
-  fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-prepare_root "$gpuaff" "$tmp/root"
-root=$tmp/root
-rc=0
-"$here/cluster.sh" start "$cluster" >"$tmp/cluster.out" 2>&1 || rc=$?
-if [[ $rc -eq 77 ]]; then skip "$(tail -n 1 "$tmp/cluster.out")"; fi
-if [[ $rc -ne 0 ]]; then
-  # The daemons' start depends on the host (cgroup layout, kernel, container
-  # limits), not on gpuaff: a skip with the reason, unless the run demands
-  # Slurm (GPUAFF_REQUIRE_SLURM=1, as on the machines docs/slurm.md names).
-  cat "$tmp/cluster.out"
-  [[ ${GPUAFF_REQUIRE_SLURM:-0} == 1 ]] && { echo "FAIL: the test cluster did not start (cluster.sh exited $rc)"; exit 1; }
-  skip "the test cluster did not start here (cluster.sh exited $rc; its output is above)"
-fi
-cat "$tmp/cluster.out"
-export SLURM_CONF=$cluster/etc/slurm.conf
-export GPUAFF=$gpuaff
-cd "$tmp"
+slurm_prologue spank  # tmp, cluster, root, blocker_pid and the cleanup trap
+slurm_start_cluster   # exports SLURM_CONF and GPUAFF, enters $tmp
 
 # plugstack LINE...: the plugstack.conf of the next srun (and its steps).
 plugstack() {
