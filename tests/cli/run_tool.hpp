@@ -49,7 +49,8 @@ inline const std::vector<std::string>& controlled_variables() {
                                           "LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
                                           "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID",
                                           "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                                          "PMI_LOCAL_SIZE", "PALS_LOCAL_SIZE", "SLURM_TASKS_PER_NODE", "SLURM_NODEID",
+                                          "PMI_LOCAL_SIZE", "PALS_LOCAL_SIZE", "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
+                                          "SLURM_NODEID",
                                           "OMP_NUM_THREADS", "NO_COLOR", "CUDA_DEVICE_ORDER"};
   return v;
 }

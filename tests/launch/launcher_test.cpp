@@ -136,6 +136,34 @@ TEST_CASE("Slurm's local size is this node's entry of SLURM_TASKS_PER_NODE") {
   CHECK((*alone)->value == 4);
 }
 
+TEST_CASE("the job step's task list comes before the job's") {
+  // A job of 8 tasks per node on 2 nodes ("8(x2)") runs a step of 2 tasks on
+  // its second node only: the step's list is "2" and the node's index in the
+  // step is 0. Under srun -E the task keeps the job's SLURM_TASKS_PER_NODE,
+  // whose entry 0 (8) is another node's and the wrong count: the step's list
+  // gives 2.
+  auto r = gpuaff::local_size(env_of({{"SLURM_STEP_TASKS_PER_NODE", "2"}, {"SLURM_TASKS_PER_NODE", "8(x2)"},
+                                      {"SLURM_NODEID", "0"}}));
+  REQUIRE(r);
+  REQUIRE(r->has_value());
+  CHECK((*r)->value == 2);
+  CHECK((*r)->variable == "SLURM_STEP_TASKS_PER_NODE");
+  CHECK((*r)->source() == "SLURM_STEP_TASKS_PER_NODE=2");
+  // Step lists are compressed like the job's: node 2 of "3(x2),1" runs one task.
+  auto third = gpuaff::local_size(env_of({{"SLURM_STEP_TASKS_PER_NODE", "3(x2),1"}, {"SLURM_NODEID", "2"}}));
+  REQUIRE(third);
+  CHECK((*third)->value == 1);
+  // A broken step list is named, never passed over for the job's.
+  auto bad = gpuaff::local_size(env_of({{"SLURM_STEP_TASKS_PER_NODE", "2(x"}, {"SLURM_TASKS_PER_NODE", "2"}}));
+  REQUIRE(!bad);
+  CHECK(bad.error().message() == "SLURM_STEP_TASKS_PER_NODE='2(x' gives no task count for node 0 (SLURM_NODEID); fix "
+                                 "or unset SLURM_STEP_TASKS_PER_NODE");
+  // The launchers' own local size variables still come first.
+  auto torchrun = gpuaff::local_size(env_of({{"LOCAL_WORLD_SIZE", "4"}, {"SLURM_STEP_TASKS_PER_NODE", "1"}}));
+  REQUIRE(torchrun);
+  CHECK((*torchrun)->value == 4);
+}
+
 TEST_CASE("a Slurm task list without this node's entry, or garbage in it, is an error") {
   auto beyond = gpuaff::local_size(env_of({{"SLURM_TASKS_PER_NODE", "2(x3),1"}, {"SLURM_NODEID", "4"}}));
   REQUIRE(!beyond);

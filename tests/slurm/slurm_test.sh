@@ -63,6 +63,25 @@ for t in 0 1; do
   expect "gres: task $t says nothing" "$(message gres $t)" ""
 done
 
+# 1b. A step smaller than its job: a batch job of two tasks runs one step of
+#    one task (two CPUs) with srun -E, which keeps the job's
+#    SLURM_TASKS_PER_NODE (2) in the task's environment while
+#    SLURM_STEP_TASKS_PER_NODE says 1. One process on this machine: GPU 0
+#    alone takes part and exclusive gives it both cores, CPUs 0-1 (the job's
+#    count would have split them with GPU 1: CPU 0).
+cat >"$tmp/small_step.sh" <<EOF
+#!/usr/bin/env bash
+srun -E --label -n1 -c2 --cpu-bind=none bash "$here/task.sh" -- \
+  "$gpuaff" exec --local-rank --policy exclusive --root "$root" -- ${show_mask[*]}
+EOF
+echo "--- small_step: sbatch -n2 --gres=gpu:2, srun -E -n1 -c2 task.sh"
+timeout 60 sbatch -W -n2 -c1 --gres=gpu:2 -o "$tmp/small_step.out" -e "$tmp/small_step.err" \
+  "$tmp/small_step.sh" >/dev/null || true
+sed 's/^/    /' "$tmp/small_step.out" || true
+expect "small step: the task starts on the step's CPUs" "$(field small_step 0 before)" "0-1 cvd=0,1"
+expect "small step: exit status" "$(field small_step 0 rc)" 0
+expect "small step: the step's one task binds both cores of GPU 0" "$(after small_step 0)" "0-1"
+
 # 2. --gpus-per-task=1 (Slurm binds one GPU to each task: --gpu-bind=per_task:1).
 #    With ConstrainDevices=yes every task's CUDA_VISIBLE_DEVICES is 0, its own
 #    GPU numbered within the task; the device cgroup lets it open only that one.
@@ -76,7 +95,7 @@ done
 #    local size is too large (usage, 2), task 1 that it has no GPU 1 (not found, 4).
 expect "per_task --local-rank: task 0 exit status" "$(field per_task 0 rc)" 2
 expect_in "per_task --local-rank: task 0 message" "$(message per_task 0)" \
-  "gpuaff: SLURM_TASKS_PER_NODE=2 (the launcher's processes on this machine) is more than the 1 GPU(s) this process sees in $root; when each process sees only its own GPU, use --gpu 0 (and --share machine)"
+  "gpuaff: SLURM_STEP_TASKS_PER_NODE=2 (the launcher's processes on this machine) is more than the 1 GPU(s) this process sees in $root; when each process sees only its own GPU, use --gpu 0 (and --share machine)"
 #    The one GPU task 1 sees is its own (gpuaff leaves out the GPU whose node
 #    the task may not open): 0000:e2:00.0.
 expect "per_task --local-rank: task 1 exit status" "$(field per_task 1 rc)" 4

@@ -44,9 +44,15 @@ inline constexpr std::array<std::string_view, 6> local_rank_variables{
 inline constexpr std::array<std::string_view, 5> local_size_variables{
     "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE", "PALS_LOCAL_SIZE"};
 
-/// Slurm gives no local size variable: SLURM_TASKS_PER_NODE lists the tasks of
-/// each node of the allocation in a compressed form ("4", "2(x3),1"), and
-/// SLURM_NODEID says which entry is this node's.
+/// Slurm gives no local size variable: SLURM_STEP_TASKS_PER_NODE lists the
+/// tasks of each node of the job step in a compressed form ("4", "2(x3),1"),
+/// and SLURM_NODEID (the node's index in the step) says which entry is this
+/// node's. srun also writes the step's list into SLURM_TASKS_PER_NODE, but not
+/// under `srun -E` (--preserve-env), which keeps the job's: for a step smaller
+/// than its job, or on fewer nodes, only the step's list is right. So the
+/// step's variable comes first; SLURM_TASKS_PER_NODE serves where it is not
+/// set (a script that sets only it).
+inline constexpr std::string_view slurm_step_tasks_per_node_variable = "SLURM_STEP_TASKS_PER_NODE";
 inline constexpr std::string_view slurm_tasks_per_node_variable = "SLURM_TASKS_PER_NODE";
 inline constexpr std::string_view slurm_node_id_variable = "SLURM_NODEID";
 
@@ -107,20 +113,25 @@ inline int slurm_tasks_of_node(std::string_view list, int node) {
   return -1;
 }
 
-/// This node's entry of SLURM_TASKS_PER_NODE, or nullopt when it is unset.
+/// This node's entry of SLURM_STEP_TASKS_PER_NODE, else of
+/// SLURM_TASKS_PER_NODE, or nullopt when neither is set.
 inline Result<std::optional<LauncherValue>> slurm_local_size(const Environment& env) {
-  std::optional<std::string> list = env(slurm_tasks_per_node_variable);
+  std::string_view variable = slurm_step_tasks_per_node_variable;
+  std::optional<std::string> list = env(variable);
+  if (!list) {
+    variable = slurm_tasks_per_node_variable;
+    list = env(variable);
+  }
   if (!list) return std::optional<LauncherValue>{};
   std::optional<std::string> node_text = env(slurm_node_id_variable);
   int node = node_text ? parse_count(*node_text) : 0;
   if (node < 0) return bad_variable(slurm_node_id_variable, *node_text, "a non-negative integer");
   int tasks = slurm_tasks_of_node(*list, node);
   if (tasks < 1) {
-    return fail(Errc::invalid_argument, slurm_tasks_per_node_variable, "='", std::string_view(*list).substr(0, 40),
-                "' gives no task count for node ", node, " (", slurm_node_id_variable,
-                "); fix or unset ", slurm_tasks_per_node_variable);
+    return fail(Errc::invalid_argument, variable, "='", std::string_view(*list).substr(0, 40),
+                "' gives no task count for node ", node, " (", slurm_node_id_variable, "); fix or unset ", variable);
   }
-  return std::optional<LauncherValue>{LauncherValue{std::string(slurm_tasks_per_node_variable), *list, tasks}};
+  return std::optional<LauncherValue>{LauncherValue{std::string(variable), *list, tasks}};
 }
 
 }  // namespace detail
