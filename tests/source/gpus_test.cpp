@@ -100,6 +100,16 @@ TEST_CASE("bad CUDA_VISIBLE_DEVICES values are rejected, naming the variable and
   }
 }
 
+TEST_CASE("an entry that is no index and no UUID is named as such, not as a mix of the two") {
+  // "1,-1,2" holds indices and one entry, -1, that is neither: CUDA stops its
+  // list at -1 (GPU 1 only); gpuaff names -1 and says what it is not.
+  std::string msg = select_error(four_nvidia(), cuda("1,-1,2"));
+  CHECK(msg == "CUDA_VISIBLE_DEVICES='1,-1,2': entry '-1' is neither a GPU index nor a GPU-/MIG- UUID prefix (CUDA and "
+               "HIP would silently stop the list there; gpuaff refuses): fix or unset CUDA_VISIBLE_DEVICES");
+  // A real mix (an index beside a UUID) is still called one.
+  CHECK(select_error(four_nvidia(), cuda("GPU-cccc,1")).find("mixes index '1' with UUIDs") != std::string::npos);
+}
+
 TEST_CASE("UUID entries when no UUID is known say where UUIDs come from") {
   std::vector<Gpu> gs = {make("0000:10:00.0", 0x10de), make("0000:20:00.0", 0x10de)};
   auto r = select_visible_gpus(gs, cuda("GPU-1234"));

@@ -228,6 +228,10 @@ inline Result<std::vector<Gpu>> select_by_uuid(const Selector& sel, std::string_
   bool any_uuid = false;
   for (const auto& g : candidates)
     if (!g.uuid.empty()) any_uuid = true;
+  // An entry that is neither an index nor a UUID is named first: "1,-1,2"
+  // holds no UUID, so it is not a mix of indices and UUIDs.
+  for (std::string_view e : entries)
+    if (!is_decimal(e)) GPUAFF_TRY_VOID(check_uuid_entry(sel, shown, e));
   for (std::string_view e : entries) {
     std::string_view ex = e.substr(0, 64);
     GPUAFF_TRY_VOID(check_uuid_entry(sel, shown, e));
