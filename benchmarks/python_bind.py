@@ -197,22 +197,6 @@ class FindingReader(Reader):
             gpus.append(bdf)
         self.bdfs = gpus
 
-    def node(self, g):
-        self.find()
-        return Reader.node(self, g)
-
-    def socket(self, g):
-        self.find()
-        return Reader.socket(self, g)
-
-    def exclusive(self, g):
-        self.find()
-        return Reader.exclusive(self, g)
-
-    def core_complex(self, g):
-        self.find()
-        return Reader.core_complex(self, g)
-
 
 def read_calls(f):
     """The read system calls f() makes (/proc/self/io syscr, less what reading
@@ -249,7 +233,11 @@ def side_by_side(build, rounds):
 
     def run_finding(mode):
         f = getattr(finding, mode.replace("-", "_"))
-        return [sorted(f(g)) for g in gpus]
+        out = []
+        for g in gpus:
+            finding.find()  # per plan, as gpuaff.plan(gpu=g) reads them per call
+            out.append(sorted(f(g)))
+        return out
 
     def run_per_call(mode):
         return [sorted(gpuaff.plan(gpu=g, root=root, policy=mode).cpus) for g in gpus]
