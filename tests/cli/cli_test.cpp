@@ -447,7 +447,12 @@ TEST_CASE("typos get a 'did you mean' for commands, flags, policies and option w
                         Case{{"bind", "--root", root, "--gpu", "0", "--baseline", "cgroups"},
                              "--baseline cgroups is not valid; did you mean cgroup?"},
                         Case{{"topo", "--root", root, "--colour", "never"}, "unknown option '--colour'; did you mean --color?"},
-                        Case{{"bind", "--root", root, "--gpu", "0", "--frobnicate"}, "unknown option '--frobnicate' see"}}) {
+                        Case{{"bind", "--root", root, "--gpu", "0", "--frobnicate"},
+                             "unknown option '--frobnicate'; see 'gpuaff bind --help'"},
+                        // The parser's own words for an option given twice or without its value, as what to do.
+                        Case{{"bind", "--root", root, "--gpu", "3", "--gpu", "4"}, "--gpu is given 2 times; give it once"},
+                        Case{{"bind", "--root", root, "--gpu="}, "--gpu needs a value: N[,N...]|all"},
+                        Case{{"exec", "--root", root, "--gpu", "0", "--policy"}, "--policy needs a value: P"}}) {
     Run r = tool(c.args);
     INFO(r.err);
     CHECK(r.rc == 2);

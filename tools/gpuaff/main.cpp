@@ -123,11 +123,29 @@ gpuaff::Result<void> take_choice(const Given& g, std::string_view key, const std
   return {};
 }
 
+/// The parser's words for two mistakes, said as what to do: an option given
+/// twice ("--gpu: At Most 1 required but received 2") and one without its
+/// value ("--gpu: 1 required N[,N...]|all missing", from `--gpu=`). Other
+/// messages are kept.
+std::string usage_text(const std::string& text) {
+  std::size_t colon = text.find(": ");
+  if (colon == std::string::npos || text.rfind("--", 0) != 0) return text;
+  std::string name = text.substr(0, colon);
+  std::string rest = text.substr(colon + 2);
+  const std::string twice = "At Most 1 required but received ";
+  if (rest.rfind(twice, 0) == 0) return name + " is given " + rest.substr(twice.size()) + " times; give it once";
+  const std::string needs = "1 required ", missing = " missing";
+  if (rest.rfind(needs, 0) == 0 && rest.size() > needs.size() + missing.size() &&
+      rest.compare(rest.size() - missing.size(), missing.size(), missing) == 0)
+    return name + " needs a value: " + rest.substr(needs.size(), rest.size() - needs.size() - missing.size());
+  return text;
+}
+
 /// "gpuaff: <what>; see 'gpuaff <command> --help'" for a parse error.
 int usage_error(const CLI::App& app, const CLI::Error& e) {
   std::string where = "gpuaff";
   for (const CLI::App* sub : app.get_subcommands()) where += " " + sub->get_name();
-  std::string line = "gpuaff: " + one_line(e.what()) + "; see '" + where + " --help'\n";
+  std::string line = "gpuaff: " + usage_text(one_line(e.what())) + "; see '" + where + " --help'\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
   return exit_usage;
 }
@@ -157,8 +175,9 @@ int unexpected_arguments(const CLI::App& app, const std::vector<std::string>& ex
     std::vector<std::string> flags = flags_of(app);
     std::vector<std::string_view> views(flags.begin(), flags.end());
     std::string_view guess = gpuaff::detail::closest(name, views);
-    line = "unknown option '" + name + "'" + (guess.empty() ? std::string() : "; did you mean " + std::string(guess) + "?") +
-           " see '" + where + " --help'";
+    line = "unknown option '" + name + "'" +
+           (guess.empty() ? "; see '" + where + " --help'"
+                          : "; did you mean " + std::string(guess) + "? (see '" + where + " --help')");
   } else {
     line = "unexpected argument '" + first + "'; see '" + where + " --help'";
   }
