@@ -194,6 +194,83 @@ std::string command_names(const CLI::App& app) {
   return out;
 }
 
+/// `gpuaff bind`: the launch options and --format, then run_bind.
+int bind_command(const Given& given) {
+  BindArgs args;
+  if (auto ok = fill(given, args.options); !ok) return report_error(ok.error());
+  if (auto ok = take_choice(given, "format", gpuaff::bind_format_choices, args.format); !ok)
+    return report_error(ok.error());
+  return run_bind(args);
+}
+
+/// `gpuaff topo`: the launch options, --format and --color, then run_topo.
+int topo_command(const Given& given) {
+  TopoArgs args;
+  if (auto ok = fill(given, args.options); !ok) return report_error(ok.error());
+  // topo draws every part of --ranks-per-gpu N: no part to name
+  gpuaff::LaunchOptions checked = args.options;
+  checked.ranks_per_gpu = 0;
+  if (auto ok = gpuaff::check_options(checked); !ok) return report_error(ok.error());
+  if (auto ok = take_choice(given, "format", gpuaff::topo_format_choices, args.format); !ok)
+    return report_error(ok.error());
+  if (auto ok = take_choice(given, "color", gpuaff::color_choices, args.color); !ok) return report_error(ok.error());
+  return run_topo(args);
+}
+
+/// `gpuaff exec`: the launch options, --dry-run and --verbose, then run_exec
+/// with COMMAND (already in `args`, registered before parsing).
+int exec_command(const Given& given, ExecArgs& args) {
+  if (auto ok = fill(given, args.options); !ok) return report_error(ok.error());
+  args.dry_run = cli_value(given, "dry_run").has_value();
+  args.verbose = cli_value(given, "verbose").has_value();
+  return run_exec(args);
+}
+
+/// `gpuaff record`: --out (required), --root, --pci and --force, then run_record.
+int record_command(const Given& given) {
+  RecordArgs args;
+  auto out = cli_value(given, "out");
+  if (!out) return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "record needs --out DIR or --out FILE.tar; see 'gpuaff record --help'"));
+  if (out->empty()) return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--out '' is not a path; name a directory or FILE.tar"));
+  args.out = *out;
+  if (auto root = cli_value(given, "root")) {
+    if (root->empty()) return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--root '' is not a path; leave it out to record this machine"));
+    args.root = *root;
+  }
+  args.pci = given.record_pci;
+  args.force = cli_value(given, "force").has_value();
+  return run_record(args);
+}
+
+/// `gpuaff doctor`: exactly one of --pid, --all and --merge says what to
+/// check; then --format and --min-local, then run_doctor.
+int doctor_command(const Given& given) {
+  DoctorArgs args;
+  if (auto ok = fill(given, args.options); !ok) return report_error(ok.error());
+  auto pid = cli_value(given, "pid");
+  args.all = cli_value(given, "all").has_value();
+  args.merge = given.doctor_merge;
+  int modes = (pid ? 1 : 0) + (args.all ? 1 : 0) + (args.merge.empty() ? 0 : 1);
+  if (modes != 1)
+    return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, modes == 0 ? "doctor needs --pid PID, --all or --merge FILE; see 'gpuaff doctor --help'"
+                                                                                     : "--pid, --all and --merge each say what to check; give one"));
+  if (pid) {
+    int p = gpuaff::detail::parse_count(*pid);
+    if (p <= 0) return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--pid '", std::string_view(*pid).substr(0, 40), "' is not a process id (a positive integer)"));
+    args.pid = p;
+  }
+  if (auto ok = take_choice(given, "format", gpuaff::doctor_format_choices, args.format); !ok)
+    return report_error(ok.error());
+  if (auto m = cli_value(given, "min_local")) {
+    char* end = nullptr;
+    double f = std::strtod(m->c_str(), &end);
+    if (m->empty() || end != m->c_str() + m->size() || !(f >= 0.0 && f <= 1.0))
+      return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--min-local '", std::string_view(*m).substr(0, 40), "' is not a fraction between 0 and 1"));
+    args.min_local = f;
+  }
+  return run_doctor(args);
+}
+
 const char* const bind_examples =
     "Examples:\n"
     "  gpuaff bind --gpu 0                              CPUs of GPU 0's NUMA node\n"
@@ -311,7 +388,6 @@ int main(int argc, char** argv) try {
     return usage_error(app, e);
   }
 
-  auto fail_usage = [](const gpuaff::Error& e) { return report_error(e); };
   for (CLI::App* sub : {bind, topo, exec, record, doctor}) {
     if (!sub->parsed()) continue;
     std::vector<std::string> extra;
@@ -319,71 +395,11 @@ int main(int argc, char** argv) try {
       if (a != "--") extra.push_back(a);  // the separator before exec's COMMAND
     if (!extra.empty()) return unexpected_arguments(*sub, extra, exec_args.command);
   }
-  if (bind->parsed()) {
-    BindArgs args;
-    if (auto ok = fill(bind_given, args.options); !ok) return fail_usage(ok.error());
-    if (auto ok = take_choice(bind_given, "format", gpuaff::bind_format_choices, args.format); !ok)
-      return fail_usage(ok.error());
-    return run_bind(args);
-  }
-  if (topo->parsed()) {
-    TopoArgs args;
-    if (auto ok = fill(topo_given, args.options); !ok) return fail_usage(ok.error());
-    // topo draws every part of --ranks-per-gpu N: no part to name
-    gpuaff::LaunchOptions checked = args.options;
-    checked.ranks_per_gpu = 0;
-    if (auto ok = gpuaff::check_options(checked); !ok) return fail_usage(ok.error());
-    if (auto ok = take_choice(topo_given, "format", gpuaff::topo_format_choices, args.format); !ok)
-      return fail_usage(ok.error());
-    if (auto ok = take_choice(topo_given, "color", gpuaff::color_choices, args.color); !ok) return fail_usage(ok.error());
-    return run_topo(args);
-  }
-  if (exec->parsed()) {
-    if (auto ok = fill(exec_given, exec_args.options); !ok) return fail_usage(ok.error());
-    exec_args.dry_run = cli_value(exec_given, "dry_run").has_value();
-    exec_args.verbose = cli_value(exec_given, "verbose").has_value();
-    return run_exec(exec_args);
-  }
-  if (record->parsed()) {
-    RecordArgs args;
-    auto out = cli_value(record_given, "out");
-    if (!out) return fail_usage(gpuaff::make_error(gpuaff::Errc::invalid_argument, "record needs --out DIR or --out FILE.tar; see 'gpuaff record --help'"));
-    if (out->empty()) return fail_usage(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--out '' is not a path; name a directory or FILE.tar"));
-    args.out = *out;
-    if (auto root = cli_value(record_given, "root")) {
-      if (root->empty()) return fail_usage(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--root '' is not a path; leave it out to record this machine"));
-      args.root = *root;
-    }
-    args.pci = record_given.record_pci;
-    args.force = cli_value(record_given, "force").has_value();
-    return run_record(args);
-  }
-  if (doctor->parsed()) {
-    DoctorArgs args;
-    if (auto ok = fill(doctor_given, args.options); !ok) return fail_usage(ok.error());
-    auto pid = cli_value(doctor_given, "pid");
-    args.all = cli_value(doctor_given, "all").has_value();
-    args.merge = doctor_given.doctor_merge;
-    int modes = (pid ? 1 : 0) + (args.all ? 1 : 0) + (args.merge.empty() ? 0 : 1);
-    if (modes != 1)
-      return fail_usage(gpuaff::make_error(gpuaff::Errc::invalid_argument, modes == 0 ? "doctor needs --pid PID, --all or --merge FILE; see 'gpuaff doctor --help'"
-                                                                                     : "--pid, --all and --merge each say what to check; give one"));
-    if (pid) {
-      int p = gpuaff::detail::parse_count(*pid);
-      if (p <= 0) return fail_usage(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--pid '", std::string_view(*pid).substr(0, 40), "' is not a process id (a positive integer)"));
-      args.pid = p;
-    }
-    if (auto ok = take_choice(doctor_given, "format", gpuaff::doctor_format_choices, args.format); !ok)
-      return fail_usage(ok.error());
-    if (auto m = cli_value(doctor_given, "min_local")) {
-      char* end = nullptr;
-      double f = std::strtod(m->c_str(), &end);
-      if (m->empty() || end != m->c_str() + m->size() || !(f >= 0.0 && f <= 1.0))
-        return fail_usage(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--min-local '", std::string_view(*m).substr(0, 40), "' is not a fraction between 0 and 1"));
-      args.min_local = f;
-    }
-    return run_doctor(args);
-  }
+  if (bind->parsed()) return bind_command(bind_given);
+  if (topo->parsed()) return topo_command(topo_given);
+  if (exec->parsed()) return exec_command(exec_given, exec_args);
+  if (record->parsed()) return record_command(record_given);
+  if (doctor->parsed()) return doctor_command(doctor_given);
   return exit_usage;
 } catch (const std::exception& e) {
   std::string line = "gpuaff: internal error: " + one_line(e.what()) + "; please report this with 'gpuaff topo' output\n";

@@ -165,27 +165,9 @@ std::string bindings_table(const Topology& topo, const ReportOptions& o) {
   return out;
 }
 
-}  // namespace
-
-/// A fixed-width table: the first row is the header.
-std::string render_table(const std::vector<std::vector<std::string>>& rows, std::string_view indent) {
-  std::vector<std::size_t> width;
-  for (const auto& r : rows) {
-    if (width.size() < r.size()) width.resize(r.size(), 0);
-    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  }
-  std::string out;
-  for (const auto& r : rows) {
-    std::string line(indent);
-    for (std::size_t i = 0; i < r.size(); ++i) line += i + 1 == r.size() ? r[i] : pad(r[i], width[i] + 2);
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + '\n';
-  }
-  return out;
-}
-
-
-std::string render_report(const Topology& topo, const ReportOptions& o) {
+/// The report's head: version, origin, CPU sets, packages, SMT, core
+/// complexes and the source's notes.
+std::string machine_summary(const Topology& topo) {
   std::string out;
   out += "gpuaff " + std::string(version_string) + " topology report\n";
   out += "origin:        " + detail::escape_control(topo.origin.view()) + '\n';
@@ -212,34 +194,39 @@ std::string render_report(const Topology& topo, const ReportOptions& o) {
     out += "notes:\n";
     for (const auto& n : topo.notes) out += "  - " + n + '\n';
   }
+  return out;
+}
 
-  out += "\nGPUs (" + std::to_string(topo.gpus.size()) + " visible):\n";
-  if (topo.gpus.empty()) {
-    out += "  (none)\n";
-  } else {
-    std::vector<std::vector<std::string>> rows{{"index", "pci", "vendor:device", "node", "local CPUs", "uuid"}};
-    for (const auto& g : topo.gpus) {
-      std::string node = std::to_string(g.numa_node());
-      if (g.numa_node() < 0) {
-        int inferred = node_at(o.inferred_nodes, g.index);
-        int r = node_at(o.resolved_nodes, g.index);
-        node = inferred >= 0 ? std::to_string(inferred) + " (inferred; numa_node -1)"
-               : r >= 0      ? std::to_string(r) + " (--unknown-node; numa_node -1)"
-                             : std::string("unknown (-1)");
-      }
-      std::string pci(g.address().to_string().view());
-      if (g.pci.compute_partitions > 1)  // an AMD partition: which of its device's
-        pci += " (" + std::to_string(g.partition) + "/" + std::to_string(g.pci.compute_partitions) + ")";
-      rows.push_back({std::to_string(g.index), pci,
-                      hex(g.pci.vendor, 4).substr(2) + ":" + hex(g.pci.device, 4).substr(2), node,
-                      g.pci.has_local_cpus ? list_or(g.pci.local_cpus, "(none)") : std::string("-"),
-                      g.uuid.size() == 0 ? std::string("-") : detail::escape_control(g.uuid.view())});
+/// The visible GPUs, one row each; a GPU whose numa_node is -1 shows the node
+/// it was given (inferred, or by --unknown-node).
+std::string gpus_section(const Topology& topo, const ReportOptions& o) {
+  std::string out = "\nGPUs (" + std::to_string(topo.gpus.size()) + " visible):\n";
+  if (topo.gpus.empty()) return out + "  (none)\n";
+  std::vector<std::vector<std::string>> rows{{"index", "pci", "vendor:device", "node", "local CPUs", "uuid"}};
+  for (const auto& g : topo.gpus) {
+    std::string node = std::to_string(g.numa_node());
+    if (g.numa_node() < 0) {
+      int inferred = node_at(o.inferred_nodes, g.index);
+      int r = node_at(o.resolved_nodes, g.index);
+      node = inferred >= 0 ? std::to_string(inferred) + " (inferred; numa_node -1)"
+             : r >= 0      ? std::to_string(r) + " (--unknown-node; numa_node -1)"
+                           : std::string("unknown (-1)");
     }
-    out += render_table(rows, "  ");
+    std::string pci(g.address().to_string().view());
+    if (g.pci.compute_partitions > 1)  // an AMD partition: which of its device's
+      pci += " (" + std::to_string(g.partition) + "/" + std::to_string(g.pci.compute_partitions) + ")";
+    rows.push_back({std::to_string(g.index), pci,
+                    hex(g.pci.vendor, 4).substr(2) + ":" + hex(g.pci.device, 4).substr(2), node,
+                    g.pci.has_local_cpus ? list_or(g.pci.local_cpus, "(none)") : std::string("-"),
+                    g.uuid.size() == 0 ? std::string("-") : detail::escape_control(g.uuid.view())});
   }
-  // Devices read but not visible as GPUs: the host's GPUs a container did not
-  // give this process (the driver's list), those *_VISIBLE_DEVICES hide, and
-  // devices named with --pci.
+  return out + render_table(rows, "  ");
+}
+
+/// Devices read but not visible as GPUs: the host's GPUs a container did not
+/// give this process (the driver's list), those *_VISIBLE_DEVICES hide, and
+/// devices named with --pci. Empty when there are none.
+std::string other_devices_section(const Topology& topo) {
   std::vector<std::vector<std::string>> others{{"pci", "class", "vendor:device", "node", "note"}};
   for (const auto& d : topo.pci_devices) {
     bool visible = std::any_of(topo.gpus.begin(), topo.gpus.end(), [&](const Gpu& g) { return g.address() == d.address; });
@@ -252,51 +239,80 @@ std::string render_report(const Topology& topo, const ReportOptions& o) {
                           ? "GPU of the host, not this process's (not in proc/driver/nvidia/gpus)"
                           : "GPU, not visible (*_VISIBLE_DEVICES)"});
   }
-  if (others.size() > 1) {
-    out += "other PCI devices:\n";
-    out += render_table(others, "  ");
+  if (others.size() <= 1) return {};
+  return "other PCI devices:\n" + render_table(others, "  ");
+}
+
+/// The NUMA distance matrix, "?" where the machine gave none.
+std::string distances_table(const Topology& topo) {
+  std::vector<std::vector<std::string>> d{{"from\\to"}};
+  for (const auto& n : topo.nodes) d[0].push_back(std::to_string(n.id));
+  for (const auto& from : topo.nodes) {
+    std::vector<std::string> r{std::to_string(from.id)};
+    for (const auto& to : topo.nodes) {
+      int v = topo.distance(from.id, to.id);
+      r.push_back(v < 0 ? "?" : std::to_string(v));
+    }
+    d.push_back(r);
   }
+  return "distances:\n" + render_table(d, "  ");
+}
+
+/// The NUMA nodes: CPUs, the usable ones, packages and the GPUs near each (a
+/// GPU's own memory node says so), then the distances when any were read.
+std::string numa_nodes_section(const Topology& topo, const ReportOptions& o) {
+  std::string out = "\nNUMA nodes (" + std::to_string(topo.nodes.size()) + "):\n";
+  if (topo.nodes.empty()) return out + "  (none)\n";
+  CpuSet usable = topo.usable();
+  std::vector<std::vector<std::string>> rows{{"node", "cpus", "usable", "package", "gpus"}};
+  for (const auto& n : topo.nodes) {
+    std::string packages;
+    for (const auto& p : topo.packages)
+      if (p.cpus.intersects(n.cpus)) packages += (packages.empty() ? "" : ",") + std::to_string(p.id);
+    std::string gpus;
+    for (const auto& g : topo.gpus) {
+      int node = g.numa_node() >= 0 ? g.numa_node() : node_at(o.resolved_nodes, g.index);
+      if (node == n.id) gpus += (gpus.empty() ? "" : ",") + std::to_string(g.index);
+      if (std::find(g.memory_nodes.begin(), g.memory_nodes.end(), n.id) != g.memory_nodes.end())
+        gpus += (gpus.empty() ? "" : ",") + std::to_string(g.index) + " (its memory)";
+    }
+    rows.push_back({std::to_string(n.id), n.memory_only() ? std::string("(memory only)") : n.cpus.to_list(),
+                    n.memory_only() ? std::string("-") : list_or(n.cpus & usable, "(none)"),
+                    packages.empty() ? std::string("-") : packages, gpus.empty() ? std::string("-") : gpus});
+  }
+  out += render_table(rows, "  ");
+  bool any_distance = std::any_of(topo.nodes.begin(), topo.nodes.end(), [](const NumaNode& n) { return !n.distances.empty(); });
+  if (any_distance) out += distances_table(topo);
+  return out;
+}
+
+}  // namespace
+
+/// A fixed-width table: the first row is the header.
+std::string render_table(const std::vector<std::vector<std::string>>& rows, std::string_view indent) {
+  std::vector<std::size_t> width;
+  for (const auto& r : rows) {
+    if (width.size() < r.size()) width.resize(r.size(), 0);
+    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line(indent);
+    for (std::size_t i = 0; i < r.size(); ++i) line += i + 1 == r.size() ? r[i] : pad(r[i], width[i] + 2);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + '\n';
+  }
+  return out;
+}
+
+
+std::string render_report(const Topology& topo, const ReportOptions& o) {
+  std::string out = machine_summary(topo);
+  out += gpus_section(topo, o);
+  out += other_devices_section(topo);
   out += memory_nodes_line(topo);
   out += nics_section(topo, [](const std::vector<std::vector<std::string>>& rows) { return render_table(rows, "  "); });
-
-  out += "\nNUMA nodes (" + std::to_string(topo.nodes.size()) + "):\n";
-  if (topo.nodes.empty()) {
-    out += "  (none)\n";
-  } else {
-    std::vector<std::vector<std::string>> rows{{"node", "cpus", "usable", "package", "gpus"}};
-    for (const auto& n : topo.nodes) {
-      std::string packages;
-      for (const auto& p : topo.packages)
-        if (p.cpus.intersects(n.cpus)) packages += (packages.empty() ? "" : ",") + std::to_string(p.id);
-      std::string gpus;
-      for (const auto& g : topo.gpus) {
-        int node = g.numa_node() >= 0 ? g.numa_node() : node_at(o.resolved_nodes, g.index);
-        if (node == n.id) gpus += (gpus.empty() ? "" : ",") + std::to_string(g.index);
-        if (std::find(g.memory_nodes.begin(), g.memory_nodes.end(), n.id) != g.memory_nodes.end())
-          gpus += (gpus.empty() ? "" : ",") + std::to_string(g.index) + " (its memory)";
-      }
-      rows.push_back({std::to_string(n.id), n.memory_only() ? std::string("(memory only)") : n.cpus.to_list(),
-                      n.memory_only() ? std::string("-") : list_or(n.cpus & usable, "(none)"),
-                      packages.empty() ? std::string("-") : packages, gpus.empty() ? std::string("-") : gpus});
-    }
-    out += render_table(rows, "  ");
-    bool any_distance = std::any_of(topo.nodes.begin(), topo.nodes.end(), [](const NumaNode& n) { return !n.distances.empty(); });
-    if (any_distance) {
-      out += "distances:\n";
-      std::vector<std::vector<std::string>> d{{"from\\to"}};
-      for (const auto& n : topo.nodes) d[0].push_back(std::to_string(n.id));
-      for (const auto& from : topo.nodes) {
-        std::vector<std::string> r{std::to_string(from.id)};
-        for (const auto& to : topo.nodes) {
-          int v = topo.distance(from.id, to.id);
-          r.push_back(v < 0 ? "?" : std::to_string(v));
-        }
-        d.push_back(r);
-      }
-      out += render_table(d, "  ");
-    }
-  }
-
+  out += numa_nodes_section(topo, o);
   out += '\n' + bindings_table(topo, o);
   out += '\n' + picture(topo, o);
   return out;

@@ -662,48 +662,58 @@ inline Result<Topology> parse(const Json& doc, std::string_view origin) {
   return t;
 }
 
-}  // namespace detail::json
+// The parts of a document, in the order to_json() writes them.
 
-inline std::string to_json(const Topology& t, int indent) {
-  using detail::json::hex_text;
-  using J = detail::json::OrderedJson;
-  auto names_of = [](const Nic& n) {  // RDMA names first, then interfaces
-    J a = J::array();
-    for (const auto& x : n.rdma_names) a.push_back(std::string(x.view()));
-    for (const auto& x : n.net_names) a.push_back(std::string(x.view()));
-    return a;
-  };
-  J j;
-  j["format_version"] = json_format_version;
-  j["root"] = std::string(t.origin.view());
-  j["allowed_cpus"] = t.allowed.to_list();
-  if (!t.recorded_allowed.empty()) j["recorded_allowed_cpus"] = t.recorded_allowed.to_list();
-  j["online_cpus"] = t.online.to_list();
-  j["mems_allowed"] = t.mems_allowed.to_list();
-  J packages = J::array();
-  for (const auto& p : t.packages) packages.push_back(J{{"id", p.id}, {"cpus", p.cpus.to_list()}});
-  j["packages"] = std::move(packages);
-  J nodes = J::array();
+/// A NIC's "names": its RDMA names first, then its interfaces.
+inline OrderedJson nic_names_json(const Nic& n) {
+  OrderedJson a = OrderedJson::array();
+  for (const auto& x : n.rdma_names) a.push_back(std::string(x.view()));
+  for (const auto& x : n.net_names) a.push_back(std::string(x.view()));
+  return a;
+}
+
+inline OrderedJson packages_json(const Topology& t) {
+  OrderedJson packages = OrderedJson::array();
+  for (const auto& p : t.packages) packages.push_back(OrderedJson{{"id", p.id}, {"cpus", p.cpus.to_list()}});
+  return packages;
+}
+
+/// numa_nodes: each with its distances, in the order of the nodes.
+inline OrderedJson nodes_json(const Topology& t) {
+  OrderedJson nodes = OrderedJson::array();
   for (const auto& n : t.nodes) {
-    J d = J::array();
+    OrderedJson d = OrderedJson::array();
     for (int x : n.distances) d.push_back(x);
-    nodes.push_back(J{{"id", n.id}, {"cpus", n.cpus.to_list()}, {"distances", std::move(d)}});
+    nodes.push_back(OrderedJson{{"id", n.id}, {"cpus", n.cpus.to_list()}, {"distances", std::move(d)}});
   }
-  j["numa_nodes"] = std::move(nodes);
-  J cores = J::array();
-  J core_packages = J::array();
-  for (const auto& c : t.cores) {
-    cores.push_back(c.threads.to_list());
-    core_packages.push_back(c.package);
-  }
-  j["cores"] = std::move(cores);
-  j["core_packages"] = std::move(core_packages);
-  J ccx = J::array();
-  for (const auto& g : t.core_complexes) ccx.push_back(J{{"level", g.level}, {"cpus", g.cpus.to_list()}});
-  j["core_complexes"] = std::move(ccx);
-  J pci = J::array();
+  return nodes;
+}
+
+/// cores: each core's threads; core_packages (below) holds their packages.
+inline OrderedJson cores_json(const Topology& t) {
+  OrderedJson cores = OrderedJson::array();
+  for (const auto& c : t.cores) cores.push_back(c.threads.to_list());
+  return cores;
+}
+
+inline OrderedJson core_packages_json(const Topology& t) {
+  OrderedJson core_packages = OrderedJson::array();
+  for (const auto& c : t.cores) core_packages.push_back(c.package);
+  return core_packages;
+}
+
+inline OrderedJson core_complexes_json(const Topology& t) {
+  OrderedJson ccx = OrderedJson::array();
+  for (const auto& g : t.core_complexes) ccx.push_back(OrderedJson{{"level", g.level}, {"cpus", g.cpus.to_list()}});
+  return ccx;
+}
+
+/// pci_devices: a partitioned AMD device also gives its compute partition
+/// mode, from which the reader makes its GPUs again.
+inline OrderedJson pci_devices_json(const Topology& t) {
+  OrderedJson pci = OrderedJson::array();
   for (const auto& d : t.pci_devices) {
-    J o;
+    OrderedJson o;
     o["bdf"] = std::string(d.address.to_string().view());
     o["class"] = hex_text(d.class_code, 6);
     o["vendor"] = hex_text(d.vendor, 4);
@@ -716,57 +726,88 @@ inline std::string to_json(const Topology& t, int indent) {
       o["compute_partition"] = std::string(modes[static_cast<std::size_t>(d.compute_partitions)]);
     pci.push_back(std::move(o));
   }
-  j["pci_devices"] = std::move(pci);
-  // A GPU's "nics" (nearest first) and "memory_nodes", for "gpus" and "hidden_gpus".
-  auto add_near = [&](J& o, const Gpu& g) {
-    J near = J::array();
-    for (const auto& np : g.nics) {
-      const Nic* n = t.find_nic(np.nic);
-      near.push_back(J{{"bdf", std::string(np.nic.to_string().view())},
-                       {"names", n != nullptr ? names_of(*n) : J::array()},
-                       {"path", std::string(to_string(np.path))}});
-    }
-    o["nics"] = std::move(near);
-    o["memory_nodes"] = g.memory_nodes;
-  };
-  J gpus = J::array();
+  return pci;
+}
+
+/// A GPU's "nics" (nearest first) and "memory_nodes", for "gpus" and "hidden_gpus".
+inline void add_gpu_near(OrderedJson& o, const Topology& t, const Gpu& g) {
+  OrderedJson near = OrderedJson::array();
+  for (const auto& np : g.nics) {
+    const Nic* n = t.find_nic(np.nic);
+    near.push_back(OrderedJson{{"bdf", std::string(np.nic.to_string().view())},
+                               {"names", n != nullptr ? nic_names_json(*n) : OrderedJson::array()},
+                               {"path", std::string(to_string(np.path))}});
+  }
+  o["nics"] = std::move(near);
+  o["memory_nodes"] = g.memory_nodes;
+}
+
+inline OrderedJson gpus_json(const Topology& t) {
+  OrderedJson gpus = OrderedJson::array();
   for (const auto& g : t.gpus) {
     // A partitioned GPU once: its partitions come back from pci_devices' compute_partition.
     bool again = std::any_of(t.gpus.begin(), t.gpus.begin() + (&g - t.gpus.data()),
                              [&](const Gpu& e) { return e.pci.address == g.pci.address; });
     if (again) continue;
-    J o;
+    OrderedJson o;
     o["index"] = gpus.size();  // g.index, but for partitioned devices: the device's position
     o["bdf"] = std::string(g.pci.address.to_string().view());
     o["uuid"] = std::string(g.uuid.view());
     o["numa_node"] = g.pci.numa_node;
-    add_near(o, g);
+    add_gpu_near(o, t, g);
     gpus.push_back(std::move(o));
   }
-  j["gpus"] = std::move(gpus);
-  J nics = J::array();
+  return gpus;
+}
+
+inline OrderedJson nics_json(const Topology& t) {
+  OrderedJson nics = OrderedJson::array();
   for (const auto& n : t.nics) {
-    J rdma = J::array();
+    OrderedJson rdma = OrderedJson::array();
     for (const auto& r : n.rdma_names) rdma.push_back(std::string(r.view()));
-    nics.push_back(J{{"bdf", std::string(n.address.to_string().view())},
-                     {"names", names_of(n)},
-                     {"numa_node", n.numa_node},
-                     {"rdma", std::move(rdma)},
-                     {"rdma_port", n.rdma_port}});
+    nics.push_back(OrderedJson{{"bdf", std::string(n.address.to_string().view())},
+                               {"names", nic_names_json(n)},
+                               {"numa_node", n.numa_node},
+                               {"rdma", std::move(rdma)},
+                               {"rdma_port", n.rdma_port}});
   }
-  j["nics"] = std::move(nics);
-  if (!t.hidden_gpus.empty()) {
-    J hidden = J::array();
-    for (const auto& a : t.hidden_gpus) {
-      J o;
-      o["bdf"] = std::string(a.to_string().view());
-      for (const auto& g : t.host_gpus)
-        if (g.pci.address == a) add_near(o, g);
-      hidden.push_back(std::move(o));
-    }
-    j["hidden_gpus"] = std::move(hidden);
+  return nics;
+}
+
+/// hidden_gpus: each hidden GPU's address and what is near it (from host_gpus).
+inline OrderedJson hidden_gpus_json(const Topology& t) {
+  OrderedJson hidden = OrderedJson::array();
+  for (const auto& a : t.hidden_gpus) {
+    OrderedJson o;
+    o["bdf"] = std::string(a.to_string().view());
+    for (const auto& g : t.host_gpus)
+      if (g.pci.address == a) add_gpu_near(o, t, g);
+    hidden.push_back(std::move(o));
   }
-  J notes = J::array();
+  return hidden;
+}
+
+}  // namespace detail::json
+
+inline std::string to_json(const Topology& t, int indent) {
+  using namespace detail::json;
+  OrderedJson j;
+  j["format_version"] = json_format_version;
+  j["root"] = std::string(t.origin.view());
+  j["allowed_cpus"] = t.allowed.to_list();
+  if (!t.recorded_allowed.empty()) j["recorded_allowed_cpus"] = t.recorded_allowed.to_list();
+  j["online_cpus"] = t.online.to_list();
+  j["mems_allowed"] = t.mems_allowed.to_list();
+  j["packages"] = packages_json(t);
+  j["numa_nodes"] = nodes_json(t);
+  j["cores"] = cores_json(t);
+  j["core_packages"] = core_packages_json(t);
+  j["core_complexes"] = core_complexes_json(t);
+  j["pci_devices"] = pci_devices_json(t);
+  j["gpus"] = gpus_json(t);
+  j["nics"] = nics_json(t);
+  if (!t.hidden_gpus.empty()) j["hidden_gpus"] = hidden_gpus_json(t);
+  OrderedJson notes = OrderedJson::array();
   for (const auto& n : t.notes) notes.push_back(n);
   j["notes"] = std::move(notes);
   // Replace invalid UTF-8 (an origin path may hold any bytes) instead of throwing.
