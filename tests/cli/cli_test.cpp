@@ -451,7 +451,9 @@ TEST_CASE("typos get a 'did you mean' for commands, flags, policies and option w
                              "unknown option '--frobnicate'; see 'gpuaff bind --help'"},
                         // The parser's own words for an option given twice or without its value, as what to do.
                         Case{{"bind", "--root", root, "--gpu", "3", "--gpu", "4"}, "--gpu is given 2 times; give it once"},
-                        Case{{"bind", "--root", root, "--gpu="}, "--gpu needs a value: N[,N...]|all"},
+                        Case{{"bind", "--root", root, "--gpu="}, "--gpu= gives --gpu no value; write --gpu VALUE or --gpu=VALUE"},
+                        Case{{"bind", "--root", root, "--policy=", "--gpu", "1"},
+                             "--policy= gives --policy no value; write --policy VALUE"},
                         Case{{"exec", "--root", root, "--gpu", "0", "--policy"}, "--policy needs a value: P"}}) {
     Run r = tool(c.args);
     INFO(r.err);

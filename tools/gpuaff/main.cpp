@@ -6,6 +6,7 @@
 // tables they are defined in. The CLI contract is docs/cli.md and
 // docs/contract.md sections 3 and 5.
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <map>
@@ -376,6 +377,21 @@ int main(int argc, char** argv) try {
                                              "use " + command_names(app) + " (see 'gpuaff --help')") + "\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     return exit_usage;
+  }
+  // "--gpu=" with nothing after '=': the parser would take the next word as
+  // its value and report that word's neighbour instead. Said here, by name.
+  for (int i = 2; i < argc && std::string_view(argv[i]) != "--"; ++i) {
+    std::string_view a = argv[i];
+    std::size_t eq = a.find('=');
+    if (a.rfind("--", 0) != 0 || eq == std::string_view::npos || eq + 1 != a.size()) continue;
+    std::string name(a.substr(0, eq));
+    for (CLI::App* sub : app.get_subcommands({})) {
+      std::vector<std::string> flags = flags_of(*sub);
+      if (!sub->check_name(argv[1]) || std::find(flags.begin(), flags.end(), name) == flags.end()) continue;
+      print_line(stderr, "gpuaff: " + name + "= gives " + name + " no value; write " + name + " VALUE or " + name +
+                             "=VALUE; see 'gpuaff " + sub->get_name() + " --help'");
+      return exit_usage;
+    }
   }
   // Arguments no option takes are checked below, to say what was meant.
   for (CLI::App* sub : {bind, topo, exec, record, doctor}) sub->allow_extras();
