@@ -159,6 +159,27 @@ std::vector<std::string> flags_of(const CLI::App& app) {
   return out;
 }
 
+/// "--gpu=" with nothing after '=' (before the '--' that ends gpuaff's own
+/// options, and only for a flag of the command): the parser would take the
+/// next word for its value and report that word's neighbour instead, so it is
+/// said here, by name. Returns exit_usage after printing, 0 when there is none.
+int empty_values(const CLI::App& app, int argc, char** argv) {
+  for (int i = 2; i < argc && std::string_view(argv[i]) != "--"; ++i) {
+    std::string_view a = argv[i];
+    std::size_t eq = a.find('=');
+    if (a.rfind("--", 0) != 0 || eq == std::string_view::npos || eq + 1 != a.size()) continue;
+    std::string name(a.substr(0, eq));
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      std::vector<std::string> flags = flags_of(*sub);
+      if (!sub->check_name(argv[1]) || std::find(flags.begin(), flags.end(), name) == flags.end()) continue;
+      print_line(stderr, "gpuaff: " + name + "= gives " + name + " no value; write " + name + " VALUE or " + name +
+                             "=VALUE; see 'gpuaff " + sub->get_name() + " --help'");
+      return exit_usage;
+    }
+  }
+  return 0;
+}
+
 /// The error for arguments `app` did not take: an unknown flag (with the
 /// closest known one), or, for exec, an option of COMMAND written without the
 /// '--' that ends gpuaff's own options.
@@ -378,21 +399,7 @@ int main(int argc, char** argv) try {
     std::fwrite(line.data(), 1, line.size(), stderr);
     return exit_usage;
   }
-  // "--gpu=" with nothing after '=': the parser would take the next word as
-  // its value and report that word's neighbour instead. Said here, by name.
-  for (int i = 2; i < argc && std::string_view(argv[i]) != "--"; ++i) {
-    std::string_view a = argv[i];
-    std::size_t eq = a.find('=');
-    if (a.rfind("--", 0) != 0 || eq == std::string_view::npos || eq + 1 != a.size()) continue;
-    std::string name(a.substr(0, eq));
-    for (CLI::App* sub : app.get_subcommands({})) {
-      std::vector<std::string> flags = flags_of(*sub);
-      if (!sub->check_name(argv[1]) || std::find(flags.begin(), flags.end(), name) == flags.end()) continue;
-      print_line(stderr, "gpuaff: " + name + "= gives " + name + " no value; write " + name + " VALUE or " + name +
-                             "=VALUE; see 'gpuaff " + sub->get_name() + " --help'");
-      return exit_usage;
-    }
-  }
+  if (int rc = empty_values(app, argc, argv); rc != 0) return rc;
   // Arguments no option takes are checked below, to say what was meant.
   for (CLI::App* sub : {bind, topo, exec, record, doctor}) sub->allow_extras();
   try {
