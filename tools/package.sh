@@ -9,6 +9,8 @@
 #   dist/gpuaff_V-1_ARCH.deb       the tool (the same static file), man page, bash
 #                                  completion, headers, CMake package, pkg-config file
 #   dist/gpuaff-hwloc_V-1_ARCH.deb gpuaff-hwloc (needs libhwloc)
+#   dist/gpuaff-slurm_V-1_ARCH.deb the Slurm SPANK plugin, where slurm/spank.h is
+#                                  (Debian: libslurm-dev), for that Slurm release
 # Usage: bash tools/package.sh     (tests/packaging_test.sh installs and runs each)
 # Environment: PYTHON, the interpreter the wheel is for (default /usr/bin/python3,
 # which has Debian's setuptools and pybind11).

@@ -6,9 +6,10 @@
 #      read a recorded machine
 #   2. the wheel in a fresh venv whose PATH holds nothing but the venv (so no
 #      compiler): `gpuaff`, `python -m gpuaff` and `import gpuaff`
-#   3. the .deb pair with apt (root only; skipped otherwise): the tool, its man
-#      page and bash completion, a consumer built with find_package from /usr;
-#      then removed, leaving none of its files
+#   3. the .deb files with apt (root only; skipped otherwise): the tool, its man
+#      page and bash completion, a consumer built with find_package from /usr,
+#      and, where it was built and Slurm is installed, gpuaff-slurm's plugin in
+#      Slurm's plugin directory; then removed, leaving none of their files
 # Usage: tests/packaging/packaging_test.sh FIXTURES_DIR   (BUILD/fixtures)
 set -euo pipefail
 # Output is captured before it is searched: `cmd | grep -q` lets grep exit at its
@@ -29,6 +30,8 @@ shopt -s nullglob
 wheels=(dist/gpuaff-*.whl)
 debs=(dist/gpuaff_*.deb dist/gpuaff-hwloc_*.deb)
 [[ -x dist/gpuaff && ${#wheels[@]} -eq 1 && ${#debs[@]} -eq 2 ]] || fail "dist/ lacks what tools/package.sh builds; run it first"
+slurm_debs=(dist/gpuaff-slurm_*.deb)  # built where slurm/spank.h is (Debian: libslurm-dev)
+debs+=("${slurm_debs[@]}")
 
 step "lintian: no error in the .deb files"
 if command -v lintian >/dev/null; then
@@ -70,9 +73,19 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 0
 fi
 if dpkg -s gpuaff >/dev/null 2>&1; then fail "a gpuaff package is installed already; remove it first"; fi
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debs[@]/#/./}" >/dev/null || fail "apt-get install of the .deb files"
+# gpuaff-slurm needs the Slurm release it was built for; installed only where
+# that Slurm is (nothing is fetched for it).
+packages=(gpuaff gpuaff-hwloc)
+install=(dist/gpuaff_*.deb dist/gpuaff-hwloc_*.deb)
+if ((${#slurm_debs[@]})) && dpkg -s slurm-wlm-basic-plugins >/dev/null 2>&1; then
+  packages+=(gpuaff-slurm)
+  install+=("${slurm_debs[@]}")
+elif ((${#slurm_debs[@]})); then
+  echo "gpuaff-slurm not installed: no slurm-wlm-basic-plugins here"
+fi
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${install[@]/#/./}" >/dev/null || fail "apt-get install of the .deb files"
 removed=0
-cleanup_debs() { ((removed)) || DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq gpuaff gpuaff-hwloc >/dev/null || true; }
+cleanup_debs() { ((removed)) || DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "${packages[@]}" >/dev/null || true; }
 trap 'cleanup_debs; rm -rf "$work"' EXIT
 got=$(/usr/bin/gpuaff bind --root "$machine" --gpu 3 --policy exclusive) || fail "/usr/bin/gpuaff did not run"
 [[ $got == "$expected" ]] || fail "installed gpuaff: '$got', not $expected"
@@ -89,9 +102,21 @@ cmake -S tests/consumer -B "$work/consumer" >/dev/null || fail "find_package(gpu
 cmake --build "$work/consumer" >/dev/null || fail "the consumer did not build against /usr"
 out=$("$work/consumer/consumer_api" "$machine") || fail "consumer_api against /usr failed"
 grep -q '^exclusive: .* 42-55,154-167 ' <<<"$out" || fail "consumer_api against /usr: $out"
-files=$(dpkg -L gpuaff gpuaff-hwloc | while read -r f; do [[ -f $f || -L $f ]] && echo "$f"; done || true)
+if [[ " ${packages[*]} " == *" gpuaff-slurm "* ]]; then
+  # Slurm's own plugins are in the directory the package puts it in, and the
+  # plugin exports what slurmstepd and srun look up.
+  plugin=$(dpkg -L gpuaff-slurm | grep '/spank_gpuaff\.so$') || fail "gpuaff-slurm holds no spank_gpuaff.so"
+  dir=$(dirname "$plugin")
+  [[ $(dpkg -S "$dir/libslurmfull.so" 2>/dev/null) == slurm-wlm-basic-plugins:* ]] ||
+    fail "spank_gpuaff.so is in $dir, not in Slurm's plugin directory"
+  symbols=$(nm -D --defined-only "$plugin") || fail "nm -D $plugin"
+  for sym in plugin_name plugin_type plugin_version spank_plugin_version slurm_spank_init slurm_spank_task_init; do
+    grep -qw "$sym" <<<"$symbols" || fail "spank_gpuaff.so does not export $sym"
+  done
+fi
+files=$(dpkg -L "${packages[@]}" | while read -r f; do [[ -f $f || -L $f ]] && echo "$f"; done || true)
 [[ $(wc -l <<<"$files") -gt 40 ]] || fail "dpkg -L lists only $(wc -l <<<"$files") files"
-DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq gpuaff gpuaff-hwloc >/dev/null || fail "apt-get purge"
+DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "${packages[@]}" >/dev/null || fail "apt-get purge"
 removed=1
 left=$(for f in $files; do [[ -e $f ]] && echo "$f"; done || true)
 [[ -z $left ]] || fail "files left after purge: $left"
