@@ -121,7 +121,7 @@ for cxx in "g++ -O3 -flto=auto" "clang++ -O1"; do
   "$dir/consumer_api" build/default/fixtures/dgx-h100 | grep -qxF "$expected" ||
     { echo "consumer_api ($cxx): the exclusive bindings on dgx-h100 are not PyTorch's" >&2; exit 1; }
 done
-step "5/5 packages: the static tool, the wheel, the .deb pair (tools/package.sh), each installed and run"
+step "5/5 packages: the static tool, the wheel, the .deb files (tools/package.sh), each installed and run"
 timed package bash tools/package.sh
 timed installs bash tests/packaging/packaging_test.sh build/default/fixtures
 
