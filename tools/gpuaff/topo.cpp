@@ -46,17 +46,11 @@ std::vector<int> socket_cpu_nodes(const Topology& topo, int node, bool nearest) 
   std::vector<int> out{node};
   auto same = detail::socket_memory_nodes(topo, node);
   if (!same) return out;
-  const NumaNode* home = topo.find_node(node);
-  auto distance = [&](int id) {
-    for (std::size_t i = 0; i < topo.nodes.size() && i < home->distances.size(); ++i)
-      if (topo.nodes[i].id == id) return home->distances[i];
-    return -1;
-  };
   int best = -1;
   for (int id : *same)
-    if (int d = distance(id); id != node && d >= 0 && (best < 0 || d < best)) best = d;
+    if (int d = topo.distance(node, id); id != node && d >= 0 && (best < 0 || d < best)) best = d;
   for (int id : *same) {
-    int d = distance(id);
+    int d = topo.distance(node, id);
     if (id == node || (nearest && d >= 0 && best >= 0 && d > best)) continue;
     out.push_back(id);
   }
