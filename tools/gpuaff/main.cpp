@@ -170,8 +170,9 @@ int empty_values(const CLI::App& app, int argc, char** argv) {
     if (a.rfind("--", 0) != 0 || eq == std::string_view::npos || eq + 1 != a.size()) continue;
     std::string name(a.substr(0, eq));
     for (const CLI::App* sub : app.get_subcommands({})) {
+      if (!sub->check_name(argv[1])) continue;
       std::vector<std::string> flags = flags_of(*sub);
-      if (!sub->check_name(argv[1]) || std::find(flags.begin(), flags.end(), name) == flags.end()) continue;
+      if (std::find(flags.begin(), flags.end(), name) == flags.end()) continue;
       print_line(stderr, "gpuaff: " + name + "= gives " + name + " no value; write " + name + " VALUE or " + name +
                              "=VALUE; see 'gpuaff " + sub->get_name() + " --help'");
       return exit_usage;
