@@ -3,14 +3,17 @@
 //
 //   trainer [--root DIR] [--policy NAME] [--smt all|one] [--nproc N]
 //           [--visible-devices LIST] [--membind none|local|bind|preferred|interleave]
-//           [--cpu-only-if-refused] [--map-to-local]
+//           [any other option of `gpuaff bind`] [--cpu-only-if-refused] [--map-to-local]
 //
-// It loads the topology (the live machine, or a recorded root such as
-// build/fixtures/dgx-h100), computes every GPU's binding with a policy, and starts
-// each worker under a ScopedAffinity guard, so the worker runs on its CPUs
-// from its first instruction while the launcher's own mask is restored after
-// each start. Every worker prints the Cpus_allowed_list the kernel shows for
-// it, and the launcher checks it against the plan.
+// Its options are gpuaff's own: each --flag is looked up in the library's
+// option table and set with set_option, so the words and checks are the
+// command line's. gpuaff::plan_every_gpu() plans every GPU from one read of
+// the machine (the live one, or a recorded root such as build/fixtures/dgx-h100),
+// and each worker starts under a ScopedAffinity guard, so the worker runs on
+// its CPUs from its first instruction while the launcher's own mask is
+// restored after each start. Every worker prints the Cpus_allowed_list the
+// kernel shows for it, and the launcher checks it against the plan. (A
+// launcher that binds itself, then execs, calls gpuaff::launch() instead.)
 //
 // --map-to-local is a test mode for running a recorded machine's plan here:
 // CPU k of the recording becomes the (k mod n)-th CPU this process may use
@@ -18,6 +21,7 @@
 // On a 2-CPU machine, recorded CPUs 0,2,4,... become CPU 0 and 1,3,5,... CPU 1.
 
 #include <gpuaff/gpuaff.hpp>
+#include <gpuaff/launch.hpp>
 
 #include <unistd.h>
 
@@ -31,11 +35,8 @@
 namespace {
 
 struct Args {
-  std::string root = "/";
-  gpuaff::PolicySpec policy{};
-  gpuaff::JobOptions job{};
-  std::optional<std::string> visible;
-  gpuaff::MemoryOptions memory{};
+  gpuaff::LaunchOptions options{};
+  gpuaff::OnRefused on_refused = gpuaff::OnRefused::error;
   bool map_to_local = false;
 };
 
@@ -44,44 +45,34 @@ struct Args {
   std::exit(2);
 }
 
+/// The option of the library's table whose flag is `flag`, or nullptr.
+const gpuaff::OptionInfo* option_of(std::string_view flag) {
+  for (const auto& o : gpuaff::launch_options)
+    if (!o.flag.empty() && o.flag == flag && (o.commands & gpuaff::for_bind) != 0) return &o;
+  return nullptr;
+}
+
 Args parse_args(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage_error("option " + std::string(arg) + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--root") {
-      a.root = value();
-    } else if (arg == "--policy") {
-      auto k = gpuaff::parse_policy(value());
-      if (!k) usage_error(std::string(k.error().message()));
-      a.policy.kind = *k;
-    } else if (arg == "--smt") {
-      std::string v = value();
-      if (v != "all" && v != "one") usage_error("--smt takes all or one, not '" + v + "'");
-      a.policy.nvidia.smt = v == "one" ? gpuaff::Smt::one : gpuaff::Smt::all;
-    } else if (arg == "--nproc") {
-      std::string v = value();
-      char* end = nullptr;
-      long n = std::strtol(v.c_str(), &end, 10);
-      if (end == v.c_str() || *end != '\0' || n < 1 || n > 4096) usage_error("--nproc takes a positive number, not '" + v + "'");
-      a.job.nproc = static_cast<int>(n);
-    } else if (arg == "--visible-devices") {
-      a.visible = value();
-    } else if (arg == "--membind") {
-      auto p = gpuaff::parse_mem_policy(value());
-      if (!p) usage_error(std::string(p.error().message()));
-      a.memory.policy = *p;
-    } else if (arg == "--cpu-only-if-refused") {
-      a.memory.on_refused = gpuaff::OnRefused::cpu_only;
+    if (arg == "--cpu-only-if-refused") {
+      a.on_refused = gpuaff::OnRefused::cpu_only;
     } else if (arg == "--map-to-local") {
       a.map_to_local = true;
+    } else if (const gpuaff::OptionInfo* o = option_of(arg)) {
+      std::string value = "true";
+      if (o->type != gpuaff::OptionType::flag) {
+        if (i + 1 >= argc) usage_error("option " + std::string(arg) + " needs a value");
+        value = argv[++i];
+      }
+      auto ok = gpuaff::set_option(a.options, o->key, value);
+      if (!ok) usage_error(gpuaff::spell_options(ok.error().message(), gpuaff::Spelling::command_line));
     } else {
       usage_error("unknown option '" + std::string(arg) + "' (see the comment at the top of examples/trainer.cpp)");
     }
   }
+  a.options.all_gpus = true;  // one worker per GPU that takes part
   return a;
 }
 
@@ -123,53 +114,36 @@ int worker(int gpu, const gpuaff::CpuSet& expected) {
 int main(int argc, char** argv) {
   Args args = parse_args(argc, argv);
 
-  gpuaff::SysfsOptions source_options{.root = args.root};
-  if (args.visible) source_options.visible.list = args.visible;
-  gpuaff::SysfsSource source(std::move(source_options));
-  auto topo = source.load();
-  if (!topo) {
-    std::fprintf(stderr, "trainer: %s\n", topo.error().what());
-    return 1;
-  }
-  if (topo->gpus.empty()) {
-    std::fprintf(stderr, "trainer: no GPU in %s; nothing to launch\n", args.root.c_str());
-    return 1;
-  }
-  int count = args.job.nproc > 0 ? args.job.nproc : static_cast<int>(topo->gpus.size());
-
   // The plan: every GPU's CPUs and memory nodes, computed before anything starts,
   // so that a bad GPU stops the launch instead of leaving half the workers running.
+  auto plans = gpuaff::plan_every_gpu(args.options);
+  if (!plans) {
+    std::fprintf(stderr, "trainer: %s\n", gpuaff::spell_options(plans.error().message(), gpuaff::Spelling::command_line).c_str());
+    return plans.error().code() == gpuaff::Errc::invalid_argument ? 2 : 1;
+  }
+  int count = static_cast<int>(plans->size());
   struct Plan {
     gpuaff::CpuSet cpus;
     gpuaff::MemoryOptions memory;
-    int threads;
   };
   std::vector<Plan> plan;
   gpuaff::CpuSet local_cpus = status_list("Cpus_allowed_list");
   gpuaff::CpuSet local_nodes = status_list("Mems_allowed_list");
-  for (int g = 0; g < count; ++g) {
-    auto cpus = gpuaff::bind(*topo, g, args.policy, args.job);
-    if (!cpus) {
-      std::fprintf(stderr, "trainer: GPU %d: %s\n", g, cpus.error().what());
+  for (const gpuaff::LaunchPlan& p : *plans) {
+    gpuaff::MemoryOptions memory = p.memory(args.on_refused);
+    if (args.map_to_local) memory.nodes = map_onto(memory.nodes, local_nodes);
+    // One worker thread per physical core: what OMP_NUM_THREADS or DataLoader workers should get.
+    auto threads = gpuaff::plan_threads(p, args.options);
+    if (!threads) {
+      std::fprintf(stderr, "trainer: GPU %d: %s\n", p.visible_gpu, threads.error().what());
       return 1;
     }
-    gpuaff::MemoryOptions memory = args.memory;
-    if (memory.policy != gpuaff::MemPolicy::none && memory.policy != gpuaff::MemPolicy::first_touch) {
-      auto nodes = gpuaff::memory_nodes(*topo, g, args.job);
-      if (!nodes) {
-        std::fprintf(stderr, "trainer: GPU %d: %s\n", g, nodes.error().what());
-        return 1;
-      }
-      memory.nodes = args.map_to_local ? map_onto(*nodes, local_nodes) : *nodes;
-    }
-    // One worker thread per physical core: what OMP_NUM_THREADS or DataLoader workers should get.
-    int threads = gpuaff::recommended_threads(*topo, *cpus);
-    gpuaff::CpuSet run_on = args.map_to_local ? map_onto(*cpus, local_cpus) : *cpus;
-    std::printf("gpu %d %s: policy %s -> cpus %s%s%s (%d physical cores: OMP_NUM_THREADS=%d)\n", g,
-                topo->gpus[static_cast<std::size_t>(g)].address().to_string().c_str(),
-                std::string(gpuaff::to_string(args.policy.kind)).c_str(), cpus->to_list().c_str(),
-                args.map_to_local ? ", here " : "", args.map_to_local ? run_on.to_list().c_str() : "", threads, threads);
-    plan.push_back({run_on, memory, threads});
+    gpuaff::CpuSet run_on = args.map_to_local ? map_onto(p.cpus, local_cpus) : p.cpus;
+    std::printf("gpu %d %s: policy %s -> cpus %s%s%s (%d physical cores: OMP_NUM_THREADS=%d)\n", p.visible_gpu,
+                p.target().address().to_string().c_str(), std::string(gpuaff::to_string(p.policy.kind)).c_str(),
+                p.cpus.to_list().c_str(), args.map_to_local ? ", here " : "",
+                args.map_to_local ? run_on.to_list().c_str() : "", *threads, *threads);
+    plan.push_back({run_on, memory});
   }
   std::fflush(stdout);  // the workers share stdout; nothing of ours may be pending in it
 

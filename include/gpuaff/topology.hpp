@@ -287,6 +287,13 @@ struct Topology {
   std::vector<std::string> notes;
   std::vector<Nic> nics{};                 ///< network devices, sorted by address (full reads only)
 
+  /// The PCI vendor whose GPUs `gpus` and `host_gpus` are: a GPU index counts
+  /// one runtime's GPUs (CUDA, HIP, Level Zero; docs/contract.md section 6).
+  /// 0 when there is no GPU.
+  constexpr std::uint16_t gpu_vendor() const {
+    return !host_gpus.empty() ? host_gpus.front().pci.vendor : !gpus.empty() ? gpus.front().pci.vendor : 0;
+  }
+
   /// CPUs a binding may use: allowed and online.
   constexpr CpuSet usable() const { return allowed & online; }
 

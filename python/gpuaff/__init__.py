@@ -96,45 +96,19 @@ def local_size():
     return _gpuaff.local_size()
 
 
-def _plan_of(plan_or_none, options):
+def _launch(apply, plan_or_none, options, running):
+    """The library's launch (gpuaff/launch/launch.hpp): the plan, the binding
+    ``apply`` asks for, the fallback and the variables, under the same rules
+    as ``gpuaff exec``. Gives its warnings; raises what it fails with."""
     if plan_or_none is not None:
         if options:
             raise InvalidArgument("pass a Plan or keywords, not both (got %s)" % ", ".join(sorted(options)))
         if not isinstance(plan_or_none, Plan):
             raise InvalidArgument("%r is not a gpuaff.Plan; pass one from gpuaff.plan()" % (plan_or_none,))
-        return plan_or_none
-    return plan(**options)
-
-
-def _unbound(error, options_or_plan, what):
-    """Whether fallback='unbound' covers `error` (what the machine refused,
-    never a usage mistake); warns when it does."""
-    fallback = options_or_plan.fallback if isinstance(options_or_plan, Plan) else options_or_plan.get("fallback")
-    if fallback != "unbound" or getattr(error, "usage_mistake", True):
-        return False
-    warnings.warn("gpuaff: %s; %s unbound (fallback='unbound')" % (error, what), RuntimeWarning, stacklevel=4)
-    return True
-
-
-def _planned(plan_or_none, options, what):
-    """The plan to apply, or None when planning failed and fallback='unbound' covers it."""
-    if plan_or_none is None:
-        _gpuaff.check_apply(**options)
-    try:
-        return _plan_of(plan_or_none, options)
-    except Error as e:
-        if _unbound(e, options, what):
-            return None
-        raise
-
-
-def _apply(p):
-    global _last_plan
-    done = p.apply()
-    _last_plan = p
-    for w in done["warnings"]:
+    launched = _gpuaff.launch(plan_or_none, apply, running, **options)
+    for w in launched.warnings:
         warnings.warn("gpuaff: " + w, RuntimeWarning, stacklevel=3)
-    return p
+    return launched
 
 
 def bind(plan=None, **options):
@@ -146,17 +120,13 @@ def bind(plan=None, **options):
     ``omp_threads=True``. Returns the Plan. On failure it raises and no thread
     is changed; with ``fallback="unbound"`` what the machine refuses is a
     warning instead and None is returned (a usage mistake still raises)."""
-    p = _planned(plan, options, "running")
-    if p is None:
+    global _last_plan
+    launched = _launch("process", plan, options, "running")
+    if launched.plan is None:
         return None
-    try:
-        _apply(p)
-    except Error as e:
-        if _unbound(e, p, "running"):
-            return None
-        raise
-    os.environ.update(p.environment)
-    return p
+    _last_plan = launched.plan
+    os.environ.update(launched.environment)
+    return launched.plan
 
 
 def reapply():
@@ -165,7 +135,7 @@ def reapply():
     builds, NCCL's initialisation). Returns that Plan."""
     if _last_plan is None:
         raise InvalidArgument("nothing to re-apply: call gpuaff.bind() first")
-    return _apply(_last_plan)
+    return _launch("process", _last_plan, {}, "running").plan
 
 
 @contextlib.contextmanager
@@ -179,21 +149,11 @@ def bound(plan=None, **options):
     not put in the process-wide os.environ: pass ``env={**os.environ,
     **plan.environment}``. With ``fallback="unbound"`` a binding the machine
     refuses is a warning and the block runs unbound, yielding None."""
-    p = _planned(plan, options, "running the block")
-    if p is None:
-        yield None
-        return
+    launched = _launch("thread", plan, options, "running the block")
     try:
-        guard = _gpuaff.ThreadGuard(p)
-    except Error as e:
-        if not _unbound(e, p, "running the block"):
-            raise
-        yield None
-        return
-    try:
-        yield p
+        yield launched.plan
     finally:
-        guard.restore()
+        launched.restore()
 
 
 def bind_process(cpus, membind="none", memory_nodes=None):
@@ -325,12 +285,13 @@ def use_executable(plan=None, context=None, **options):
     ``environment`` (GPUAFF_PLAN, NIC variables, OMP_NUM_THREADS) goes into
     os.environ too. Returns the Plan; with ``fallback="unbound"``, None when
     planning failed on what the machine refuses (nothing is set then)."""
-    p = _planned(plan, options, "starting interpreters")
+    launched = _launch("later", plan, options, "starting interpreters")
+    p = launched.plan
     if p is None:
         return None
     path = executable()
     os.environ.update(executable_environment(p))
-    os.environ.update(p.environment)
+    os.environ.update(launched.environment)
     if context is None:
         import multiprocessing as context
     context.set_executable(path)

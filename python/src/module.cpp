@@ -4,8 +4,8 @@
 // the text the command line would give and set through set_option, so Python
 // and the CLI accept and refuse the same values, with the same words (an
 // option spelled as Python writes it: nproc=4, unreachable='nearest').
-// A plan is applied the way `gpuaff exec` applies it (apply_plan: every
-// thread, checked). The Python package (gpuaff/__init__.py) adds the context
+// A plan is applied by the library's launch, as `gpuaff exec` and the SPANK
+// plugin apply theirs (gpuaff/launch/launch.hpp). The Python package (gpuaff/__init__.py) adds the context
 // manager, the DataLoader worker_init_fn and the executable for
 // multiprocessing on top of these functions. This file includes only the
 // library (include/), and the JSON reader when nlohmann_json is there.
@@ -24,6 +24,7 @@
 #include "gpuaff/apply/scoped_affinity.hpp"
 #include "gpuaff/doctor/verdict.hpp"
 #include "gpuaff/launch/front.hpp"
+#include "gpuaff/launch/launch.hpp"
 #include "gpuaff/launch/launcher.hpp"
 #include "gpuaff/launch/options.hpp"
 #include "gpuaff/launch/plan_variable.hpp"
@@ -140,7 +141,7 @@ std::string text_of(const OptionInfo& o, py::handle v) {
 /// and every check of set_option and check_options.
 /// The keywords that name the machine: gpuaff.load() takes them, Machine.plan() does not.
 bool names_machine(std::string_view k) {
-  return k == "root" || k == "topology" || k == "source" || k == "hwloc_xml" || k == "visible_devices";
+  return k == "root" || k == "topology" || k == "source" || k == "hwloc_xml" || k == "visible_devices" || k == "vendor";
 }
 
 LaunchOptions options_of(const py::kwargs& kw, std::initializer_list<std::string_view> only = {},
@@ -176,10 +177,10 @@ struct Plan {
 };
 
 /// The Plan `make(o, &stage)` gives (gpuaff.plan, Machine.plan), made with
-/// the GIL released; the device must be named. Raises what it fails with.
+/// the GIL released (the library refuses a plan whose device is not named).
+/// Raises what it fails with.
 template <class Make>
 Plan plan_of(LaunchOptions o, Make&& make) {
-  if (!o.gpu && !o.pci && !o.local_rank) usage("name the device: gpu=N, pci='BDF' or local_rank=True");
   Result<LaunchPlan> made = Unexpected(Error());
   LaunchStage stage = LaunchStage::plan;
   {
@@ -277,33 +278,62 @@ py::dict verdict_dict(const Verdict& v) {
   return d;
 }
 
-/// The calling thread's binding for a `with` block (ScopedAffinity), restored
-/// on exit on the same thread.
-class ThreadGuard {
- public:
-  ThreadGuard(const CpuSet& cpus, MemoryOptions memory) {
-    Result<ScopedAffinity> g = Unexpected(Error());
-    {
-      py::gil_scoped_release nogil;
-      g = ScopedAffinity::create(cpus, memory);
-    }
-    if (!g) raise(g.error(), false);
-    guard_.emplace(std::move(*g));
-  }
+/// What gpuaff.bind(), bound() and use_executable() get from the library's
+/// launch (gpuaff/launch/launch.hpp): the plan, the warnings to give (in
+/// Python's spelling), the variables to export, and for bound() the calling
+/// thread's binding, restored by restore() on the same thread.
+struct PyLaunched {
+  std::optional<Plan> plan;
+  std::vector<std::string> warnings;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::optional<ScopedAffinity> guard;
+  bool unbound = false;
+
   void restore() {
-    if (!guard_) return;
+    if (!guard) return;
     Result<void> r;
     {
       py::gil_scoped_release nogil;
-      r = guard_->restore();
+      r = guard->restore();
     }
-    guard_.reset();
+    guard.reset();
     if (!r) raise(r.error(), false);
   }
-
- private:
-  std::optional<ScopedAffinity> guard_;
 };
+
+LaunchApply launch_apply(const std::string& apply) {
+  if (apply == "process") return LaunchApply::process;
+  if (apply == "thread") return LaunchApply::thread;
+  if (apply == "later") return LaunchApply::later;
+  usage("apply='" + apply.substr(0, 20) + "' is not process, thread or later");
+}
+
+/// The library's launch of a Plan made earlier, or of the plan the keywords
+/// name, with the GIL released. Raises what it fails with.
+PyLaunched launch_of(py::object plan_or_none, const std::string& apply, const std::string& running,
+                     const py::kwargs& kw) {
+  LaunchCall call{.apply = launch_apply(apply), .running = running};
+  std::optional<Launched> done;
+  std::optional<LaunchOptions> options;
+  const Plan* made = nullptr;
+  if (plan_or_none.is_none()) options = options_of(kw);
+  else made = &plan_or_none.cast<const Plan&>();  // gpuaff/__init__.py checked its type
+  if (made != nullptr) options = made->options;
+  {
+    py::gil_scoped_release nogil;
+    if (made == nullptr) done.emplace(launch(*options, process_environment(), python_readers(), call));
+    else done.emplace(launch(made->plan, made->options, call));
+  }
+  Launched& l = *done;
+  if (!l.ok()) raise(*l.error, l.usage_mistake());
+  PyLaunched out;
+  for (const auto& w : l.warnings) out.warnings.push_back(python_text(w));
+  out.env = std::move(l.env);
+  out.guard = std::move(l.guard);
+  out.unbound = l.unbound;
+  if (l.plan && !l.unbound) out.plan = Plan{std::move(*l.plan), std::move(*options)};
+  return out;
+}
 
 const char* type_name(OptionType t) {
   switch (t) {
@@ -318,17 +348,8 @@ const char* type_name(OptionType t) {
   return "text";
 }
 
-}  // namespace
-
-PYBIND11_MODULE(_gpuaff, m) {
-  m.doc() = "gpuaff's C++ front door (use the gpuaff package, not this module)";
-  m.attr("__version__") = version_string;
-  m.attr("option_names") = py::cast(keyword_names());
-  m.attr("plan_variable") = std::string(plan_variable);
-  std::vector<std::string> policies;
-  for (const PolicyInfo& p : policy_registry) policies.emplace_back(p.name);
-  m.attr("policy_names") = policies;
-
+/// The exception translator: a library error raises the gpuaff.Error subclass of its class.
+void define_errors(py::module_& m) {
   // Never destroyed: the translator may run until the interpreter is gone.
   static auto* error_classes = new py::object(py::dict());
   m.def("_register_errors", [](py::dict classes) { *error_classes = classes; });
@@ -346,7 +367,10 @@ PYBIND11_MODULE(_gpuaff, m) {
       PyErr_SetObject(cls.ptr(), exc.ptr());
     }
   });
+}
 
+/// gpuaff.OPTIONS and _gpuaff.options(): the rows of the option table Python takes.
+void define_options(py::module_& m) {
   m.def("options", [] {
     py::list out;
     for (const auto& o : launch_options) {
@@ -362,7 +386,10 @@ PYBIND11_MODULE(_gpuaff, m) {
     }
     return out;
   }, "The keywords plan() takes, one dict each, from the library's option table.");
+}
 
+/// Plan, plan(): one binding, computed and checked.
+void define_plan(py::module_& m) {
   py::class_<Plan>(m, "Plan", "One process's binding, computed and checked before anything is applied.")
       .def_property_readonly("cpus", [](const Plan& p) { return set_of(p.plan.cpus); }, "the CPUs (a set of ids)")
       .def_property_readonly("cpulist", [](const Plan& p) { return p.plan.cpus.to_list(); }, "the CPUs as a cpulist")
@@ -397,9 +424,7 @@ PYBIND11_MODULE(_gpuaff, m) {
       }, "settings that are likely not what was meant; they change nothing")
       .def_property_readonly("environment", [](const Plan& p) {
         py::dict env;
-        for (const auto& [name, value] : p.plan.env) env[py::str(name)] = value;
-        if (p.options.omp_threads) env["OMP_NUM_THREADS"] = std::to_string(omp_thread_count(p.plan));
-        env[py::str(std::string(plan_variable))] = plan_variable_value(p.plan);
+        for (const auto& [name, value] : detail::launch_variables(p.plan, p.options)) env[py::str(name)] = value;
         return env;
       }, "the variables bind() sets in os.environ once applied: GPUAFF_PLAN, the NIC variables (nic_env), OMP_NUM_THREADS (omp_threads)")
       .def_property_readonly("gpus", [](const Plan& p) {
@@ -426,21 +451,6 @@ PYBIND11_MODULE(_gpuaff, m) {
         return p.plan.nic_path ? py::object(py::str(std::string(to_string(*p.plan.nic_path)))) : py::object(py::none());
       }, "nic_env: the set's PCIe path class from the GPU ('PIX' ... 'SYS'); None without")
       .def_property_readonly("fallback", [](const Plan& p) { return std::string(name_of(fallback_choices, p.options.fallback)); })
-      .def(
-          "apply",
-          [](const Plan& p) {
-            OnRefused on_refused = p.options.fallback == Fallback::unbound ? OnRefused::cpu_only : OnRefused::error;
-            Result<ProcessBinding> done = Unexpected(Error());
-            {
-              py::gil_scoped_release nogil;
-              done = apply_plan(p.plan, on_refused,
-                                p.options.machine.another_machine() ? PlannedOn::another_machine : PlannedOn::this_machine);
-            }
-            if (!done) raise(done.error(), false);  // what the machine refuses
-            return binding_dict(*done);
-          },
-          "Binds every thread of this process (and this thread's memory policy), as `gpuaff exec` does; "
-          "on failure nothing stays changed.")
       .def("__repr__", [](const Plan& p) {
         return "<gpuaff.Plan pci=" + std::string(p.plan.target().address().to_string().view()) +
                " policy=" + std::string(to_string(p.plan.policy.kind)) + " cpus=" + p.plan.cpus.to_list() +
@@ -455,7 +465,10 @@ PYBIND11_MODULE(_gpuaff, m) {
         });
       },
       "The binding the keywords name (see gpuaff.plan).");
+}
 
+/// Machine, load(), gpus(): a machine read once, and its GPUs.
+void define_machine(py::module_& m) {
   py::class_<LoadedMachine>(m, "Machine",
                             "A machine read once (gpuaff.load): plan any visible GPU with any policy from it, "
                             "reading nothing more.")
@@ -486,7 +499,7 @@ PYBIND11_MODULE(_gpuaff, m) {
   m.def(
       "load",
       [](const py::kwargs& kw) {
-        LaunchOptions o = options_of(kw, {"root", "topology", "source", "hwloc_xml", "visible_devices", "pci",
+        LaunchOptions o = options_of(kw, {"root", "topology", "source", "hwloc_xml", "visible_devices", "vendor", "pci",
                                           "unreachable", "nic_env", "mem_nodes"});
         Result<LoadedMachine> loaded = Unexpected(Error());
         LaunchStage stage = LaunchStage::machine;
@@ -500,17 +513,9 @@ PYBIND11_MODULE(_gpuaff, m) {
       "The machine the keywords name, read once (see gpuaff.load).");
 
   m.def(
-      "check_apply",
-      [](const py::kwargs& kw) {
-        auto ok = check_apply_options(options_of(kw));
-        if (!ok) raise(ok.error());
-      },
-      "The checks of options that are to be applied (bind, bound, use_executable).");
-
-  m.def(
       "gpus",
       [](const py::kwargs& kw) {
-        LaunchOptions o = options_of(kw, {"root", "topology", "source", "visible_devices"});
+        LaunchOptions o = options_of(kw, {"root", "topology", "source", "visible_devices", "vendor"});
         Result<Topology> topo = Unexpected(Error());
         LaunchStage stage = LaunchStage::machine;
         {
@@ -521,7 +526,27 @@ PYBIND11_MODULE(_gpuaff, m) {
         return gpu_dicts(*topo);
       },
       "The visible GPUs of the machine the keywords name (root=, topology=, visible_devices=).");
+}
 
+/// launch(), Launched: the library's exit door, which bind(), bound() and use_executable() take.
+void define_launch(py::module_& m) {
+  py::class_<PyLaunched>(m, "Launched", "What a launch did (gpuaff.bind, bound, use_executable use it).")
+      .def_readonly("plan", &PyLaunched::plan, "the Plan; None when it runs unbound (fallback='unbound')")
+      .def_readonly("warnings", &PyLaunched::warnings, "the warnings to give, one line each")
+      .def_property_readonly("environment", [](const PyLaunched& l) {
+        py::dict env;
+        for (const auto& [name, value] : l.env) env[py::str(name)] = value;
+        return env;
+      }, "the variables the bound code is given: GPUAFF_PLAN, the NIC variables, OMP_*")
+      .def_readonly("unbound", &PyLaunched::unbound, "fallback='unbound' covered a refusal: nothing was bound")
+      .def("restore", &PyLaunched::restore, "apply='thread': puts the calling thread's binding back");
+  m.def("launch", &launch_of, py::arg("plan"), py::arg("apply"), py::arg("running"),
+        "The library's launch: plans (or takes `plan`) and applies it to the process ('process'), the calling "
+        "thread ('thread') or nothing yet ('later'), with every rule of gpuaff/launch/launch.hpp.");
+}
+
+/// doctor(): a running process checked against its plan.
+void define_doctor(py::module_& m) {
   m.def(
       "doctor",
       [](int pid, py::object min_local, const py::kwargs& kw) {
@@ -543,7 +568,10 @@ PYBIND11_MODULE(_gpuaff, m) {
       },
       py::arg("pid"), py::arg("min_local") = py::none(),
       "Checks a running process against its GPUAFF_PLAN, or the plan the keywords give its GPU.");
+}
 
+/// The launcher's variables and this process's CPUs: local_rank(), bind_process(), thread_affinity().
+void define_process(py::module_& m) {
   m.def("local_rank", [] {
     return value_or_raise(local_rank(process_environment())).value;
   }, "The local rank from the launcher's variables (LOCAL_RANK, SLURM_LOCALID, ...).");
@@ -580,9 +608,23 @@ PYBIND11_MODULE(_gpuaff, m) {
     }
     return set_of(value_or_raise(std::move(now)));
   }, "The calling thread's CPUs.");
+}
 
-  py::class_<ThreadGuard>(m, "ThreadGuard")
-      .def(py::init([](const Plan& p) { return new ThreadGuard(p.plan.cpus, p.plan.memory()); }))
-      .def(py::init([](py::handle cpus) { return new ThreadGuard(cpus_of(cpus, "cpus"), MemoryOptions{}); }))
-      .def("restore", &ThreadGuard::restore);
+}  // namespace
+
+PYBIND11_MODULE(_gpuaff, m) {
+  m.doc() = "gpuaff's C++ front door (use the gpuaff package, not this module)";
+  m.attr("__version__") = version_string;
+  m.attr("option_names") = py::cast(keyword_names());
+  m.attr("plan_variable") = std::string(plan_variable);
+  std::vector<std::string> policies;
+  for (const PolicyInfo& p : policy_registry) policies.emplace_back(p.name);
+  m.attr("policy_names") = policies;
+  define_errors(m);
+  define_options(m);
+  define_plan(m);
+  define_machine(m);
+  define_launch(m);
+  define_doctor(m);
+  define_process(m);
 }

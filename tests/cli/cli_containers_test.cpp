@@ -126,11 +126,15 @@ TEST_CASE("unlike NVIDIA GPUs: a CUDA_DEVICE_ORDER warning unless it is PCI_BUS_
   Run quiet = tool({"bind", "--root", ws, "--gpu", "0"}, {{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}});
   CHECK(quiet.rc == 0);
   CHECK(quiet.err.empty());
-  // CUDA_VISIBLE_DEVICES=1 on the mixed machine: NVIDIA GPU 1, then the AMD GPU.
-  Run j = tool({"bind", "--root", ws, "--gpu", "1", "--format", "json"},
+  // CUDA_VISIBLE_DEVICES=1 on the mixed machine: CUDA's GPU 0 is its NVIDIA
+  // GPU 1 (65:00.0), and there is no GPU 1: the AMD GPU is HIP's, not CUDA's
+  // (contract section 6; it was GPU 1 by the rule of section 2).
+  Run j = tool({"bind", "--root", ws, "--gpu", "0", "--format", "json"},
                {{"CUDA_VISIBLE_DEVICES", "1"}, {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}});
   REQUIRE(j.rc == 0);
-  CHECK(nlohmann::json::parse(j.out)["bdf"] == "0000:b3:00.0");
+  CHECK(nlohmann::json::parse(j.out)["bdf"] == "0000:65:00.0");
+  Run none = tool({"bind", "--root", ws, "--gpu", "1"}, {{"CUDA_VISIBLE_DEVICES", "1"}, {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}});
+  CHECK(none.rc == 4);
 }
 
 TEST_CASE("topo --format json of a container lists the hidden GPUs; --topology replays the container") {

@@ -207,7 +207,7 @@ TEST_CASE("an MI300X in CPX mode: bind and topo's table agree on each partition'
   CHECK(bind_ok({"--root", cpx, "--gpu", "13", "--policy", "exclusive"}) == "39-41,231-233\n");
   Run t = tool({"topo", "--root", cpx});
   REQUIRE(t.rc == 0);
-  CHECK(t.out.find("GPUs (64 visible)") != std::string::npos);
+  CHECK(t.out.find("GPUs (64 visible, numbered as HIP (AMD) numbers them)") != std::string::npos);
   CHECK(t.out.find("  13     0000:26:00.0 (5/8)") != std::string::npos);
   std::size_t exclusive = t.out.find("\n  exclusive\n");
   REQUIRE(exclusive != std::string::npos);
@@ -219,7 +219,7 @@ TEST_CASE("--domains-per-gpu: topo lists each domain, bind and exec --dry-run gi
   // GPU it is units 6 and 7, and unit 7 (domain 1) gets the upper 7 cores.
   Run topo = tool({"topo", "--root", h100, "--domains-per-gpu", "2"});
   REQUIRE(topo.rc == 0);
-  CHECK(topo.out.find("GPUs (16 visible)") != std::string::npos);
+  CHECK(topo.out.find("GPUs (16 visible, numbered as CUDA (NVIDIA) numbers them)") != std::string::npos);
   CHECK(topo.out.find("  7      0000:61:00.0 (1/2)") != std::string::npos);
   Run bind = tool({"bind", "--root", h100, "--gpu", "7", "--policy", "exclusive", "--domains-per-gpu", "2"});
   CHECK(bind.out == "49-55,161-167\n");
@@ -328,4 +328,55 @@ TEST_CASE("a policy that fails inside a launcher's narrowed mask names the fix: 
   // With the cgroup as baseline it binds: node 0's 56 cores split four ways, GPU 1 the second quarter.
   CHECK(bind_ok({"--root", narrowed, "--gpu", "1", "--policy", "exclusive", "--baseline", "cgroup"}) ==
         "14-27,126-139\n");
+}
+
+TEST_CASE("GPU N is the N-th GPU of one runtime: a display device of another vendor never takes an index") {
+  // dgx-h100-intel-vga: the dgx-h100 with an Intel VGA at 0000:00:02.0 (node 0)
+  // instead of the BMC's ASPEED one. CUDA counts the 8 NVIDIA GPUs only, so
+  // GPU 0 is 0000:1b:00.0 and exclusive splits node 0 among its 4 NVIDIA GPUs,
+  // 14 cores each, exactly as on the dgx-h100. Counting the Intel device too
+  // made it GPU 0 and left 56 / 5 = 11 cores per GPU.
+  const std::string vga = fixture("dgx-h100-intel-vga");
+  auto j = nlohmann::json::parse(bind_ok({"--root", vga, "--gpu", "0", "--format", "json"}));
+  CHECK(j["bdf"] == "0000:1b:00.0");
+  CHECK(bind_ok({"--root", vga, "--gpu", "0", "--policy", "exclusive"}) ==
+        bind_ok({"--root", h100, "--gpu", "0", "--policy", "exclusive"}));
+  CHECK(bind_ok({"--root", vga, "--gpu", "0", "--policy", "exclusive"}) == "0-13,112-125\n");
+  Run eight = tool({"bind", "--root", vga, "--gpu", "8"});
+  CHECK(eight.rc == 4);
+  // --vendor intel: Level Zero's numbering, the Intel device alone.
+  auto intel = nlohmann::json::parse(bind_ok({"--root", vga, "--gpu", "0", "--vendor", "intel", "--format", "json"}));
+  CHECK(intel["bdf"] == "0000:00:02.0");
+  CHECK(tool({"bind", "--root", vga, "--gpu", "1", "--vendor", "intel"}).rc == 4);
+  // A vendor the machine has no GPU of is the machine's answer, named.
+  Run amd = tool({"bind", "--root", vga, "--gpu", "0", "--vendor", "amd"});
+  CHECK(amd.rc == 4);
+  CHECK(amd.one_error_line());
+  CHECK(amd.err.find("--vendor amd") != std::string::npos);
+  CHECK(amd.err.find("8 of CUDA (NVIDIA)") != std::string::npos);
+  usage_error(tool({"bind", "--root", vga, "--gpu", "0", "--vendor", "nvdia"}), "did you mean nvidia?");
+  // topo says whose numbering it shows, and why the Intel device has no index.
+  Run topo = tool({"topo", "--root", vga, "--color", "never"});
+  CHECK(topo.rc == 0);
+  CHECK(topo.out.find("GPUs (8 visible, numbered as CUDA (NVIDIA) numbers them)") != std::string::npos);
+  CHECK(topo.out.find("GPU of another runtime than CUDA (NVIDIA)") != std::string::npos);
+}
+
+TEST_CASE("an AMD machine's ASPEED BMC display and a workstation's two vendors") {
+  // mi300x-aspeed: 8 MI300X (class 0x1200) and an ASPEED VGA (vendor 0x1a03,
+  // not a GPU vendor): HIP's numbering, GPU 0 = 0000:05:00.0 on node 0.
+  const std::string aspeed = fixture("mi300x-aspeed");
+  auto j = nlohmann::json::parse(bind_ok({"--root", aspeed, "--gpu", "0", "--format", "json"}));
+  CHECK(j["bdf"] == "0000:05:00.0");
+  CHECK(tool({"bind", "--root", aspeed, "--gpu", "8"}).rc == 4);
+  // workstation-mixed-gpus: NVIDIA at 17:00.0 and 65:00.0, an AMD Radeon at
+  // b3:00.0. CUDA sees two GPUs; HIP (--vendor amd) sees the Radeon as GPU 0.
+  // (Its two NVIDIA models differ: PCI_BUS_ID keeps CUDA's order gpuaff's.)
+  const std::string mixed = fixture("workstation-mixed-gpus");
+  const std::map<std::string, std::string> bus_order{{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}};
+  CHECK(nlohmann::json::parse(bind_ok({"--root", mixed, "--gpu", "1", "--format", "json"}, bus_order))["bdf"] ==
+        "0000:65:00.0");
+  CHECK(tool({"bind", "--root", mixed, "--gpu", "2"}, bus_order).rc == 4);
+  CHECK(nlohmann::json::parse(bind_ok({"--root", mixed, "--gpu", "0", "--vendor", "amd", "--format", "json"},
+                                      bus_order))["bdf"] == "0000:b3:00.0");
 }

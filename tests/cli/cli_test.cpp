@@ -263,7 +263,7 @@ TEST_CASE("topo --format text reports the machine, the policies and a picture") 
   CHECK(t.find("origin:") != std::string::npos);
   CHECK(t.find(p4d) != std::string::npos);
   CHECK(t.find("0-95 (96)") != std::string::npos);  // online and allowed
-  CHECK(t.find("GPUs (8 visible)") != std::string::npos);
+  CHECK(t.find("GPUs (8 visible, numbered as CUDA (NVIDIA) numbers them)") != std::string::npos);
   for (const char* bdf : {"0000:10:1c.0", "0000:10:1d.0", "0000:20:1c.0", "0000:20:1d.0", "0000:90:1c.0",
                           "0000:90:1d.0", "0000:a0:1c.0", "0000:a0:1d.0"})
     CHECK(t.find(bdf) != std::string::npos);

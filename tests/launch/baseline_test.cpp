@@ -23,7 +23,8 @@
 using gpuaff::Baseline;
 using gpuaff::CpuSet;
 using gpuaff::Errc;
-using gpuaff::LaunchRequest;
+using gpuaff::LaunchContext;
+using gpuaff::LaunchOptions;
 using gpuaff::PolicyKind;
 using gpuaff::Unreachable;
 
@@ -147,8 +148,9 @@ TEST_CASE("this machine's cgroup cpuset, when there is one, holds the CPUs this 
 
 TEST_CASE("--baseline affinity keeps the launcher's narrow mask and warns; cgroup draws from the whole cpuset") {
   std::string root = gpuaff_test::fixture("mpirun-narrowed-h100");
-  LaunchRequest r{.gpu = 0, .policy = {.kind = PolicyKind::node}, .cgroup = cgroup(root)};
-  auto narrow = gpuaff::make_plan(load(root), r);
+  LaunchOptions r{.gpu = 0, .policy = {.kind = PolicyKind::node}};
+  LaunchContext c{.cgroup = cgroup(root)};
+  auto narrow = gpuaff::make_plan(load(root), r, c);
   REQUIRE_MESSAGE(narrow, (narrow ? "" : message(narrow.error())));
   CHECK(narrow->cpus == cpus("0,112"));  // the one core mpirun left
   REQUIRE(narrow->warnings.size() == 1);
@@ -156,46 +158,48 @@ TEST_CASE("--baseline affinity keeps the launcher's narrow mask and warns; cgrou
   CHECK(narrow->warnings[0].find("--bind-to none") != std::string::npos);
 
   r.baseline = Baseline::cgroup;
-  auto wide = gpuaff::make_plan(load(root), r);
+  auto wide = gpuaff::make_plan(load(root), r, c);
   REQUIRE_MESSAGE(wide, (wide ? "" : message(wide.error())));
   CHECK(wide->cpus == cpus("0-55,112-167"));  // node 0, as on an unbound process
   CHECK(wide->warnings.empty());
   // exclusive: node 0's 56 cores among its 4 GPUs, 14 each; GPU 1 gets cores 14-27 and their siblings.
   r.gpu = 1;
   r.policy.kind = PolicyKind::exclusive;
-  auto share = gpuaff::make_plan(load(root), r);
+  auto share = gpuaff::make_plan(load(root), r, c);
   REQUIRE(share);
   CHECK(share->cpus == cpus("14-27,126-139"));
 }
 
 TEST_CASE("a rank pre-bound away from its GPU's node fails under affinity and binds under cgroup") {
   std::string root = gpuaff_test::fixture("mpirun-narrowed-h100");
-  LaunchRequest r{.gpu = 5, .policy = {.kind = PolicyKind::node}, .cgroup = cgroup(root)};
-  auto fails = gpuaff::make_plan(load(root), r);
+  LaunchOptions r{.gpu = 5, .policy = {.kind = PolicyKind::node}};
+  LaunchContext c{.cgroup = cgroup(root)};
+  auto fails = gpuaff::make_plan(load(root), r, c);
   REQUIRE(!fails);
   CHECK(message(fails.error()).find("unreachable=nearest") != std::string::npos);
   r.baseline = Baseline::cgroup;
-  auto ok = gpuaff::make_plan(load(root), r);
+  auto ok = gpuaff::make_plan(load(root), r, c);
   REQUIRE(ok);
   CHECK(ok->cpus == cpus("56-111,168-223"));
 }
 
 TEST_CASE("--baseline cgroup without a cgroup cpuset is a usage error; a root without one uses every online CPU") {
   std::string root = gpuaff_test::fixture("mpirun-narrowed-h100");
-  auto none = gpuaff::make_plan(load(root), LaunchRequest{.gpu = 0, .baseline = Baseline::cgroup});
+  auto none = gpuaff::make_plan(load(root), LaunchOptions{.gpu = 0, .baseline = Baseline::cgroup});
   REQUIRE(!none);
   CHECK(none.error().code() == Errc::invalid_argument);
 
   // container-half-node: allowed 8-15,40-47 by docker, no cgroup files: every online CPU.
   std::string half = gpuaff_test::fixture("container-half-node");
-  auto all = gpuaff::make_plan(load(half), LaunchRequest{.gpu = 0, .baseline = Baseline::cgroup, .cgroup = cgroup(half)});
+  auto all = gpuaff::make_plan(load(half), LaunchOptions{.gpu = 0, .baseline = Baseline::cgroup},
+                               LaunchContext{.cgroup = cgroup(half)});
   REQUIRE(all);
   CHECK(all->cpus == cpus("0-15,32-47"));  // the whole of node 0
 }
 
 TEST_CASE("--unreachable nearest gives a pod on the far socket the allowed CPUs of the closest node") {
   std::string root = gpuaff_test::fixture("pod-far-socket-h100");
-  LaunchRequest r{.gpu = 0, .policy = {.kind = PolicyKind::node}};
+  LaunchOptions r{.gpu = 0, .policy = {.kind = PolicyKind::node}};
   auto refused = gpuaff::make_plan(load(root), r);
   REQUIRE(!refused);
   CHECK(message(refused.error()).find("unreachable=nearest") != std::string::npos);
@@ -242,7 +246,7 @@ TEST_CASE("--unreachable nearest includes every node at the smallest distance") 
   g.pci.class_code = 0x030200;
   g.pci.numa_node = 0;
   t.gpus.push_back(g);
-  auto plan = gpuaff::make_plan(t, LaunchRequest{.gpu = 0, .unreachable = Unreachable::nearest});
+  auto plan = gpuaff::make_plan(t, LaunchOptions{.gpu = 0, .unreachable = Unreachable::nearest});
   REQUIRE_MESSAGE(plan, (plan ? "" : message(plan.error())));
   CHECK(plan->nearest_nodes == std::vector<int>{1, 3});
   CHECK(plan->cpus == cpus("2-3,6-7"));
@@ -253,22 +257,23 @@ TEST_CASE("the launcher's local size stands for nproc when nproc is not given") 
   gpuaff::LauncherValue two{"LOCAL_WORLD_SIZE", "2", 2};
   // torchrun --nproc-per-node 2 on 8 GPUs: GPUs 0 and 1 take part; exclusive
   // splits node 0's 56 cores between them, 28 each.
-  LaunchRequest r{.gpu = 0, .policy = {.kind = PolicyKind::exclusive}, .local_size = two};
-  auto plan = gpuaff::make_plan(load(root), r);
+  LaunchOptions r{.gpu = 0, .policy = {.kind = PolicyKind::exclusive}};
+  LaunchContext c{.local_size = two};
+  auto plan = gpuaff::make_plan(load(root), r, c);
   REQUIRE(plan);
   CHECK(plan->cpus == cpus("0-27,112-139"));
   CHECK(plan->job.nproc == 2);
   CHECK(plan->nproc_source == "LOCAL_WORLD_SIZE=2");
   // An explicit nproc wins: 4 GPUs on node 0, 14 cores each.
   r.job.nproc = 4;
-  auto given = gpuaff::make_plan(load(root), r);
+  auto given = gpuaff::make_plan(load(root), r, c);
   REQUIRE(given);
   CHECK(given->cpus == cpus("0-13,112-125"));
   CHECK(given->nproc_source.empty());
   // More local processes than visible GPUs: an error naming the variable.
   r.job.nproc = 0;
-  r.local_size = gpuaff::LauncherValue{"OMPI_COMM_WORLD_LOCAL_SIZE", "9", 9};
-  auto over = gpuaff::make_plan(load(root), r);
+  c.local_size = gpuaff::LauncherValue{"OMPI_COMM_WORLD_LOCAL_SIZE", "9", 9};
+  auto over = gpuaff::make_plan(load(root), r, c);
   REQUIRE(!over);
   CHECK(over.error().code() == Errc::invalid_argument);
   CHECK(message(over.error()).find("OMPI_COMM_WORLD_LOCAL_SIZE=9") != std::string::npos);

@@ -27,7 +27,8 @@
 
 using gpuaff::CpuSet;
 using gpuaff::Errc;
-using gpuaff::LaunchRequest;
+using gpuaff::LaunchContext;
+using gpuaff::LaunchOptions;
 using gpuaff::PolicyKind;
 using gpuaff::Share;
 using gpuaff::VisibleDevices;
@@ -56,8 +57,8 @@ CpuSet cores(int first, int n, int sibling) {
   return CpuSet::range(first, first + n - 1) | CpuSet::range(first + sibling, first + sibling + n - 1);
 }
 
-gpuaff::LaunchPlan plan(gpuaff::Topology t, LaunchRequest r) {
-  auto p = gpuaff::make_plan(std::move(t), r);
+gpuaff::LaunchPlan plan(gpuaff::Topology t, const LaunchOptions& o, const LaunchContext& c = {}) {
+  auto p = gpuaff::make_plan(std::move(t), o, c);
   REQUIRE_MESSAGE(p, (p ? "" : std::string(p.error().message())));
   return *p;
 }
@@ -82,27 +83,27 @@ TEST_CASE("a container given host GPUs 4 and 5: its GPU 0 is host GPU 4, on node
   CHECK(bdf(t.gpus[1]) == "0000:c3:00.0");
   CHECK(t.host_gpus.size() == 8);  // sysfs still lists every GPU of the host
   CHECK(t.hidden_gpus.size() == 6);
-  auto p = plan(t, LaunchRequest{.gpu = 0});
+  auto p = plan(t, LaunchOptions{.gpu = 0});
   CHECK(p.node == 1);
   CHECK(p.cpus == cpus("56-111,168-223"));  // node 1, not node 0 where host GPU 0 is
   CHECK(p.warnings.empty());
 
   // The container's two GPUs share node 1 (56 cores): 28 each under exclusive.
-  auto e0 = plan(t, LaunchRequest{.gpu = 0, .policy = {.kind = PolicyKind::exclusive}});
-  auto e1 = plan(t, LaunchRequest{.gpu = 1, .policy = {.kind = PolicyKind::exclusive}});
+  auto e0 = plan(t, LaunchOptions{.gpu = 0, .policy = {.kind = PolicyKind::exclusive}});
+  auto e1 = plan(t, LaunchOptions{.gpu = 1, .policy = {.kind = PolicyKind::exclusive}});
   CHECK(e0.cpus == cores(56, 28, 112));
   CHECK(e1.cpus == cores(84, 28, 112));
   // Among the host's GPUs node 1 has four (GPUs 4-7): 14 cores each, and GPUs 4
   // and 5 are the first two of them.
-  auto m0 = plan(t, LaunchRequest{.gpu = 0, .policy = {.kind = PolicyKind::exclusive}, .share = Share::machine});
-  auto m1 = plan(t, LaunchRequest{.gpu = 1, .policy = {.kind = PolicyKind::exclusive}, .share = Share::machine});
+  auto m0 = plan(t, LaunchOptions{.gpu = 0, .policy = {.kind = PolicyKind::exclusive}, .share = Share::machine});
+  auto m1 = plan(t, LaunchOptions{.gpu = 1, .policy = {.kind = PolicyKind::exclusive}, .share = Share::machine});
   CHECK(m0.cpus == cores(56, 14, 112));
   CHECK(m1.cpus == cores(70, 14, 112));
   CHECK(m0.visible_gpu == 0);
   CHECK(bdf(m0.target()) == "0000:9d:00.0");
 
   // No GPU 2 in the container.
-  auto none = gpuaff::make_plan(t, LaunchRequest{.gpu = 2});
+  auto none = gpuaff::make_plan(t, LaunchOptions{.gpu = 2});
   REQUIRE_FALSE(none);
   CHECK(none.error().code() == Errc::not_found);
 }
@@ -117,13 +118,13 @@ TEST_CASE("eight one-GPU processes on a DGX H100 with --share machine get the fu
     CAPTURE(i);
     gpuaff::Topology one = fixture("dgx-h100", cuda(std::to_string(i)));
     REQUIRE(one.gpus.size() == 1);
-    auto p = plan(one, LaunchRequest{.gpu = 0, .policy = {.kind = PolicyKind::exclusive}, .share = Share::machine});
+    auto p = plan(one, LaunchOptions{.gpu = 0, .policy = {.kind = PolicyKind::exclusive}, .share = Share::machine});
     CHECK(p.cpus == cores(56 * (i / 4) + 14 * (i % 4), 14, 112));
     // The same as GPU i's share when all eight take part.
-    CHECK(p.cpus == plan(full, LaunchRequest{.gpu = i, .policy = {.kind = PolicyKind::exclusive}}).cpus);
+    CHECK(p.cpus == plan(full, LaunchOptions{.gpu = i, .policy = {.kind = PolicyKind::exclusive}}).cpus);
     CHECK(p.warnings.empty());
     // Without --share machine each would get its whole node, and is warned.
-    auto alone = plan(one, LaunchRequest{.gpu = 0, .policy = {.kind = PolicyKind::exclusive}});
+    auto alone = plan(one, LaunchOptions{.gpu = 0, .policy = {.kind = PolicyKind::exclusive}});
     CHECK(alone.cpus == cores(56 * (i / 4), 56, 112));
     REQUIRE(alone.warnings.size() == 1);
     CHECK(alone.warnings[0].find("share=machine") != std::string::npos);
@@ -136,9 +137,9 @@ TEST_CASE("eight one-GPU processes on a DGX H100 with --share machine get the fu
   // nothing smaller to give).
   for (int i : {0, 5}) {
     gpuaff::Topology one = fixture("dgx-h100", cuda(std::to_string(i)));
-    auto p = plan(one, LaunchRequest{.gpu = 0, .policy = {.kind = PolicyKind::core_complex}, .share = Share::machine});
+    auto p = plan(one, LaunchOptions{.gpu = 0, .policy = {.kind = PolicyKind::core_complex}, .share = Share::machine});
     CHECK(p.cpus == cores(56 * (i / 4), 56, 112));
-    CHECK(p.cpus == plan(full, LaunchRequest{.gpu = i, .policy = {.kind = PolicyKind::core_complex}}).cpus);
+    CHECK(p.cpus == plan(full, LaunchOptions{.gpu = i, .policy = {.kind = PolicyKind::core_complex}}).cpus);
   }
 }
 
@@ -168,10 +169,10 @@ TEST_CASE("eight one-GPU processes on a DGX A100 (NPS4), by CUDA_VISIBLE_DEVICES
       CAPTURE(exclusive);
       int r = i % 2;
       CpuSet want = exclusive ? cores(16 * node_of[i] + 8 * r, 8, 128) : cores(16 * node_of[i] + 4 * r, 4, 128);
-      CHECK(want == plan(full, LaunchRequest{.gpu = i, .policy = {.kind = kind}}).cpus);
+      CHECK(want == plan(full, LaunchOptions{.gpu = i, .policy = {.kind = kind}}).cpus);
 
       gpuaff::Topology one = fixture("dgx-a100", cuda(std::to_string(i)));
-      auto p = plan(one, LaunchRequest{.gpu = 0, .policy = {.kind = kind}, .share = Share::machine});
+      auto p = plan(one, LaunchOptions{.gpu = 0, .policy = {.kind = kind}, .share = Share::machine});
       CHECK(p.cpus == want);
       by_variable.push_back(p.cpus);
 
@@ -182,7 +183,7 @@ TEST_CASE("eight one-GPU processes on a DGX A100 (NPS4), by CUDA_VISIBLE_DEVICES
         if (j != i) fs::rename(stash / bdfs[j], driver / bdfs[j]);
       REQUIRE(contained.gpus.size() == 1);
       CHECK(bdf(contained.gpus[0]) == bdfs[i]);
-      auto q = plan(contained, LaunchRequest{.gpu = 0, .policy = {.kind = kind}, .share = Share::machine});
+      auto q = plan(contained, LaunchOptions{.gpu = 0, .policy = {.kind = kind}, .share = Share::machine});
       CHECK(q.cpus == want);
       by_driver.push_back(q.cpus);
     }
@@ -195,7 +196,7 @@ TEST_CASE("--share machine applies to the splitting policies only, without --npr
   gpuaff::Topology t = fixture("dgx-h100", cuda("3"));
   for (PolicyKind kind : {PolicyKind::node, PolicyKind::socket, PolicyKind::all, PolicyKind::single}) {
     CAPTURE(gpuaff::to_string(kind));
-    auto p = gpuaff::make_plan(t, LaunchRequest{.gpu = 0, .policy = {.kind = kind}, .share = Share::machine});
+    auto p = gpuaff::make_plan(t, LaunchOptions{.gpu = 0, .policy = {.kind = kind}, .share = Share::machine});
     REQUIRE_FALSE(p);
     CHECK(p.error().code() == Errc::invalid_argument);
     std::string m(p.error().message());
@@ -205,16 +206,16 @@ TEST_CASE("--share machine applies to the splitting policies only, without --npr
   for (PolicyKind kind : {PolicyKind::single_unique, PolicyKind::unique_interleaved, PolicyKind::unique_contiguous}) {
     CAPTURE(gpuaff::to_string(kind));
     // NVIDIA's modes among the host's 8 GPUs: GPU 3 is the fourth of node 0's.
-    auto p = gpuaff::make_plan(t, LaunchRequest{.gpu = 0, .policy = {.kind = kind}, .share = Share::machine});
+    auto p = gpuaff::make_plan(t, LaunchOptions{.gpu = 0, .policy = {.kind = kind}, .share = Share::machine});
     REQUIRE_MESSAGE(p, (p ? "" : std::string(p.error().message())));
     gpuaff::Topology full = fixture("dgx-h100");
-    CHECK(p->cpus == plan(full, LaunchRequest{.gpu = 3, .policy = {.kind = kind}}).cpus);
+    CHECK(p->cpus == plan(full, LaunchOptions{.gpu = 3, .policy = {.kind = kind}}).cpus);
   }
   // single-unique: one core per GPU, GPU 3 of node 0 takes its node's fourth core.
-  CHECK(plan(t, LaunchRequest{.gpu = 0, .policy = {.kind = PolicyKind::single_unique}, .share = Share::machine}).cpus ==
+  CHECK(plan(t, LaunchOptions{.gpu = 0, .policy = {.kind = PolicyKind::single_unique}, .share = Share::machine}).cpus ==
         cpus("3,115"));
   auto n = gpuaff::make_plan(
-      t, LaunchRequest{.gpu = 0, .policy = {.kind = PolicyKind::exclusive}, .job = {.nproc = 1}, .share = Share::machine});
+      t, LaunchOptions{.gpu = 0, .policy = {.kind = PolicyKind::exclusive}, .job = {.nproc = 1}, .share = Share::machine});
   REQUIRE_FALSE(n);
   CHECK(n.error().code() == Errc::invalid_argument);
   CHECK(std::string(n.error().message()).find("nproc=1") != std::string::npos);
@@ -224,7 +225,7 @@ TEST_CASE("a MIG container: CUDA_VISIBLE_DEVICES=MIG-<uuid> is the one GPU the d
   gpuaff::Topology t = fixture("dgx-h100-mig-container", cuda("MIG-7d1e1a1c-2b2b-3c3c-4d4d-5e5e6f6f7a7a"));
   REQUIRE(t.gpus.size() == 1);
   CHECK(bdf(t.gpus[0]) == "0000:52:00.0");
-  auto p = plan(t, LaunchRequest{.gpu = 0});
+  auto p = plan(t, LaunchOptions{.gpu = 0});
   CHECK(p.node == 0);
   CHECK(p.cpus == cpus("0-55,112-167"));
   // On the whole machine the same value cannot say which of 8 GPUs holds the instance.
@@ -243,7 +244,7 @@ TEST_CASE("Slurm's every-vendor variables on a DGX H100 and on an MI300X machine
                                                           .rocr_visible_devices = "0"});
   REQUIRE(h.gpus.size() == 1);
   CHECK(bdf(h.gpus[0]) == "0000:1b:00.0");
-  CHECK(plan(h, LaunchRequest{.gpu = 0}).cpus == cpus("0-55,112-167"));
+  CHECK(plan(h, LaunchOptions{.gpu = 0}).cpus == cpus("0-55,112-167"));
   // MI300X: ROCr keeps GPU 0 (0000:05:00.0, node 0 = cores 0-95, siblings +192),
   // HIP reads CUDA_VISIBLE_DEVICES=0 as index 0 of that.
   gpuaff::Topology a = fixture("mi300x", VisibleDevices{.use_environment = false,
@@ -251,7 +252,7 @@ TEST_CASE("Slurm's every-vendor variables on a DGX H100 and on an MI300X machine
                                                         .rocr_visible_devices = "0"});
   REQUIRE(a.gpus.size() == 1);
   CHECK(bdf(a.gpus[0]) == "0000:05:00.0");
-  CHECK(plan(a, LaunchRequest{.gpu = 0}).cpus == cores(0, 96, 192));
+  CHECK(plan(a, LaunchOptions{.gpu = 0}).cpus == cores(0, 96, 192));
 }
 
 TEST_CASE("unlike NVIDIA GPUs under CUDA's default order are warned about, naming the variable") {
@@ -261,10 +262,10 @@ TEST_CASE("unlike NVIDIA GPUs under CUDA's default order are warned about, namin
                                              .detail = gpuaff::SysfsDetail::binding});
   auto t = s.load();
   REQUIRE(t);
-  auto p = plan(*t, LaunchRequest{.gpu = 0, .cuda_device_order = std::string()});
+  auto p = plan(*t, LaunchOptions{.gpu = 0}, LaunchContext{.cuda_device_order = std::string()});
   REQUIRE(p.warnings.size() == 1);
   CHECK(p.warnings[0].find("CUDA_DEVICE_ORDER=PCI_BUS_ID") != std::string::npos);
-  CHECK(plan(*t, LaunchRequest{.gpu = 0, .cuda_device_order = "PCI_BUS_ID"}).warnings.empty());
+  CHECK(plan(*t, LaunchOptions{.gpu = 0}, LaunchContext{.cuda_device_order = "PCI_BUS_ID"}).warnings.empty());
   // Binding detail reads the device ids for it only when the order is not PCI_BUS_ID.
   gpuaff::SysfsSource by_bus(gpuaff::SysfsOptions{.root = gpuaff_test::fixture("workstation-mixed-gpus"),
                                                   .visible = {.use_environment = false, .cuda_device_order = "PCI_BUS_ID"},
@@ -272,7 +273,7 @@ TEST_CASE("unlike NVIDIA GPUs under CUDA's default order are warned about, namin
   REQUIRE(by_bus.load());
   CHECK(by_bus.files_opened() + 2 == s.files_opened());
   // Alike GPUs: no warning.
-  CHECK(plan(fixture("dgx-h100"), LaunchRequest{.gpu = 0, .cuda_device_order = std::string()}).warnings.empty());
+  CHECK(plan(fixture("dgx-h100"), LaunchOptions{.gpu = 0}, LaunchContext{.cuda_device_order = std::string()}).warnings.empty());
 }
 
 TEST_CASE("a recording made in a container replays the container, also through JSON") {

@@ -329,6 +329,7 @@ TEST_CASE("locality domains: the mistakes are named") {
   LaunchOptions amd;
   REQUIRE(gpuaff::set_option(amd, "root", gpuaff_test::fixture("mi300x-cpx")));
   REQUIRE(gpuaff::set_option(amd, "domains_per_gpu", "2"));
+  REQUIRE(gpuaff::set_option(amd, "gpu", "0"));
   auto cpx = gpuaff::plan(amd, env_of({}));
   REQUIRE_FALSE(cpx.has_value());
   CHECK(cpx.error().code() == Errc::invalid_argument);

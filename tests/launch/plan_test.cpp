@@ -15,7 +15,8 @@
 
 using gpuaff::CpuSet;
 using gpuaff::Errc;
-using gpuaff::LaunchRequest;
+using gpuaff::LaunchContext;
+using gpuaff::LaunchOptions;
 using gpuaff::PciAddress;
 using gpuaff::PolicyKind;
 
@@ -39,7 +40,7 @@ CpuSet cpus(std::string_view list) { return *CpuSet::parse_list(list); }
 }  // namespace
 
 TEST_CASE("a GPU by index is planned with its policy, node and memory nodes") {
-  auto plan = gpuaff::make_plan(p4d(), LaunchRequest{.gpu = 5, .policy = {.kind = PolicyKind::exclusive}});
+  auto plan = gpuaff::make_plan(p4d(), LaunchOptions{.gpu = 5, .policy = {.kind = PolicyKind::exclusive}});
   REQUIRE_MESSAGE(plan, (plan ? "" : std::string(plan.error().message())));
   CHECK(plan->gpu == 5);
   CHECK(plan->visible_gpu == 5);
@@ -51,7 +52,7 @@ TEST_CASE("a GPU by index is planned with its policy, node and memory nodes") {
 }
 
 TEST_CASE("a GPU index beyond the visible GPUs names them and where the index came from") {
-  auto by_flag = gpuaff::make_plan(p4d(), LaunchRequest{.gpu = 8});
+  auto by_flag = gpuaff::make_plan(p4d(), LaunchOptions{.gpu = 8});
   REQUIRE(!by_flag);
   CHECK(by_flag.error().code() == Errc::not_found);
   std::string m(by_flag.error().message());
@@ -59,7 +60,8 @@ TEST_CASE("a GPU index beyond the visible GPUs names them and where the index ca
   CHECK(m.find("7 0000:a0:1d.0") != std::string::npos);
   CHECK(m.find("pick one of them") != std::string::npos);
 
-  auto by_rank = gpuaff::make_plan(p4d(), LaunchRequest{.gpu = 9, .rank_source = "LOCAL_RANK=9"});
+  auto by_rank = gpuaff::make_plan(p4d(), LaunchOptions{.local_rank = true},
+                                   LaunchContext{.local_rank = gpuaff::LauncherValue{"LOCAL_RANK", "9", 9}});
   REQUIRE(!by_rank);
   std::string r(by_rank.error().message());
   CHECK(r.find("no GPU 9 (LOCAL_RANK=9)") == 0);
@@ -67,14 +69,14 @@ TEST_CASE("a GPU index beyond the visible GPUs names them and where the index ca
 
   gpuaff::Topology none = p4d();
   none.gpus.clear();
-  auto empty = gpuaff::make_plan(none, LaunchRequest{.gpu = 0});
+  auto empty = gpuaff::make_plan(none, LaunchOptions{.gpu = 0});
   REQUIRE(!empty);
   CHECK(empty.error().code() == Errc::not_found);
   CHECK(std::string(empty.error().message()).find("no GPU is visible in ") == 0);
 }
 
 TEST_CASE("a PCI device that is not a GPU is planned as the only GPU of its node") {
-  auto plan = gpuaff::make_plan(p4d({nvme}), LaunchRequest{.pci = nvme, .policy = {.kind = PolicyKind::exclusive}});
+  auto plan = gpuaff::make_plan(p4d({nvme}), LaunchOptions{.pci = nvme, .policy = {.kind = PolicyKind::exclusive}});
   REQUIRE_MESSAGE(plan, (plan ? "" : std::string(plan.error().message())));
   CHECK(plan->visible_gpu == -1);
   CHECK(plan->gpu == 0);
@@ -84,7 +86,7 @@ TEST_CASE("a PCI device that is not a GPU is planned as the only GPU of its node
 }
 
 TEST_CASE("a visible GPU named by PCI address keeps its index and shares its node") {
-  auto plan = gpuaff::make_plan(p4d(), LaunchRequest{.pci = gpu4, .policy = {.kind = PolicyKind::exclusive}});
+  auto plan = gpuaff::make_plan(p4d(), LaunchOptions{.pci = gpu4, .policy = {.kind = PolicyKind::exclusive}});
   REQUIRE(plan);
   CHECK(plan->visible_gpu == 4);
   CHECK(plan->gpu == 4);
@@ -96,26 +98,26 @@ TEST_CASE("a visible GPU named by PCI address keeps its index and shares its nod
   auto visible = gpuaff::select_visible_gpus(two.gpus, gpuaff::VisibleDevices{.list = "4,5", .use_environment = false});
   REQUIRE(visible);
   two.gpus = *visible;
-  auto narrowed = gpuaff::make_plan(two, LaunchRequest{.pci = gpu4, .policy = {.kind = PolicyKind::exclusive}});
+  auto narrowed = gpuaff::make_plan(two, LaunchOptions{.pci = gpu4, .policy = {.kind = PolicyKind::exclusive}});
   REQUIRE(narrowed);
   CHECK(narrowed->visible_gpu == 0);
   CHECK(narrowed->cpus == cpus("24-35,72-83"));
 }
 
 TEST_CASE("a PCI device the topology does not hold is not found") {
-  auto plan = gpuaff::make_plan(p4d(), LaunchRequest{.pci = nvme});  // not read: no extra_pci
+  auto plan = gpuaff::make_plan(p4d(), LaunchOptions{.pci = nvme});  // not read: no extra_pci
   REQUIRE(!plan);
   CHECK(plan.error().code() == Errc::not_found);
 }
 
 TEST_CASE("the plan's memory options are its memory policy over the GPU's nodes") {
-  auto plan = gpuaff::make_plan(p4d(), LaunchRequest{.gpu = 2, .membind = *gpuaff::parse_membind("local")});
+  auto plan = gpuaff::make_plan(p4d(), LaunchOptions{.gpu = 2, .membind = *gpuaff::parse_membind("local")});
   REQUIRE(plan);
   gpuaff::MemoryOptions m = plan->memory(gpuaff::OnRefused::cpu_only);
   CHECK(m.policy == gpuaff::MemPolicy::bind);
   CHECK(m.nodes == cpus("0"));
   CHECK(m.on_refused == gpuaff::OnRefused::cpu_only);
-  auto none = gpuaff::make_plan(p4d(), LaunchRequest{.gpu = 6});
+  auto none = gpuaff::make_plan(p4d(), LaunchOptions{.gpu = 6});
   REQUIRE(none);
   CHECK(none->memory().policy == gpuaff::MemPolicy::none);
   CHECK(none->memory().nodes == cpus("1"));
@@ -123,7 +125,7 @@ TEST_CASE("the plan's memory options are its memory policy over the GPU's nodes"
 }
 
 TEST_CASE("a plan from another machine must name CPUs that are online here") {
-  auto plan = gpuaff::make_plan(p4d(), LaunchRequest{.gpu = 4});
+  auto plan = gpuaff::make_plan(p4d(), LaunchOptions{.gpu = 4});
   REQUIRE(plan);
   CHECK(gpuaff::check_cpus_exist(*plan, cpus("0-127")));
   auto missing = gpuaff::check_cpus_exist(*plan, cpus("0-63"));
@@ -144,7 +146,7 @@ TEST_CASE("this machine's online CPUs include every CPU this thread may run on")
 }
 
 TEST_CASE("applying a plan from another machine whose CPUs are not here changes nothing") {
-  auto plan = gpuaff::make_plan(p4d(), LaunchRequest{.gpu = 7});  // node 1: 24-47,72-95
+  auto plan = gpuaff::make_plan(p4d(), LaunchOptions{.gpu = 7});  // node 1: 24-47,72-95
   REQUIRE(plan);
   auto online = gpuaff::live_online_cpus();
   REQUIRE(online);

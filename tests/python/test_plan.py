@@ -120,7 +120,7 @@ def test_membind_words(root, clean_env):
     ({"gpu": 0, "balanced": 1}, gpuaff.InvalidArgument, ValueError, "balanced=1 must be True or False"),
     ({"gpu": 0, "smt": "two"}, gpuaff.InvalidArgument, ValueError, "smt='two' is not valid; use one of all, one"),
     ({"gpu": 0, "pci": "0000:97:00.0"}, gpuaff.InvalidArgument, ValueError, "each name the device"),
-    ({"policy": "node"}, gpuaff.InvalidArgument, ValueError, "name the device: gpu=N"),
+    ({"policy": "node"}, gpuaff.InvalidArgument, ValueError, "no device is named; name it with gpu=N, pci='BDF' or local_rank=True"),
     ({"gpu": 2}, gpuaff.NotFound, LookupError, r"no GPU 2 \(gpu=2\): 2 visible"),
     ({"pci": "0000:00:09.0"}, gpuaff.NotFound, LookupError, "0000:00:09.0"),
     ({"pci": "zz"}, gpuaff.InvalidArgument, ValueError, "pci='zz' is not a PCI address"),
@@ -335,3 +335,21 @@ def test_locality_domains_through_the_option_table(clean_env):
     assert m.plan(gpu=7, policy="exclusive", domains_per_gpu=2).cpus == upper.cpus
     with pytest.raises(gpuaff.InvalidArgument, match="more than 64 domains per GPU"):
         gpuaff.plan(gpu=0, root=DGX_H100, domains_per_gpu=65)
+
+
+def test_vendor_numbering_reaches_python(clean_env):
+    # dgx-h100-intel-vga: the dgx-h100 with an Intel VGA at 0000:00:02.0. CUDA's
+    # GPU 0 is the first NVIDIA GPU (0000:1b:00.0); Level Zero's is the Intel one.
+    vga = os.path.join(FIXTURES, "dgx-h100-intel-vga")
+    assert gpuaff.plan(root=vga, gpu=0).pci == "0000:1b:00.0"
+    assert [g["pci"] for g in gpuaff.gpus(root=vga)][:1] == ["0000:1b:00.0"]
+    assert len(gpuaff.gpus(root=vga)) == 8
+    assert [g["pci"] for g in gpuaff.gpus(root=vga, vendor="intel")] == ["0000:00:02.0"]
+    m = gpuaff.load(root=vga, vendor="intel")
+    assert m.plan(gpu=0).pci == "0000:00:02.0"
+    with pytest.raises(gpuaff.InvalidArgument, match="vendor= belongs to gpuaff.load"):
+        gpuaff.load(root=vga).plan(gpu=0, vendor="intel")
+    with pytest.raises(gpuaff.NotFound, match="vendor='amd': .* has no GPU of that vendor"):
+        gpuaff.plan(root=vga, gpu=0, vendor="amd")
+    with pytest.raises(gpuaff.InvalidArgument, match="did you mean nvidia"):
+        gpuaff.plan(root=vga, gpu=0, vendor="nvdia")

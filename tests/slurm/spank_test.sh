@@ -149,6 +149,27 @@ for t in 0 1; do
   expect "membind=local: task $t says nothing" "$(message site_membind $t)" ""
 done
 
+#    The fourth wave's first option, vendor= (added as a row of the option
+#    table and nothing else in the plugin), reaches the plugin: the test
+#    cluster's two GPUs are NVIDIA's, so vendor=nvidia binds as before and
+#    vendor=amd is the machine's answer with exec's message and exit code (4).
+exec_amd=$("$gpuaff" exec --gpu 0 --vendor amd --root "$root" -- true 2>&1 || true)
+echo "    (gpuaff exec --vendor amd: $exec_amd)"
+plugstack "optional $plugin root=$root vendor=nvidia"
+step site_vendor "-n2" "--gres=gpu:2" "--cpu-bind=none" "--gpuaff=exclusive" -- "${show_plan[@]}"
+for t in 0 1; do
+  expect "vendor=nvidia: task $t on CPU $t" "$(field site_vendor $t before)" "$t cvd=0,1"
+  expect "vendor=nvidia: task $t carries exec's GPUAFF_PLAN" "$(field site_vendor $t plan)" "${exec_plan[$t]}"
+done
+plugstack "optional $plugin root=$root vendor=amd"
+step site_amd "-n2" "--gres=gpu:2" "--cpu-bind=none" "--gpuaff=exclusive" -- "${show_plan[@]}"
+expect "vendor=amd: exit code (exec's)" "$(srun_exit site_amd)" "tasks 0-1: Exited with exit code 4"
+for t in 0 1; do
+  expect "vendor=amd: task $t does not run" "$(field site_amd $t before)" ""
+  expect_in "vendor=amd: task $t names the vendor" "$(message site_amd $t)" "gpuaff: vendor=amd: $root has no GPU of that vendor"
+done
+expect_in "exec --vendor amd: the same words, spelled as flags" "$exec_amd" "gpuaff: --vendor amd: $root has no GPU of that vendor"
+
 # 4. Another job holds CPU 0; a step planned on the recording (gpu=0 nproc=2:
 #    CPU 0) gets only CPU 1. Exec's error and exit code 5, then fallback=unbound.
 timeout 120 srun --job-name=gpuaff-blocker -n1 -w localhost --cpus-per-task=1 \

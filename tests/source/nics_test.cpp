@@ -331,12 +331,12 @@ TEST_CASE("fair sharing when NICs are fewer than GPUs, by GPU index") {
 
 TEST_CASE("the plan carries the NIC variables only when asked") {
   Topology t = load("dgx-h100");
-  auto plain = gpuaff::make_plan(t, gpuaff::LaunchRequest{.gpu = 2});
+  auto plain = gpuaff::make_plan(t, gpuaff::LaunchOptions{.gpu = 2});
   REQUIRE(plain.has_value());
   CHECK(plain->env.empty());
   CHECK(plain->nic_set.empty());
   CHECK_FALSE(plain->nic_path.has_value());
-  auto with = gpuaff::make_plan(t, gpuaff::LaunchRequest{.gpu = 2, .nic_env = true});
+  auto with = gpuaff::make_plan(t, gpuaff::LaunchOptions{.gpu = 2, .nic_env = true});
   REQUIRE(with.has_value());
   REQUIRE(with->env.size() == 2);
   CHECK(with->env[0] == std::pair<std::string, std::string>{"UCX_NET_DEVICES", "mlx5_4:1"});
@@ -469,23 +469,23 @@ TEST_CASE("a NIC name no kernel gives is left out with a note; port numbers past
 }
 
 TEST_CASE("--mem-nodes: the GPU's own memory nodes, or every CPU node of its socket") {
-  using gpuaff::LaunchRequest;
+  using gpuaff::LaunchOptions;
   using gpuaff::MemNodes;
   // gb200-tray-numa: GPU 1's memory is node 10 (numa_status); its CPU node is Grace 0 (node 0),
   // alone in its package.
   Topology gb = load("gb200-tray-numa");
-  auto own = gpuaff::make_plan(gb, LaunchRequest{.gpu = 1, .mem_nodes = MemNodes::gpu});
+  auto own = gpuaff::make_plan(gb, LaunchOptions{.gpu = 1, .mem_nodes = MemNodes::gpu});
   REQUIRE_MESSAGE(own.has_value(), own.error().message());
   CHECK(own->memory_nodes.to_list() == "10");
-  auto cpu = gpuaff::make_plan(gb, LaunchRequest{.gpu = 1});
+  auto cpu = gpuaff::make_plan(gb, LaunchOptions{.gpu = 1});
   REQUIRE(cpu.has_value());
   CHECK(cpu->memory_nodes.to_list() == "0");
   // dgx-a100 runs NPS4: four nodes per socket; GPU 0 is on node 3, in socket 0 with nodes 0-3.
-  auto socket = gpuaff::make_plan(load("dgx-a100"), LaunchRequest{.gpu = 0, .mem_nodes = MemNodes::socket});
+  auto socket = gpuaff::make_plan(load("dgx-a100"), LaunchOptions{.gpu = 0, .mem_nodes = MemNodes::socket});
   REQUIRE(socket.has_value());
   CHECK(socket->memory_nodes.to_list() == "0-3");
   // A GPU without memory of its own: an error that says where such nodes come from.
-  auto none = gpuaff::make_plan(load("dgx-h100"), LaunchRequest{.gpu = 0, .mem_nodes = MemNodes::gpu});
+  auto none = gpuaff::make_plan(load("dgx-h100"), LaunchOptions{.gpu = 0, .mem_nodes = MemNodes::gpu});
   REQUIRE_FALSE(none.has_value());
   CHECK(none.error().code() == Errc::not_found);
   CHECK(none.error().message().find("numa_status") != std::string_view::npos);

@@ -229,16 +229,28 @@ TEST_CASE("GPUs with numa_node -1, in domains above 0xffff, and their UUIDs") {
   add_pci(t, "0000:19:00.0", "0x030200", "0x1234", "0", "0-1");    // display class, unknown vendor: not a GPU
   t.write("proc/driver/nvidia/gpus/10000:e1:00.0/information",
           "Model: \t\t NVIDIA H100\nIRQ:   \t\t 1\nGPU UUID: \t\t GPU-5f3ee7a0-1111-2222-3333-444455556666\n");
+  // Each GPU index counts one runtime's GPUs (contract section 6): CUDA's,
+  // as the host has an NVIDIA GPU; the AMD and Intel ones stay PCI devices.
   Topology topo = load_ok(t);
   REQUIRE(topo.pci_devices.size() == 3);
-  REQUIRE(topo.gpus.size() == 3);
-  CHECK(topo.gpus[0].pci.vendor == gpuaff::pci_vendor::amd);
-  CHECK_FALSE(topo.gpus[0].pci.has_local_cpus);
-  CHECK(topo.gpus[1].pci.vendor == gpuaff::pci_vendor::intel);
-  CHECK(topo.gpus[2].pci.address.domain == 0x10000);
-  CHECK(topo.gpus[2].numa_node() == -1);
-  CHECK(topo.gpus[2].uuid == "GPU-5f3ee7a0-1111-2222-3333-444455556666");
-  CHECK(topo.gpus[2].index == 2);
+  REQUIRE(topo.gpus.size() == 1);
+  CHECK(topo.gpus[0].pci.address.domain == 0x10000);
+  CHECK(topo.gpus[0].numa_node() == -1);
+  CHECK(topo.gpus[0].uuid == "GPU-5f3ee7a0-1111-2222-3333-444455556666");
+  CHECK(topo.gpus[0].index == 0);
+  CHECK(topo.gpu_vendor() == gpuaff::pci_vendor::nvidia);
+  // HIP's numbering, and Level Zero's: the other vendor's GPU alone, index 0.
+  for (auto [vendor, id] : {std::pair{gpuaff::GpuVendor::amd, gpuaff::pci_vendor::amd},
+                            std::pair{gpuaff::GpuVendor::intel, gpuaff::pci_vendor::intel}}) {
+    auto o = opts(t);
+    o.vendor = vendor;
+    auto other = SysfsSource(o).load();
+    REQUIRE(other);
+    REQUIRE(other->gpus.size() == 1);
+    CHECK(other->gpus[0].pci.vendor == id);
+    CHECK(other->gpus[0].index == 0);
+    if (id == gpuaff::pci_vendor::amd) CHECK_FALSE(other->gpus[0].pci.has_local_cpus);
+  }
 }
 
 TEST_CASE("1280 CPUs (beyond cpu_set_t) load with SMT2 siblings 640 apart") {
@@ -369,10 +381,12 @@ TEST_CASE("symlinks are resolved inside the root: absolute targets are re-rooted
     t.remove("sys/devices/pci0000:10/0000:10:00.0/numa_node");
     t.link("sys/devices/pci0000:10/0000:10:00.0/numa_node", "/elsewhere/numa_node");
     Topology topo = load_ok(t);
-    REQUIRE(topo.gpus.size() == 2);
+    REQUIRE(topo.gpus.size() == 1);  // CUDA's numbering: the AMD GPU is HIP's (contract section 6)
     CHECK(topo.gpus[0].pci.address.bus == 0x10);
     CHECK(topo.gpus[0].numa_node() == 1);
-    CHECK(topo.gpus[1].pci.vendor == gpuaff::pci_vendor::amd);
+    const gpuaff::PciDevice* amd = topo.find_pci(*gpuaff::PciAddress::parse("0000:20:00.0"));
+    REQUIRE(amd != nullptr);
+    CHECK(amd->vendor == gpuaff::pci_vendor::amd);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "gpuaff/detail/errno.hpp"
+#include "gpuaff/launch/launch.hpp"
 #include "gpuaff/launch/plan_variable.hpp"
 #include "gpuaff/policy/threads.hpp"
 #include "output.hpp"
@@ -62,22 +63,6 @@ std::string bound_text(const LaunchPlan& plan, const ProcessBinding& done, const
   return what;
 }
 
-/// Applies the plan and exports what the command is given: the plan itself
-/// (GPUAFF_PLAN, for doctor), OMP_NUM_THREADS when asked, the NIC variables.
-/// The command has not run yet.
-Result<std::string> bind_for_exec(const ExecArgs& args, const LaunchPlan& plan) {
-  const LaunchOptions& o = args.options;
-  OnRefused on_refused = o.fallback == Fallback::unbound ? OnRefused::cpu_only : OnRefused::error;
-  PlannedOn where = o.machine.another_machine() ? PlannedOn::another_machine : PlannedOn::this_machine;
-  GPUAFF_TRY(ProcessBinding done, apply_plan(plan, on_refused, where));
-  for (const auto& w : done.warnings) print_warning(w);
-  int threads = omp_thread_count(plan);
-  if (o.omp_threads) ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
-  for (const auto& [name, value] : plan.env) ::setenv(name.c_str(), value.c_str(), 1);
-  ::setenv(std::string(plan_variable).c_str(), plan_variable_value(plan).c_str(), 1);
-  return bound_text(plan, done, args, threads);
-}
-
 /// --dry-run: the plan as `bind --format json` prints it, plus "command".
 int print_dry_run(const LaunchPlan& plan, const ExecArgs& args) {
   nlohmann::ordered_json j = plan_json(plan, args.options);
@@ -95,31 +80,18 @@ int run_exec(const ExecArgs& args) {
     return report_error(make_error(Errc::invalid_argument, "exec needs a command after '--'; e.g. gpuaff exec "
                                                            "--local-rank -- python train.py"));
   }
-  if (o.all_gpus)
-    return report_error(make_error(Errc::invalid_argument, "gpu=all is for bind: exec binds one process to one "
-                                                           "device; name it with gpu=N, pci=BDF or local_rank=true"));
-  if (!o.gpu && !o.pci && !o.local_rank)
-    return report_error(make_error(Errc::invalid_argument, "exec needs gpu=N, pci=BDF or local_rank=true; see 'gpuaff exec --help'"));
-  if (auto ok = check_apply_options(o); !ok) return report_error(ok.error());
-  LaunchStage stage = LaunchStage::plan;
-  auto plan = gpuaff::plan(o, process_environment(), cli_readers(), &stage);
-  if (plan) print_warnings(*plan);
-  if (args.dry_run) return plan ? print_dry_run(*plan, args) : report_error(plan.error());
-  Result<std::string> bound = plan ? bind_for_exec(args, *plan) : Result<std::string>(Unexpected<Error>(plan.error()));
-  if (!bound) {
-    if (plan) stage = LaunchStage::apply;
-    Error e = bound.error();
-    // The kernel's EINVAL (a CPU outside the cgroup's cpuset) is the machine
-    // refusing the binding, not a mistake in the command line.
-    if (stage == LaunchStage::apply && e.code() == Errc::invalid_argument) e = Error(Errc::empty_result, e.message(), e.sys_errno());
-    // --fallback unbound covers what the machine refuses, never a usage
-    // mistake (a typo in a flag, a policy, a variable, a visibility list): those exit 2.
-    if (o.fallback != Fallback::unbound || usage_mistake(e, stage)) return report_error(e);
-    print_warning(cli_spelling(one_line(e.message())) + "; running '" + command_text(args.command) +
-                  "' unbound (--fallback unbound)");
-  } else if (args.verbose) {
-    print_line(stderr, "gpuaff: " + cli_spelling(*bound) + "; exec " + command_text(args.command));
-  }
+  // The library's launch (gpuaff/launch/launch.hpp) holds every rule: the
+  // device named, the fallback, the variables, the exit code. exec prints.
+  LaunchCall call{.apply = args.dry_run ? LaunchApply::none : LaunchApply::process,
+                  .running = "running '" + command_text(args.command) + "'"};
+  Launched l = launch(o, process_environment(), cli_readers(), call);
+  for (const auto& w : l.warnings) print_warning(w);
+  if (!l.ok()) return report_error(*l.error);
+  if (args.dry_run) return print_dry_run(*l.plan, args);
+  for (const auto& [name, value] : l.env) ::setenv(name.c_str(), value.c_str(), 1);
+  if (args.verbose && !l.unbound)
+    print_line(stderr, "gpuaff: " + cli_spelling(bound_text(*l.plan, *l.binding, args, omp_thread_count(*l.plan))) +
+                           "; exec " + command_text(args.command));
   return exec_command(args.command);
 }
 

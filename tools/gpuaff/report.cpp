@@ -200,7 +200,9 @@ std::string machine_summary(const Topology& topo) {
 /// The visible GPUs, one row each; a GPU whose numa_node is -1 shows the node
 /// it was given (inferred, or by --unknown-node).
 std::string gpus_section(const Topology& topo, const ReportOptions& o) {
-  std::string out = "\nGPUs (" + std::to_string(topo.gpus.size()) + " visible):\n";
+  std::string out = "\nGPUs (" + std::to_string(topo.gpus.size()) + " visible";
+  if (topo.gpu_vendor() != 0) out += ", numbered as " + std::string(runtime_of(topo.gpu_vendor())) + " numbers them";
+  out += "):\n";
   if (topo.gpus.empty()) return out + "  (none)\n";
   std::vector<std::vector<std::string>> rows{{"index", "pci", "vendor:device", "node", "local CPUs", "uuid"}};
   for (const auto& g : topo.gpus) {
@@ -235,6 +237,8 @@ std::string other_devices_section(const Topology& topo) {
                       hex(d.vendor, 4).substr(2) + ":" + hex(d.device, 4).substr(2),
                       d.numa_node < 0 ? std::string("unknown (-1)") : std::to_string(d.numa_node),
                       !d.is_gpu() ? "not a GPU"
+                      : topo.gpu_vendor() != 0 && d.vendor != topo.gpu_vendor()
+                          ? "GPU of another runtime than " + std::string(runtime_of(topo.gpu_vendor())) + " (see --vendor)"
                       : std::find(topo.hidden_gpus.begin(), topo.hidden_gpus.end(), d.address) != topo.hidden_gpus.end()
                           ? "GPU of the host, not this process's (not in proc/driver/nvidia/gpus)"
                           : "GPU, not visible (*_VISIBLE_DEVICES)"});

@@ -38,9 +38,8 @@ extern "C" {
 #include <string_view>
 #include <vector>
 
-#include "exit_codes.hpp"  // tools/gpuaff: the exit code of each error class, one_line
-#include "gpuaff/launch/front.hpp"
-#include "gpuaff/launch/plan_variable.hpp"
+#include "gpuaff/detail/parse.hpp"
+#include "gpuaff/launch/launch.hpp"
 
 // SPANK_PLUGIN defines these as `const`, which has internal linkage in C++;
 // declared here first, they are the exported C symbols Slurm's loader reads.
@@ -73,7 +72,7 @@ constexpr std::string_view prefix = "gpuaff: ";
 /// One line for the task's stderr: the text Slurm's own messages show, with
 /// control characters escaped as exec escapes them.
 void say(const std::string& text) {
-  std::string line = gpuaff::cli::one_line(text);
+  std::string line = detail::one_line(text);
   // Written to the task's stderr (srun shows it with --label's task number),
   // byte for byte the line `gpuaff exec` prints.
   line += '\n';
@@ -107,8 +106,8 @@ int option_callback(int, const char* optarg, int remote) {
     if (remote == 0 && !settings.flag_policy.empty()) {
       LaunchOptions o;
       if (auto ok = set_option(o, "policy", settings.flag_policy); !ok) {
-        std::string text = cli::one_line(ok.error().message());
-        slurm_error("gpuaff: --gpuaff=%s: %s", cli::one_line(settings.flag_policy).c_str(), text.c_str());
+        std::string text = detail::one_line(ok.error().message());
+        slurm_error("gpuaff: --gpuaff=%s: %s", detail::one_line(settings.flag_policy).c_str(), text.c_str());
         return -1;
       }
     }
@@ -159,50 +158,24 @@ Result<LaunchOptions> task_options() {
 }
 
 int bind_task(spank_t sp) {
-  LaunchStage stage = LaunchStage::options;
   auto options = task_options();
   if (!options) {
     say(std::string(prefix) + std::string(options.error().message()));
-    end_task(cli::exit_code(options.error().code()));
+    end_task(exit_code(options.error().code()));
   }
-  const LaunchOptions& o = *options;
-  if (auto ok = check_apply_options(o); !ok) {
-    say(std::string(prefix) + std::string(ok.error().message()));
-    end_task(cli::exit_code(ok.error().code()));
+  // The library's launch (gpuaff/launch/launch.hpp) holds every rule, as for
+  // `gpuaff exec`; the plugin prints and sets the task's variables.
+  Launched l = launch(*options, task_environment(sp), Readers{},
+                      LaunchCall{.apply = LaunchApply::process, .running = "running the task"});
+  for (const auto& w : l.warnings) say(std::string(prefix) + "warning: " + w);
+  if (!l.ok()) {
+    say(std::string(prefix) + std::string(l.error->message()));
+    end_task(l.exit_code());
   }
-  Environment env = task_environment(sp);
-  auto plan = gpuaff::plan(o, env, Readers{}, &stage);
-  if (plan) {
-    for (const auto& w : plan->warnings) say(std::string(prefix) + "warning: " + w);
-  }
-  Result<void> bound = plan ? Result<void>() : Result<void>(Unexpected<Error>(plan.error()));
-  if (plan) {
-    OnRefused on_refused = o.fallback == Fallback::unbound ? OnRefused::cpu_only : OnRefused::error;
-    PlannedOn where = o.machine.another_machine() ? PlannedOn::another_machine : PlannedOn::this_machine;
-    auto done = apply_plan(*plan, on_refused, where);
-    if (!done) {
-      stage = LaunchStage::apply;
-      bound = Unexpected<Error>(done.error());
-    } else {
-      for (const auto& w : done->warnings) say(std::string(prefix) + "warning: " + w);
-      if (o.omp_threads) spank_setenv(sp, "OMP_NUM_THREADS", std::to_string(omp_thread_count(*plan)).c_str(), 1);
-      for (const auto& [name, value] : plan->env) spank_setenv(sp, name.c_str(), value.c_str(), 1);
-      std::string variable(plan_variable);
-      if (spank_setenv(sp, variable.c_str(), plan_variable_value(*plan).c_str(), 1) != ESPANK_SUCCESS)
-        say(std::string(prefix) + "warning: cannot set " + variable + " in the task's environment; "
-            "'gpuaff doctor --pid PID' will not find the plan");
-    }
-  }
-  if (!bound) {
-    Error e = bound.error();
-    // As exec: the kernel's EINVAL (a CPU outside the cgroup's cpuset) is the
-    // machine refusing the binding, not a usage mistake.
-    if (stage == LaunchStage::apply && e.code() == Errc::invalid_argument) e = Error(Errc::empty_result, e.message(), e.sys_errno());
-    if (o.fallback != Fallback::unbound || usage_mistake(e, stage)) {
-      say(std::string(prefix) + std::string(e.message()));
-      end_task(cli::exit_code(e.code()));
-    }
-    say(std::string(prefix) + "warning: " + cli::one_line(e.message()) + "; running the task unbound (fallback=unbound)");
+  for (const auto& [name, value] : l.env) {
+    if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS && name == plan_variable)
+      say(std::string(prefix) + "warning: cannot set " + name + " in the task's environment; "
+          "'gpuaff doctor --pid PID' will not find the plan");
   }
   return 0;
 }
@@ -272,7 +245,7 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
   } catch (...) {
     say("gpuaff: internal error (a bug in gpuaff; please report it)");
   }
-  end_task(cli::exit_internal);
+  end_task(exit_internal);
 }
 
 }  // extern "C"

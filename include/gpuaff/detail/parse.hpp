@@ -130,6 +130,14 @@ inline std::string escape_control(std::string_view text) {
   return out;
 }
 
+/// The text as one line that is safe on a terminal (escape_control), without
+/// trailing dots and spaces: how every front end prints a message.
+inline std::string one_line(std::string_view text) {
+  std::string s = escape_control(text);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '.')) s.pop_back();
+  return s;
+}
+
 /// Whether `name` is one the kernel gives a network or RDMA interface: letters,
 /// digits, '_', '.', '-'. Anything else would change the meaning of the lists
 /// the names go into (NCCL_IB_HCA's ',' and ':', UCX's '^').

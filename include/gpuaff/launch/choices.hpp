@@ -16,6 +16,7 @@
 #include "gpuaff/launch/launcher.hpp"
 #include "gpuaff/policy/common.hpp"
 #include "gpuaff/result.hpp"
+#include "gpuaff/source/visible.hpp"
 
 namespace gpuaff {
 inline namespace v0 {
@@ -49,6 +50,11 @@ enum class ColorMode { automatic, always, never };
 /// the job's GPUs that take part (visible), or every GPU of the host (machine).
 enum class Share { visible, machine };
 
+/// `--vendor`: whose GPUs an index counts (source/visible.hpp, numbered_vendor).
+inline constexpr std::array vendor_choices{Choice<GpuVendor>{"auto", GpuVendor::automatic},
+                                           Choice<GpuVendor>{"nvidia", GpuVendor::nvidia},
+                                           Choice<GpuVendor>{"amd", GpuVendor::amd},
+                                           Choice<GpuVendor>{"intel", GpuVendor::intel}};
 inline constexpr std::array scope_choices{Choice<Scope>{"node", Scope::node}, Choice<Scope>{"socket", Scope::socket}};
 inline constexpr std::array smt_choices{Choice<Smt>{"all", Smt::all}, Choice<Smt>{"one", Smt::one}};
 /// `--membind`: "local" is the GPU's node(s) only (MPOL_BIND, like numactl

@@ -150,25 +150,14 @@ inline Result<Topology> load(const LaunchOptions& o, const Environment& env = pr
   return topo;
 }
 
-/// The request make_plan() takes, from the options and the launcher's
-/// variables (local rank and local size under `local_rank`).
+/// What the process's surroundings add to the options (LaunchContext): the
+/// launcher's local rank and local size under `local_rank`, and
+/// CUDA_DEVICE_ORDER. The cgroup cpuset is the machine's (prepare() reads it).
 /// Errors (LaunchStage::options): Errc::invalid_argument for a missing or
-/// malformed launcher variable, or the cgroup baseline's errors.
-inline Result<LaunchRequest> launch_request(const LaunchOptions& o, const Environment& env) {
-  LaunchRequest r{.pci = o.pci, .gpu = o.gpu.value_or(0), .policy = o.policy, .job = o.job, .membind = o.membind};
-  r.baseline = o.baseline;
-  r.unreachable = o.unreachable;
-  r.reserve_os_cores = o.reserve_os_cores;
-  r.share = o.share;
-  r.cuda_device_order = env("CUDA_DEVICE_ORDER").value_or(std::string());
-  r.nic_env = o.nic_env;
-  r.nic_libs = o.nic_libs;
-  r.ranks_per_gpu = o.ranks_per_gpu;
-  r.more_gpus = o.more_gpus;
-  r.part = o.part;
-  r.mem_nodes = o.mem_nodes;
-  r.roles = o.roles;
-  r.priority_cores = o.priority_cores;
+/// malformed launcher variable.
+inline Result<LaunchContext> launch_context(const LaunchOptions& o, const Environment& env) {
+  LaunchContext c;
+  c.cuda_device_order = env("CUDA_DEVICE_ORDER").value_or(std::string());
   if (o.local_rank) {
     auto rank = local_rank(env);
     if (!rank) {
@@ -176,36 +165,35 @@ inline Result<LaunchRequest> launch_request(const LaunchOptions& o, const Enviro
       e.prepend("local_rank=true: ").append("; or pass gpu=N");
       return Unexpected<Error>(e);
     }
-    r.gpu = rank->value;
-    r.rank_source = rank->source();
+    c.local_rank = std::move(*rank);
     auto size = local_size(env);  // stands for nproc; a malformed one is a usage mistake
     if (!size) {
       Error e = size.error();
       e.prepend("local_rank=true: ").append("; or pass nproc=N");
       return Unexpected<Error>(e);
     }
-    r.local_size = *size;
+    c.local_size = *size;
   }
-  return r;
+  return c;
 }
 
 namespace detail {
 
-inline Result<std::pair<Topology, LaunchRequest>> prepare(const LaunchOptions& o, const Environment& env,
+inline Result<std::pair<Topology, LaunchContext>> prepare(const LaunchOptions& o, const Environment& env,
                                                           const Readers& readers, LaunchStage* failed_at) {
   if (auto ok = check_options(o); !ok) return staged(ok.error(), LaunchStage::options, failed_at);
-  auto request = launch_request(o, env);
-  if (!request) return staged(request.error(), LaunchStage::options, failed_at);
+  auto context = launch_context(o, env);
+  if (!context) return staged(context.error(), LaunchStage::options, failed_at);
   auto cgroup = cgroup_of(o);
   if (!cgroup) return staged(cgroup.error(), LaunchStage::machine, failed_at);
-  request->cgroup = std::move(*cgroup);
+  context->cgroup = std::move(*cgroup);
   TopologyParts needs = plan_needs(o);
   GPUAFF_TRY(Topology topo, load(o, env, readers, plan_detail(o), failed_at, needs));
   // A local size that is a whole multiple of the GPUs makes several ranks per
   // GPU (make_plan), and a partitioned AMD GPU several GPUs of one device:
   // both cut the device's share on whole cores. Read them then, and only then.
-  bool multiple = request->local_size && !o.pci &&
-                  detail::implied_ranks_per_gpu(request->local_size->value, o.job.nproc,
+  bool multiple = context->local_size && !o.pci &&
+                  detail::implied_ranks_per_gpu(context->local_size->value, o.job.nproc,
                                                 static_cast<int>(topo.gpus.size())) > 1;
   bool partitioned = std::any_of(topo.gpus.begin(), topo.gpus.end(),
                                  [](const Gpu& g) { return g.pci.compute_partitions > 1; });
@@ -214,18 +202,22 @@ inline Result<std::pair<Topology, LaunchRequest>> prepare(const LaunchOptions& o
     GPUAFF_TRY(topo, load(o, env, readers, plan_detail(o), failed_at, needs));
   }
   if (auto split = split_domains(topo, o.domains_per_gpu); !split) return staged(split.error(), LaunchStage::device, failed_at);
-  return std::pair<Topology, LaunchRequest>{std::move(topo), std::move(*request)};
+  return std::pair<Topology, LaunchContext>{std::move(topo), std::move(*context)};
 }
 
 }  // namespace detail
 
-/// The plan of the device `o` names (gpu, pci or local_rank; GPU 0 when none
-/// is named) on the machine it names, in the environment `env`.
-/// Errors: those of load() and make_plan(), with the stage in `*failed_at`.
+/// The plan of the device `o` names (gpu=N, pci=BDF or local_rank=true; one
+/// must be named) on the machine it names, in the environment `env`.
+/// Errors: those of load() and make_plan(), with the stage in `*failed_at`;
+/// no device named is Errc::invalid_argument (LaunchStage::options), before
+/// anything is read.
 inline Result<LaunchPlan> plan(const LaunchOptions& o, const Environment& env = process_environment(),
                                const Readers& readers = {}, LaunchStage* failed_at = nullptr) {
+  if (auto ok = detail::check_device_named(o, LaunchContext{.local_rank = LauncherValue{}}); !ok)
+    return detail::staged(ok.error(), LaunchStage::options, failed_at);
   GPUAFF_TRY(auto prepared, detail::prepare(o, env, readers, failed_at));
-  auto p = make_plan(std::move(prepared.first), prepared.second);
+  auto p = make_plan(std::move(prepared.first), o, prepared.second);
   if (!p) return detail::staged(p.error(), LaunchStage::plan, failed_at);
   return p;
 }
@@ -237,18 +229,20 @@ inline Result<std::vector<LaunchPlan>> plan_every_gpu(const LaunchOptions& o,
                                                       const Environment& env = process_environment(),
                                                       const Readers& readers = {}, LaunchStage* failed_at = nullptr) {
   GPUAFF_TRY(auto prepared, detail::prepare(o, env, readers, failed_at));
-  auto& [topo, request] = prepared;
+  auto& [topo, context] = prepared;
   int count = static_cast<int>(topo.gpus.size());
   if (count == 0)
     return detail::staged(make_error(Errc::not_found, "no GPU is visible in ", topo.origin.view(),
                                      " (gpu=all); check CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES and "
                                      "visible_devices=LIST"),
                           LaunchStage::plan, failed_at);
-  if (request.job.nproc > 0 && request.job.nproc < count) count = request.job.nproc;
+  if (o.job.nproc > 0 && o.job.nproc < count) count = o.job.nproc;
+  LaunchOptions each = o;  // gpu=all: each GPU in turn
+  each.all_gpus = false;
   std::vector<LaunchPlan> plans;
   for (int g = 0; g < count; ++g) {
-    request.gpu = g;
-    auto p = make_plan(topo, request);
+    each.gpu = g;
+    auto p = make_plan(topo, each, context);
     if (!p) return detail::staged(p.error(), LaunchStage::plan, failed_at);
     plans.push_back(std::move(*p));
   }
@@ -313,16 +307,16 @@ inline Result<LoadedMachine> load_for_plans(const LaunchOptions& o, const Enviro
 /// and the devices were given to load_for_plans().
 /// Errors: Errc::invalid_argument (LaunchStage::options) when `o` names
 /// another machine or visibility list, or needs a part that was not read;
-/// those of launch_request() and make_plan().
+/// those of launch_context() and make_plan().
 inline Result<LaunchPlan> plan(const LoadedMachine& m, const LaunchOptions& o,
                                const Environment& env = process_environment(), LaunchStage* failed_at = nullptr) {
   if (auto ok = check_options(o); !ok) return detail::staged(ok.error(), LaunchStage::options, failed_at);
   const MachineSource& a = o.machine;
   const MachineSource& b = m.options.machine;
   if (a.root != b.root || a.topology != b.topology || a.hwloc_xml != b.hwloc_xml || a.reader != b.reader ||
-      o.visible_devices != m.options.visible_devices)
+      a.vendor != b.vendor || o.visible_devices != m.options.visible_devices)
     return detail::staged(make_error(Errc::invalid_argument, "a plan from a loaded machine takes no root, topology, "
-                                     "source, hwloc_xml or visible_devices: they belong to the load"),
+                                     "source, hwloc_xml, visible_devices or vendor: they belong to the load"),
                           LaunchStage::options, failed_at);
   TopologyParts needs = plan_needs(o);
   if ((needs | m.parts) != m.parts)
@@ -331,15 +325,17 @@ inline Result<LaunchPlan> plan(const LoadedMachine& m, const LaunchOptions& o,
                                                                            : "the NICs (nic_env, mem_nodes=gpu)",
                                      ", which the machine was loaded without; pass the same option to the load"),
                           LaunchStage::options, failed_at);
-  auto request = launch_request(o, env);
-  if (!request) return detail::staged(request.error(), LaunchStage::options, failed_at);
+  if (auto ok = detail::check_device_named(o, LaunchContext{.local_rank = LauncherValue{}}); !ok)
+    return detail::staged(ok.error(), LaunchStage::options, failed_at);
+  auto context = launch_context(o, env);
+  if (!context) return detail::staged(context.error(), LaunchStage::options, failed_at);
   if (o.baseline == Baseline::cgroup && !m.cgroup)
     return detail::staged(make_error(Errc::io_error, "baseline=cgroup: ",
                                      m.cgroup_error.empty() ? std::string("the machine was read from a file, which "
                                                                           "carries no cgroup")
                                                             : m.cgroup_error),
                           LaunchStage::machine, failed_at);
-  request->cgroup = m.cgroup;
+  context->cgroup = m.cgroup;
   if (o.pci && m.topo.find_pci(*o.pci) == nullptr)
     return detail::staged(make_error(Errc::not_found, "PCI device ", o.pci->to_string(), " was not read with the "
                                      "machine (only GPUs and the device named by pci= at the load are)"),
@@ -347,7 +343,7 @@ inline Result<LaunchPlan> plan(const LoadedMachine& m, const LaunchOptions& o,
   Topology topo = m.topo;
   if (auto split = detail::split_domains(topo, o.domains_per_gpu); !split)
     return detail::staged(split.error(), LaunchStage::device, failed_at);
-  auto p = make_plan(std::move(topo), *request);
+  auto p = make_plan(std::move(topo), o, *context);
   if (!p) return detail::staged(p.error(), LaunchStage::plan, failed_at);
   return p;
 }

@@ -190,6 +190,7 @@ GPUAFF_OPTION_SETTER(set_visible_devices, {
   if (t.find('\0') != std::string_view::npos) return bad_option("visible_devices", "LIST", "valid: it holds a NUL byte");
   o.visible_devices = std::string(t);
 })
+GPUAFF_OPTION_SETTER(set_vendor, { GPUAFF_TRY(o.machine.vendor, option_choice("vendor", t, vendor_choices)); })
 GPUAFF_OPTION_SETTER(set_gpu, {
   if (t == "all") {
     o.all_gpus = true;
@@ -257,7 +258,7 @@ inline constexpr unsigned every_plan_command = for_bind | for_exec | for_topo | 
 }  // namespace detail
 
 /// Every option of a launch, in the order --help and the docs show them.
-inline const std::array<OptionInfo, 32> launch_options{{
+inline const std::array<OptionInfo, 33> launch_options{{
     {"root", "--root", "DIR|FILE.tar", OptionType::path, detail::every_plan_command, "this machine",
      "read the machine from a recorded root: a directory laid out like /, or the FILE.tar gpuaff record writes "
      "(read as it is, never unpacked)", detail::set_root},
@@ -272,6 +273,11 @@ inline const std::array<OptionInfo, 32> launch_options{{
      "the GPUs the job sees, like CUDA_VISIBLE_DEVICES (indices or GPU-/MIG- UUID prefixes); overrides "
      "CUDA_/HIP_/ROCR_VISIBLE_DEVICES",
      detail::set_visible_devices},
+    {"vendor", "--vendor", "auto|nvidia|amd|intel", OptionType::choice, detail::every_plan_command, "auto",
+     "whose GPUs an index counts, as that vendor's runtime numbers them: nvidia (CUDA), amd (HIP), intel (Level "
+     "Zero); auto: NVIDIA's when the machine has any, else AMD's, else Intel's. A display device of another vendor "
+     "never takes an index",
+     detail::set_vendor},
     {"gpu", "--gpu", "N[,N...]", OptionType::count, for_bind | for_exec | for_doctor | for_python, "",
      "the GPU: its index among the visible GPUs; a list (0,4) for a process that drives several: the union of "
      "their shares and memory nodes (bind also takes all: one result per GPU; doctor: default its own local rank)",

@@ -21,6 +21,7 @@
 #include "gpuaff/launch/choices.hpp"
 #include "gpuaff/launch/launcher.hpp"
 #include "gpuaff/launch/nics.hpp"
+#include "gpuaff/launch/options.hpp"
 #include "gpuaff/policy/dispatch.hpp"
 #include "gpuaff/policy/locality.hpp"
 #include "gpuaff/policy/roles.hpp"
@@ -34,47 +35,23 @@
 namespace gpuaff {
 inline namespace v0 {
 
-/// What to plan. The topology passed with it must already hold the visible
-/// GPUs only (select_visible_gpus) and, for `pci`, that device
-/// (SysfsOptions::extra_pci).
-struct LaunchRequest {
-  std::optional<PciAddress> pci{};  ///< bind this PCI device (any device, a NIC too); else the GPU `gpu`
-  int gpu = 0;                      ///< the visible GPU index
-  std::string rank_source{};        ///< "LOCAL_RANK=3" when `gpu` is a local rank (LauncherValue::source()): errors name it
-  PolicySpec policy{};
-  JobOptions job{};
-  MemPolicy membind = MemPolicy::none;  ///< the memory policy to apply over memory_nodes
-  /// The launcher's local size (local_size()): stands for JobOptions::nproc
-  /// when that is 0. Errors name the variable it came from.
+/// What the process's surroundings add to the options of a plan: read once
+/// from the environment and the machine by launch_context() (launch/front.hpp),
+/// or written as a value by a caller that knows them. The options
+/// themselves (LaunchOptions) are the only description of what was asked.
+struct LaunchContext {
+  /// local_rank=true: the launcher's local rank, and the variable that gave
+  /// it (errors name it: "LOCAL_RANK=3").
+  std::optional<LauncherValue> local_rank{};
+  /// The launcher's local size (local_size()): stands for nproc when that is
+  /// not given. Errors name the variable it came from.
   std::optional<LauncherValue> local_size{};
-  Baseline baseline = Baseline::affinity;  ///< which CPUs and memory nodes bindings are drawn from
   /// The process's cgroup cpuset (read_cgroup_cpuset): required by
-  /// Baseline::cgroup; under Baseline::affinity it only feeds a warning.
+  /// baseline=cgroup; under baseline=affinity it only feeds a warning.
   std::optional<CgroupCpuset> cgroup{};
-  Unreachable unreachable = Unreachable::error;  ///< when no allowed CPU is on the target's node
-  /// The lowest-numbered physical cores of every NUMA node (all their threads)
-  /// taken out of the allowed set before any share is computed.
-  int reserve_os_cores = 0;
-  /// Share::machine: the policy splits the GPU's node among every GPU of the host
-  /// (Topology::host_gpus), so that processes that each see one GPU get disjoint
-  /// slices; only for the policies that split (splits_among_gpus), without
-  /// JobOptions::nproc (every host GPU takes part).
-  Share share = Share::visible;
   /// CUDA_DEVICE_ORDER as the job has it (VisibleDevices::cuda_device_order):
   /// a plan warns when it can make CUDA's numbering differ from gpuaff's.
   std::optional<std::string> cuda_device_order{};
-  bool nic_env = false;  ///< export the GPU's NIC set (launch/nics.hpp); needs Topology::nics
-  unsigned nic_libs = default_nic_libs;  ///< the libraries nic_env writes for (NicLib bits)
-  /// Ranks sharing one GPU (policy/split.hpp): 0 = not given (1, or local
-  /// size / GPUs under a local rank when that is a whole multiple above 1).
-  int ranks_per_gpu = 0;
-  std::optional<int> part{};  ///< which part of the GPU's share, when the GPU is named (not a local rank)
-  /// Several GPUs per process: the other visible GPUs it serves besides `gpu`;
-  /// the plan binds to the union of their shares and memory nodes.
-  std::vector<int> more_gpus{};
-  MemNodes mem_nodes = MemNodes::cpu;  ///< which nodes memory_nodes names
-  RoleSizes roles{};                   ///< roles inside the rank (policy/roles.hpp); none sized: no roles
-  bool priority_cores = false;         ///< main and comm roles on the fastest cores
 };
 
 /// Everything one binding needs, computed before anything is applied.
@@ -88,7 +65,7 @@ struct LaunchPlan {
   NodeSet memory_nodes{}; ///< the target's memory node(s)
   int node = -1;          ///< the target's NUMA node (after JobOptions::unknown_node)
   MemPolicy membind = MemPolicy::none;
-  std::string rank_source{};  ///< as in the request
+  std::string rank_source{};  ///< "LOCAL_RANK=3" when the device is the launcher's local rank
   /// Where the device choice came from: "LOCAL_RANK=3" (a launcher variable),
   /// "gpu=3" or "pci=0000:17:00.0" (named by the caller).
   std::string device_source{};
@@ -116,7 +93,7 @@ struct LaunchPlan {
   /// and their visible indexes); `cpus` and `memory_nodes` are then the union.
   std::vector<int> more_gpus{};
   std::vector<int> more_visible_gpus{};
-  /// Roles inside the rank (request.roles): `cpus` cut into whole cores by
+  /// Roles inside the rank (LaunchOptions::roles): `cpus` cut into whole cores by
   /// role; nullopt without roles. OMP_PLACES/OMP_PROC_BIND in `env` follow
   /// the compute role.
   std::optional<Roles> roles{};
@@ -145,18 +122,18 @@ inline std::string visible_gpu_list(const Topology& topo) {
 
 /// Errc::not_found for a GPU index beyond the `count` visible GPUs, naming
 /// where the index came from and the GPUs there are.
-[[gnu::cold]] inline Unexpected<Error> no_such_gpu(const Topology& topo, const LaunchRequest& r) {
+[[gnu::cold]] inline Unexpected<Error> no_such_gpu(const Topology& topo, int gpu, const std::string& rank_source) {
   int count = static_cast<int>(topo.gpus.size());
-  std::string why = r.rank_source.empty() ? std::string("gpu=") + std::to_string(r.gpu) : r.rank_source;
+  std::string why = rank_source.empty() ? std::string("gpu=") + std::to_string(gpu) : rank_source;
   if (count == 0) {
     return fail(Errc::not_found, "no GPU is visible in ", topo.origin.view(), " (", why,
                 "); check CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES and visible_devices=LIST, or name a device "
                 "with pci=BDF");
   }
-  std::string hint = r.rank_source.empty()
+  std::string hint = rank_source.empty()
                          ? "pick one of them"
                          : "when the launcher gives each rank its own GPUs through *_VISIBLE_DEVICES, use gpu=0";
-  return fail(Errc::not_found, "no GPU ", r.gpu, " (", why, "): ", count, " visible in ", topo.origin.view(), " (",
+  return fail(Errc::not_found, "no GPU ", gpu, " (", why, "): ", count, " visible in ", topo.origin.view(), " (",
               visible_gpu_list(topo), "); ", hint);
 }
 
@@ -239,19 +216,20 @@ inline bool node_unreachable(const Topology& topo, int node) {
 
 /// JobOptions::nproc from the launcher's local size, when nproc is not given.
 /// Errors: Errc::invalid_argument when the local size is more than the visible GPUs.
-inline Result<void> use_local_size(LaunchPlan& plan, const LaunchRequest& r) {
-  if (plan.job.nproc != 0 || !r.local_size || r.pci) return {};
+inline Result<void> use_local_size(LaunchPlan& plan, const LaunchOptions& o, const LaunchContext& c) {
+  const std::optional<LauncherValue>& size = c.local_size;
+  if (plan.job.nproc != 0 || !size || o.pci) return {};
   int visible = static_cast<int>(plan.topo.gpus.size());
-  int gpus = r.local_size->value / plan.ranks_per_gpu;  // whole: checked by rank_part()
+  int gpus = size->value / plan.ranks_per_gpu;  // whole: checked by rank_part()
   if (gpus > visible) {
-    return fail(Errc::invalid_argument, r.local_size->source(), " (the launcher's processes on this machine) is more "
+    return fail(Errc::invalid_argument, size->source(), " (the launcher's processes on this machine) is more "
                 "than the ", visible, " GPU(s) this process sees in ", plan.topo.origin.view(),
                 plan.ranks_per_gpu > 1 ? std::string(" at ranks_per_gpu=") + std::to_string(plan.ranks_per_gpu) : std::string(),
                 "; when each process sees only its own GPU, use gpu=0 (and share=machine); when several ranks share "
                 "each GPU, ranks_per_gpu=N; else pass nproc=N");
   }
   plan.job.nproc = gpus;
-  plan.nproc_source = r.local_size->source();
+  plan.nproc_source = size->source();
   return {};
 }
 
@@ -267,28 +245,31 @@ inline int implied_ranks_per_gpu(int local_size, int nproc, int visible) {
 }
 
 /// Several ranks per GPU (docs/contract.md section 3): sets plan.ranks_per_gpu
-/// and plan.part, and returns the GPU index the request means. Under a local
+/// and plan.part, and returns the GPU index the options mean (`named`: gpu=N,
+/// or the local rank). Under a local
 /// rank r with local size L: N = ranks_per_gpu, or L / GPUs taking part when
 /// that is a whole multiple above 1; GPU r / N, part r % N.
 /// Errors: Errc::invalid_argument for a local size that is not a multiple of N,
 /// or a part beyond N.
-inline Result<int> rank_part(LaunchPlan& plan, const LaunchRequest& r, int visible) {
-  int n = r.ranks_per_gpu;
-  if (r.rank_source.empty() || r.pci) {  // the device is named: the part too (check_options)
+inline Result<int> rank_part(LaunchPlan& plan, const LaunchOptions& o, const LaunchContext& c, int named,
+                             int visible) {
+  int n = o.ranks_per_gpu;
+  if (!o.local_rank || o.pci) {  // the device is named: the part too (check_options)
     plan.ranks_per_gpu = std::max(n, 1);
-    plan.part = r.part.value_or(0);
+    plan.part = o.part.value_or(0);
     if (plan.part >= plan.ranks_per_gpu)
       return fail(Errc::invalid_argument, "part=", plan.part, " is not below ranks_per_gpu=", plan.ranks_per_gpu);
-    return r.gpu;
+    return named;
   }
-  if (n == 0 && r.local_size) n = implied_ranks_per_gpu(r.local_size->value, r.job.nproc, visible);
+  const std::optional<LauncherValue>& size = c.local_size;
+  if (n == 0 && size) n = implied_ranks_per_gpu(size->value, o.job.nproc, visible);
   n = std::max(n, 1);
-  if (r.local_size && r.local_size->value % n != 0)
-    return fail(Errc::invalid_argument, r.local_size->source(), " (the launcher's processes on this machine) is not a "
+  if (size && size->value % n != 0)
+    return fail(Errc::invalid_argument, size->source(), " (the launcher's processes on this machine) is not a "
                 "multiple of ranks_per_gpu=", n, ": every GPU must get the same number of ranks");
   plan.ranks_per_gpu = n;
-  plan.part = r.gpu % n;
-  return r.gpu / n;
+  plan.part = named % n;
+  return named / n;
 }
 
 /// The GPU's own memory nodes (Gpu::memory_nodes, from the driver's numa_status).
@@ -337,7 +318,7 @@ inline std::string splitting_policy_names() {
 
 /// The usage rules of Share::machine: a policy that splits, and no --nproc.
 /// Errors: Errc::invalid_argument naming what does not apply.
-inline Result<void> check_machine_share(const LaunchRequest& r) {
+inline Result<void> check_machine_share(const LaunchOptions& r) {
   if (r.share != Share::machine) return {};
   if (!splits_among_gpus(r.policy.kind))
     return fail(Errc::invalid_argument, "share=machine applies to the policies that split a node among its GPUs (",
@@ -379,11 +360,11 @@ inline Result<void> plan_machine_share(LaunchPlan& plan, const PciAddress& targe
 /// of its device's share, as ranks_per_gpu=N would (policy/split.hpp).
 /// JobOptions::nproc, counted in partitions, becomes the devices they are on.
 /// Errors: Errc::invalid_argument with ranks_per_gpu above 1 or several GPUs.
-inline Result<void> collapse_partitions(LaunchPlan& plan, const LaunchRequest& r) {
+inline Result<void> collapse_partitions(LaunchPlan& plan, const LaunchOptions& o) {
   const Gpu& target = plan.target();
   int n = target.pci.compute_partitions;
   if (n <= 1) return {};
-  if (plan.ranks_per_gpu > 1 || !r.more_gpus.empty())
+  if (plan.ranks_per_gpu > 1 || !o.more_gpus.empty())
     return fail(Errc::invalid_argument, "GPU ", plan.visible_gpu, " is partition ", target.partition, " of ",
                 target.address().to_string().view(), " (", n, " partitions): each partition is a GPU already; "
                 "leave out ranks_per_gpu=N and lists of GPUs");
@@ -463,9 +444,9 @@ struct GpuBinding {
 };
 
 /// GPU `gpu` (an index into plan.topo.gpus) bound under the plan's policy,
-/// with the request's unreachable and mem_nodes; `narrowed` (the launcher's
+/// with the options' unreachable and mem_nodes; `narrowed` (the launcher's
 /// narrowed mask, if any) is appended to a policy's error.
-inline Result<GpuBinding> bind_gpu(const LaunchPlan& plan, const LaunchRequest& request, int gpu,
+inline Result<GpuBinding> bind_gpu(const LaunchPlan& plan, const LaunchOptions& o, int gpu,
                                    const std::string& narrowed) {
   auto explained = [&narrowed](Error e) {
     if (!narrowed.empty()) e.append("; " + narrowed);
@@ -478,7 +459,7 @@ inline Result<GpuBinding> bind_gpu(const LaunchPlan& plan, const LaunchRequest& 
     // a failure on a node without allowed CPUs is "unreachable".
     auto node = resolve_gpu_node(plan.topo, gpu, plan.job);
     if (!node || !node_unreachable(plan.topo, *node)) return explained(cpus.error());
-    if (request.unreachable == Unreachable::error) {
+    if (o.unreachable == Unreachable::error) {
       Error e = cpus.error();
       e.append("; or pass unreachable=nearest to use the allowed CPUs of the closest node(s)");
       return explained(e);
@@ -494,28 +475,25 @@ inline Result<GpuBinding> bind_gpu(const LaunchPlan& plan, const LaunchRequest& 
     GPUAFF_TRY(b.memory_nodes, memory_nodes(plan.topo, gpu, plan.job));
     GPUAFF_TRY(b.node, resolve_gpu_node(plan.topo, gpu, plan.job));
   }
-  if (request.mem_nodes == MemNodes::gpu) {
+  if (o.mem_nodes == MemNodes::gpu) {
     GPUAFF_TRY(b.memory_nodes, gpu_memory_nodes(plan.topo, gpu));
-  } else if (request.mem_nodes == MemNodes::socket) {
+  } else if (o.mem_nodes == MemNodes::socket) {
     GPUAFF_TRY(b.memory_nodes, socket_memory_nodes(plan.topo, b.node));
   }
   return b;
 }
 
-/// The other GPUs of the request (visible indexes) as indexes into
+/// The other GPUs of the options (visible indexes) as indexes into
 /// plan.topo.gpus, found by address (Share::machine renumbers them).
 /// Errors: Errc::not_found for an index with no visible GPU; Errc::invalid_argument
 /// for a GPU named twice.
-inline Result<void> find_more_gpus(LaunchPlan& plan, const LaunchRequest& request, const std::vector<Gpu>& visible) {
-  for (int g : request.more_gpus) {
+inline Result<void> find_more_gpus(LaunchPlan& plan, const LaunchOptions& o, const std::vector<Gpu>& visible) {
+  for (int g : o.more_gpus) {
     if (g < 0 || g >= static_cast<int>(visible.size())) {
-      LaunchRequest named = request;
-      named.gpu = g;
-      named.rank_source.clear();
       Topology seen;
       seen.gpus = visible;
       seen.origin = plan.topo.origin;
-      return no_such_gpu(seen, named);
+      return no_such_gpu(seen, g, std::string());
     }
     if (g == plan.visible_gpu || std::find(plan.more_visible_gpus.begin(), plan.more_visible_gpus.end(), g) !=
                                      plan.more_visible_gpus.end())
@@ -528,58 +506,78 @@ inline Result<void> find_more_gpus(LaunchPlan& plan, const LaunchRequest& reques
   return {};
 }
 
+/// A plan binds the device the options name, and only that: gpu=N, pci=BDF or
+/// local_rank=true (with the local rank read into the context). No device
+/// named is a mistake, never GPU 0 by default.
+/// Errors: Errc::invalid_argument.
+inline Result<void> check_device_named(const LaunchOptions& o, const LaunchContext& context) {
+  if (o.all_gpus)
+    return fail(Errc::invalid_argument, "gpu=all is for bind: a launch binds one process to one device; name it "
+                "with gpu=N, pci=BDF or local_rank=true");
+  if (!o.gpu && !o.pci && !o.local_rank)
+    return fail(Errc::invalid_argument, "no device is named; name it with gpu=N, pci=BDF or local_rank=true");
+  if (o.local_rank && !context.local_rank)
+    return fail(Errc::invalid_argument, "local_rank=true, and the launch context holds no local rank; read it with "
+                "launch_context(options, environment), or pass gpu=N");
+  return {};
+}
+
 }  // namespace detail
 
-/// Plans the binding of the request's device on `topo`: the baseline first
+/// Plans the binding of the device the options name on `topo`, which must
+/// already hold the visible GPUs only (select_visible_gpus) and, for `pci`,
+/// that device (SysfsOptions::extra_pci); `context` is what the process's
+/// surroundings add (launch_context()). The order: the baseline first
 /// (the allowed set, or the cgroup cpuset), the launcher's local size as
 /// nproc when nproc is 0 (not under Share::machine, where every host GPU takes
 /// part), then the policy; under Unreachable::nearest a target whose node has
 /// no allowed CPU gets the allowed CPUs (and memory) of the nearest node(s)
 /// instead. With Share::machine the target GPU is bound among every GPU of the
 /// host (plan.topo then lists them as its GPUs, plan.gpu the target's host index).
-/// Errors: Errc::not_found (no such visible GPU, naming those there are; a
-/// PCI device the topology does not hold), Errc::invalid_argument (cgroup
+/// Errors: Errc::invalid_argument when no device is named (gpu=N, pci=BDF or
+/// local_rank=true: never a silent GPU 0), or local_rank=true without the
+/// context's local rank; Errc::not_found (no such visible GPU, naming those
+/// there are; a PCI device the topology does not hold), Errc::invalid_argument (cgroup
 /// baseline without a cgroup; a local size above the visible GPUs; --share
 /// machine where it does not apply), and the errors of bind(), memory_nodes(),
 /// resolve_gpu_node() and nearest_allowed_nodes() for the target; with
 /// `nic_env` those of served_nic_set(), with `mem_nodes` gpu or socket
 /// Errc::not_found when the GPU has no such nodes.
-inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request) {
+inline Result<LaunchPlan> make_plan(Topology topo, const LaunchOptions& o, const LaunchContext& context = {}) {
+  GPUAFF_TRY_VOID(detail::check_device_named(o, context));
+  std::string rank_source = o.local_rank ? context.local_rank->source() : std::string();
+  int named = o.local_rank ? context.local_rank->value : o.gpu.value_or(0);  // pci=BDF: not a GPU index
   LaunchPlan plan;
-  plan.policy = request.policy;
-  plan.job = request.job;
-  plan.membind = request.membind;
-  plan.rank_source = request.rank_source;
-  plan.device_source = !request.rank_source.empty() ? request.rank_source
-                       : request.pci               ? std::string("pci=") + std::string(request.pci->to_string().view())
-                                                   : std::string("gpu=") + std::to_string(request.gpu);
-  plan.baseline = request.baseline;
-  plan.share = request.share;
-  GPUAFF_TRY_VOID(detail::check_machine_share(request));  // a usage mistake first, before what the machine says
-  if (request.baseline == Baseline::cgroup) {
-    GPUAFF_TRY_VOID(detail::use_cgroup_baseline(topo, request.cgroup));
+  plan.policy = o.policy;
+  plan.job = o.job;
+  plan.membind = o.membind;
+  plan.rank_source = rank_source;
+  plan.device_source = !rank_source.empty() ? rank_source
+                       : o.pci              ? std::string("pci=") + std::string(o.pci->to_string().view())
+                                          : std::string("gpu=") + std::to_string(named);
+  plan.baseline = o.baseline;
+  plan.share = o.share;
+  GPUAFF_TRY_VOID(detail::check_machine_share(o));  // a usage mistake first, before what the machine says
+  if (o.baseline == Baseline::cgroup) {
+    GPUAFF_TRY_VOID(detail::use_cgroup_baseline(topo, context.cgroup));
   }
   // A launcher that bound the process first (mpirun's cores, srun's
   // --cpu-bind) is the usual cause of a binding that cannot be made: say so
   // in the warning, and in the error when the policy fails.
-  std::string narrowed = request.baseline == Baseline::affinity ? detail::narrowed_mask_warning(topo, request.cgroup)
+  std::string narrowed = o.baseline == Baseline::affinity ? detail::narrowed_mask_warning(topo, context.cgroup)
                                                                  : std::string();
   if (!narrowed.empty()) plan.warnings.push_back(narrowed);
-  detail::reserve_os_cores(topo, request.reserve_os_cores);
-  if (auto w = device_order_warning(detail::process_gpus_with_ids(topo), request.cuda_device_order))
+  detail::reserve_os_cores(topo, o.reserve_os_cores);
+  if (auto w = device_order_warning(detail::process_gpus_with_ids(topo), context.cuda_device_order))
     plan.warnings.push_back(*w);
-  GPUAFF_TRY(int gpu, detail::rank_part(plan, request, static_cast<int>(topo.gpus.size())));
-  std::vector<Gpu> visible = request.more_gpus.empty() ? std::vector<Gpu>() : topo.gpus;  // before Share::machine
-  if (request.pci) {
+  GPUAFF_TRY(int gpu, detail::rank_part(plan, o, context, named, static_cast<int>(topo.gpus.size())));
+  std::vector<Gpu> visible = o.more_gpus.empty() ? std::vector<Gpu>() : topo.gpus;  // before Share::machine
+  if (o.pci) {
     for (const auto& g : topo.gpus)
-      if (g.address() == *request.pci) plan.visible_gpu = g.index;
-    GPUAFF_TRY(plan.topo, with_pci_target(topo, *request.pci, &plan.gpu));
+      if (g.address() == *o.pci) plan.visible_gpu = g.index;
+    GPUAFF_TRY(plan.topo, with_pci_target(topo, *o.pci, &plan.gpu));
   } else {
-    if (gpu < 0 || gpu >= static_cast<int>(topo.gpus.size())) {
-      LaunchRequest named = request;
-      named.gpu = gpu;
-      return detail::no_such_gpu(topo, named);
-    }
+    if (gpu < 0 || gpu >= static_cast<int>(topo.gpus.size())) return detail::no_such_gpu(topo, gpu, rank_source);
     plan.topo = std::move(topo);
     plan.gpu = gpu;
     plan.visible_gpu = gpu;
@@ -589,10 +587,10 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
     bool is_gpu = plan.visible_gpu >= 0 || plan.target().pci.is_gpu();
     GPUAFF_TRY_VOID(detail::plan_machine_share(plan, target, is_gpu));
   }
-  GPUAFF_TRY_VOID(detail::collapse_partitions(plan, request));
-  if (plan.share != Share::machine) GPUAFF_TRY_VOID(detail::use_local_size(plan, request));
-  GPUAFF_TRY_VOID(detail::find_more_gpus(plan, request, visible));
-  GPUAFF_TRY(detail::GpuBinding b, detail::bind_gpu(plan, request, plan.gpu, narrowed));
+  GPUAFF_TRY_VOID(detail::collapse_partitions(plan, o));
+  if (plan.share != Share::machine) GPUAFF_TRY_VOID(detail::use_local_size(plan, o, context));
+  GPUAFF_TRY_VOID(detail::find_more_gpus(plan, o, visible));
+  GPUAFF_TRY(detail::GpuBinding b, detail::bind_gpu(plan, o, plan.gpu, narrowed));
   plan.cpus = b.cpus;
   plan.memory_nodes = b.memory_nodes;
   plan.node = b.node;
@@ -603,22 +601,22 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchRequest& request)
     plan.cpus = parts[static_cast<std::size_t>(plan.part)];
   }
   for (int more : plan.more_gpus) {  // several GPUs per process: the union
-    GPUAFF_TRY(detail::GpuBinding other, detail::bind_gpu(plan, request, more, narrowed));
+    GPUAFF_TRY(detail::GpuBinding other, detail::bind_gpu(plan, o, more, narrowed));
     plan.cpus |= other.cpus;
     plan.memory_nodes |= other.memory_nodes;
   }
-  if (request.roles.given()) {
-    GPUAFF_TRY(plan.roles, split_roles(plan.topo, plan.cpus, request.roles, request.priority_cores));
-    if (request.priority_cores && plan.topo.priority_source.empty())
+  if (o.roles.given()) {
+    GPUAFF_TRY(plan.roles, split_roles(plan.topo, plan.cpus, o.roles, o.priority_cores));
+    if (o.priority_cores && plan.topo.priority_source.empty())
       plan.warnings.push_back(std::string("priority_cores=true: ") + std::string(plan.topo.origin.view()) + " states no core "
                               "priorities (cpufreq/base_frequency, acpi_cppc/highest_perf, cpu_capacity): the roles "
                               "take cores in CPU order");
   }
-  if (request.nic_env) {
+  if (o.nic_env) {
     std::vector<int> served{plan.gpu};
     served.insert(served.end(), plan.more_gpus.begin(), plan.more_gpus.end());
     GPUAFF_TRY(NicSet set, served_nic_set(plan.topo, served));
-    plan.env = nic_variables(plan.topo, set, request.nic_libs);
+    plan.env = nic_variables(plan.topo, set, o.nic_libs);
     for (const Nic* n : set.nics) plan.nic_set.push_back(nic_port_list({n}));
     plan.nic_path = set.path;
   }

@@ -64,6 +64,8 @@ struct HwlocOptions {
   /// hwloc does not list is left out rather than an error: check with Topology::find_pci.
   std::vector<PciAddress> extra_pci{};
   GpuMemoryNodes gpu_memory_nodes = GpuMemoryNodes::keep;
+  /// Whose GPUs are numbered (numbered_vendor); the others stay PCI devices.
+  GpuVendor vendor = GpuVendor::automatic;
 };
 
 namespace detail {
@@ -577,7 +579,7 @@ class HwlocSource {
               [](const PciDevice& a, const PciDevice& b) { return a.address < b.address; });
     std::stable_sort(all_gpus.begin(), all_gpus.end(),
                      [](const Gpu& a, const Gpu& b) { return a.pci.address < b.pci.address; });
-    for (std::size_t i = 0; i < all_gpus.size(); ++i) all_gpus[i].index = static_cast<int>(i);
+    all_gpus = runtime_gpus(all_gpus, numbered_vendor(all_gpus, options_.vendor));  // one runtime's numbering
     topo.host_gpus = all_gpus;
     // The driver's GPU list of a root or of this machine (an XML file has none).
     std::optional<std::vector<PciAddress>> driver;
@@ -659,7 +661,7 @@ static_assert(TopologySource<HwlocSource>);
 /// the front door (Readers::hwloc, source/load.hpp).
 inline Result<Topology> read_hwloc_topology(const MachineSource& source, const std::vector<PciAddress>& extra_pci) {
   VisibleDevices every_gpu{.list = std::nullopt, .use_environment = false};
-  HwlocOptions h{.visible = every_gpu, .extra_pci = extra_pci};
+  HwlocOptions h{.visible = every_gpu, .extra_pci = extra_pci, .vendor = source.vendor};
   if (!source.hwloc_xml.empty()) {
     h.input = HwlocInput::xml;
     h.path = source.hwloc_xml;

@@ -12,6 +12,7 @@
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,9 @@ struct MachineSource {
   std::string topology{};   ///< a JSON file written by `gpuaff topo --format json`
   std::string reader = "sysfs";  ///< which reader reads `root` (or this machine): sysfs or hwloc
   std::string hwloc_xml{};  ///< an hwloc XML file (lstopo --of xml)
+  /// Whose GPUs an index counts (numbered_vendor): the other vendors' GPUs
+  /// are PCI devices, not GPUs, of the machine read.
+  GpuVendor vendor = GpuVendor::automatic;
 
   /// Whether this names another machine than the one running (a recording, a
   /// JSON or XML file): a plan from it is checked against this machine before
@@ -86,6 +90,43 @@ inline Unexpected<Error> load_failure(Error e, LoadStage stage, LoadStage* faile
   return Unexpected<Error>(std::move(e));
 }
 
+/// Keeps the GPUs of the vendor whose runtime numbers them (numbered_vendor):
+/// a display device of another vendor (an Intel or AMD VGA beside NVIDIA
+/// GPUs) never takes an index.
+/// Errors: Errc::not_found when `asked` names a vendor the machine has no GPU of.
+inline Result<void> keep_runtime_gpus(Topology& t, GpuVendor asked) {
+  const std::vector<Gpu>& host = t.host_gpus.empty() ? t.gpus : t.host_gpus;
+  std::uint16_t vendor = numbered_vendor(host, asked);
+  // The GPU devices of every vendor: a reader that numbers one vendor's (the
+  // sysfs reader) keeps the others among the PCI devices.
+  auto devices_of = [&t, &host](std::uint16_t v) {
+    long n = std::count_if(host.begin(), host.end(), [v](const Gpu& g) { return g.pci.vendor == v && g.partition == 0; });
+    for (const PciDevice& d : t.pci_devices)
+      if (d.is_gpu() && d.vendor == v &&
+          std::none_of(host.begin(), host.end(), [&d](const Gpu& g) { return g.address() == d.address; }))
+        ++n;
+    return n;
+  };
+  if (asked != GpuVendor::automatic && devices_of(vendor) == 0) {
+    std::string there;
+    for (std::uint16_t v : {pci_vendor::nvidia, pci_vendor::amd, pci_vendor::intel})
+      if (long n = devices_of(v); n > 0)
+        there += std::string(there.empty() ? "" : ", ") + std::to_string(n) + " of " + std::string(runtime_of(v));
+    if (there.empty()) there = "none";
+    return fail(Errc::not_found, "vendor=", asked == GpuVendor::nvidia ? "nvidia" : asked == GpuVendor::amd ? "amd" : "intel",
+                ": ", t.origin.view(), " has no GPU of that vendor (it has ", there, "); leave vendor= out or name "
+                "the vendor whose runtime the job uses");
+  }
+  if (asked != GpuVendor::automatic && std::none_of(host.begin(), host.end(), [vendor](const Gpu& g) { return g.pci.vendor == vendor; }))
+    return fail(Errc::not_found, "vendor=", asked == GpuVendor::nvidia ? "nvidia" : asked == GpuVendor::amd ? "amd" : "intel",
+                ": ", t.origin.view(), " numbers the GPUs of ", host.empty() ? std::string_view("no runtime") : runtime_of(host.front().pci.vendor),
+                " only (a JSON file lists one runtime's GPUs); read the machine itself, or write the file with that vendor= option");
+  if (vendor == 0) return {};
+  t.gpus = runtime_gpus(t.gpus, vendor);
+  t.host_gpus = runtime_gpus(t.host_gpus, vendor);
+  return {};
+}
+
 /// Reads the machine with every GPU visible (and `extra_pci`).
 inline Result<Topology> read_machine(const LoadRequest& r, const std::vector<PciAddress>& extra_pci) {
   const MachineSource& s = r.source;
@@ -114,7 +155,8 @@ inline Result<Topology> read_machine(const LoadRequest& r, const std::vector<Pci
                  .visible_later = r.visible,
                  .needs = r.needs,
                  .priorities = r.priorities,
-                 .probe_device_nodes = r.probe_device_nodes};
+                 .probe_device_nodes = r.probe_device_nodes,
+                 .vendor = s.vendor};
   return SysfsSource(std::move(o)).load();
 }
 
@@ -152,6 +194,8 @@ inline Result<Topology> load_machine(const LoadRequest& r, LoadStage* failed_at 
                                     LoadStage::device, failed_at);
     topo = std::move(again);
   }
+  if (auto kept = detail::keep_runtime_gpus(*topo, r.source.vendor); !kept)
+    return detail::load_failure(kept.error(), LoadStage::device, failed_at);
   auto gpus = select_visible_gpus(topo->gpus, r.visible);
   if (!gpus) return detail::load_failure(gpus.error(), LoadStage::visibility, failed_at);
   topo->gpus = std::move(*gpus);

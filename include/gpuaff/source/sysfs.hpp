@@ -174,6 +174,10 @@ struct SysfsOptions {
   /// device cgroup hides GPUs this way: load_request() sets it in a batch job
   /// (SLURM_JOB_ID, PBS_JOBID or LSB_JOBID) with CUDA_VISIBLE_DEVICES set.
   bool probe_device_nodes = false;
+  /// Whose GPUs are numbered (numbered_vendor, docs/contract.md section 6):
+  /// the other vendors' GPUs are not GPUs of this topology (they stay in
+  /// pci_devices).
+  GpuVendor vendor = GpuVendor::automatic;
 };
 
 /// Reads a Topology from sysfs under a root (see the table at the top of this file).
@@ -1131,6 +1135,8 @@ inline Result<void> read_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o
       if (other.address == d.address) other.compute_partitions = g.pci.compute_partitions;
     all.push_back(std::move(g));
   }
+  // One runtime's numbering: an Intel display device beside NVIDIA GPUs is not CUDA's.
+  all = runtime_gpus(all, numbered_vendor(all, options.vendor));
   all = expand_partitions(all);  // HIP's numbering: a partitioned GPU's partitions in a row
   std::vector<Gpu> mine = process_gpus(all, driver, t.hidden_gpus);
   std::optional<std::string> order = visible.cuda_device_order;

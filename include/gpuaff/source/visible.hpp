@@ -319,6 +319,47 @@ inline Result<std::optional<std::vector<Gpu>>> apply_vendor_selector(const Selec
 
 }  // namespace detail
 
+/// Whose GPUs an index counts (`vendor=`; docs/contract.md section 6): a GPU
+/// index is what one runtime calls it, and each runtime sees its own vendor's
+/// GPUs only. `automatic`: NVIDIA's (CUDA) when the host has any, else AMD's
+/// (HIP), else Intel's (Level Zero).
+enum class GpuVendor { automatic, nvidia, amd, intel };
+
+/// The PCI vendor id of a GpuVendor; 0 for automatic.
+constexpr std::uint16_t vendor_id(GpuVendor v) {
+  switch (v) {
+    case GpuVendor::nvidia: return pci_vendor::nvidia;
+    case GpuVendor::amd: return pci_vendor::amd;
+    case GpuVendor::intel: return pci_vendor::intel;
+    case GpuVendor::automatic: break;
+  }
+  return 0;
+}
+
+/// The runtime's name of a GPU vendor id, for messages and reports.
+constexpr std::string_view runtime_of(std::uint16_t vendor) {
+  return vendor == pci_vendor::nvidia ? "CUDA (NVIDIA)" : vendor == pci_vendor::amd ? "HIP (AMD)"
+       : vendor == pci_vendor::intel  ? "Level Zero (Intel)" : "none";
+}
+
+/// The vendor whose GPUs among `host` (every GPU of the host) are numbered:
+/// the one `asked`, or by the rule above; 0 when `host` has none and none is asked.
+inline std::uint16_t numbered_vendor(const std::vector<Gpu>& host, GpuVendor asked) {
+  if (asked != GpuVendor::automatic) return vendor_id(asked);
+  for (std::uint16_t v : {pci_vendor::nvidia, pci_vendor::amd, pci_vendor::intel})
+    if (std::any_of(host.begin(), host.end(), [v](const Gpu& g) { return g.pci.vendor == v; })) return v;
+  return 0;
+}
+
+/// The GPUs of `gpus` that are `vendor`'s, in order, indices renumbered.
+inline std::vector<Gpu> runtime_gpus(const std::vector<Gpu>& gpus, std::uint16_t vendor) {
+  std::vector<Gpu> out;
+  for (const Gpu& g : gpus)
+    if (g.pci.vendor == vendor) out.push_back(g);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].index = static_cast<int>(i);
+  return out;
+}
+
 /// The process's GPUs among `all` (every GPU of the host): with the NVIDIA
 /// driver's list `driver` (proc/driver/nvidia/gpus/; nullopt when there is none),
 /// an NVIDIA GPU it does not name is not the process's and goes to `hidden`
