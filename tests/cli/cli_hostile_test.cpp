@@ -480,6 +480,17 @@ TEST_CASE("--flag=true and --flag=false on a flag mean what they say; any other 
   }
 }
 
+TEST_CASE("--help and --version that cannot be written (a full disk) are an error, never a silent success") {
+  // `gpuaff --version` alone answers before the parser; the others go through it.
+  for (std::string args : {"--help", "bind --help", "doctor --help", "--version bind", "--version"}) {
+    Run r = cli_test::run_program("/bin/sh", {"-c", cli_test::exe() + " " + args + " >/dev/full"});
+    INFO(args, ": ", r.err);
+    CHECK(r.rc == 6);
+    CHECK(r.one_error_line());
+    CHECK(r.err.find("cannot write the result to stdout: ENOSPC") != std::string::npos);
+  }
+}
+
 TEST_CASE("--help=VALUE and --version=VALUE are refused: the answer would not depend on VALUE") {
   for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
            {"--help=false"}, {"bind", "--help=false"}, {"--version=false"}, {"topo", "--help=no"}}) {

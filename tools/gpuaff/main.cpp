@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <cstdio>
 #include <exception>
 #include <stdexcept>
@@ -458,11 +459,14 @@ int main(int argc, char** argv) try {
   for (CLI::App* sub : {bind, topo, exec, record, doctor}) sub->allow_extras();
   try {
     app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);  // --help, --version: printed on stdout, exit 0
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    return usage_error(app, e);
+    // --help, --version (CLI::Success): on stdout, exit 0, unless stdout
+    // cannot take it, which write_result says as it does for any result.
+    if (e.get_exit_code() != 0) return usage_error(app, e);
+    std::ostringstream out, err;
+    int rc = app.exit(e, out, err);
+    if (std::string text = err.str(); !text.empty()) std::fwrite(text.data(), 1, text.size(), stderr);
+    return write_result(out.str(), rc);
   }
 
   for (CLI::App* sub : {bind, topo, exec, record, doctor}) {
