@@ -14,6 +14,7 @@
 #include "gpuaff/doctor/all.hpp"
 #include "gpuaff/doctor/verdict.hpp"
 #include "output.hpp"
+#include "prometheus.hpp"
 #include "report.hpp"
 
 namespace gpuaff::cli {
@@ -142,24 +143,10 @@ std::string dump(const J& j) { return j.dump(2, ' ', false, nlohmann::json::erro
 // ---- --format prometheus: the text exposition format (version 0.0.4), one
 // series per process, for node_exporter's textfile collector.
 
-/// A label value: backslash, double quote and newline escaped.
-std::string label(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
 std::string series_labels(const Verdict& v) {
   const Expectation& e = v.expected;
-  return "{pid=\"" + std::to_string(v.pid) + "\",gpu=\"" + std::to_string(e.gpu) + "\",pci=\"" + label(e.pci) +
-         "\",rank=\"" + label(e.gpu_source) + "\",policy=\"" + std::string(to_string(e.policy)) + "\"}";
+  return "{pid=\"" + std::to_string(v.pid) + "\",gpu=\"" + std::to_string(e.gpu) + "\",pci=\"" + label_value(e.pci) +
+         "\",rank=\"" + label_value(e.gpu_source) + "\",policy=\"" + std::string(to_string(e.policy)) + "\"}";
 }
 
 std::string prometheus_of(const std::vector<Verdict>& verdicts, std::optional<int> processes) {
