@@ -211,8 +211,8 @@ def worker_init_fn(cpus=None, split=True, then=None):
         cpus = thread_affinity()
     elif isinstance(cpus, Plan):
         cpus = (cpus.roles or {}).get("data", cpus.cpus)
-    elif isinstance(cpus, str):
-        cpus = _gpuaff.parse_cpulist(cpus)
+    elif isinstance(cpus, (str, bytes, bytearray, memoryview)):
+        cpus = _gpuaff.parse_cpulist(cpus)  # bytes: refused there, not read as ids
     return WorkerInit(cpus, split, then)
 
 

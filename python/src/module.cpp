@@ -213,6 +213,10 @@ py::set set_of(const CpuSet& s) {
 
 /// A CpuSet from a cpulist str or an iterable of ints.
 CpuSet cpus_of(py::handle v, std::string_view what) {
+  // bytes iterate as numbers: b"0" would be CPU 48.
+  if (py::isinstance<py::bytes>(v) || py::isinstance<py::bytearray>(v) || py::isinstance<py::memoryview>(v))
+    usage(std::string(what) + ": " + shown(v) + " is bytes, not a cpulist; pass a str (decode the bytes: b'0-3'.decode()) "
+          "or a list of CPU ids");
   if (py::isinstance<py::str>(v)) {
     auto r = CpuSet::parse_list(v.cast<std::string>());
     if (!r) raise(Error(r.error().code(), std::string(what) + ": " + std::string(r.error().message())));  // escaped when raised

@@ -416,3 +416,89 @@ TEST_CASE("topo's text holds no control byte from the recording: a GPU UUID with
   CHECK(!has_control_byte(r.out));
   CHECK(r.out.find("GPU-\\x1b]0;owned\\x07-aaaa") != std::string::npos);
 }
+
+TEST_CASE("--flag=true and --flag=false on a flag mean what they say; any other value is refused naming the flag") {
+  // Each of these was once read as the flag given: --force=false overwrote a
+  // non-empty folder, --nic-env=false exported NIC variables, --dry-run=false
+  // still printed the plan and ran nothing.
+  fs::path root = fresh_root("flag-values");
+  fs::path out = cli_test::temp_dir("flag-values-out") / "rec";
+  REQUIRE(tool({"record", "--root", root.string(), "--out", out.string()}).rc == 0);
+  auto before = snapshot(out);
+  Run not_forced = tool({"record", "--root", root.string(), "--out", out.string(), "--force=false"});
+  CHECK(not_forced.rc == 2);
+  CHECK(not_forced.one_error_line());
+  CHECK(not_forced.err.find("--force") != std::string::npos);  // the refusal of a non-empty folder
+  CHECK(snapshot(out) == before);
+  CHECK(tool({"record", "--root", root.string(), "--out", out.string(), "--force=true"}).rc == 0);
+
+  std::string dgx = gpuaff_test::fixture("dgx-h100");
+  auto nic_env = [&](const std::string& flag) {
+    std::vector<std::string> args{"bind", "--root", dgx, "--gpu", "0", "--format", "json"};
+    if (!flag.empty()) args.push_back(flag);
+    Run r = tool(args);
+    INFO(flag, ": ", r.err);
+    CHECK(r.rc == 0);
+    return r.out;
+  };
+  CHECK(nic_env("--nic-env") != nic_env(""));  // the test means something: the fixture has NICs
+  CHECK(nic_env("--nic-env=false") == nic_env(""));
+  CHECK(nic_env("--nic-env=true") == nic_env("--nic-env"));
+
+  if (cli_test::cpus_allowed_here({0, 1})) {
+    Run ran = tool({"exec", "--root", root.string(), "--gpu", "0", "--policy", "exclusive", "--dry-run=false", "--",
+                    "echo", "ran"});
+    INFO(ran.err);
+    CHECK(ran.rc == 0);
+    CHECK(ran.out == "ran\n");
+  }
+  Run dry = tool({"exec", "--root", root.string(), "--gpu", "0", "--dry-run=true", "--", "echo", "ran"});
+  CHECK(dry.rc == 0);
+  CHECK(dry.out != "ran\n");  // the plan, not the command's output
+  CHECK(dry.out.find("\"command\"") != std::string::npos);
+
+  Run all_off = tool({"doctor", "--all=false"});
+  CHECK(all_off.rc == 2);
+  CHECK(all_off.err.find("doctor needs --pid") != std::string::npos);
+
+  // Anything but true or false: a usage error naming the flag, the value and what is valid.
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"record", "--root", root.string(), "--out", out.string(), "--force=yes"},
+           {"bind", "--root", dgx, "--gpu", "0", "--nic-env=0"},
+           {"exec", "--root", root.string(), "--gpu", "0", "--dry-run=maybe", "--", "true"},
+           {"bind", "--root", dgx, "--gpu", "0", "--no-balanced=off"}}) {
+    CAPTURE(args);
+    Run r = tool(args);
+    std::string written;
+    for (const auto& a : args)
+      if (a.find('=') != std::string::npos && a.rfind("--", 0) == 0) written = a;
+    CHECK(r.rc == 2);
+    CHECK(r.one_error_line());
+    CHECK(r.err.find(written) != std::string::npos);
+    CHECK(r.err.find("true or false") != std::string::npos);
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("--help and --version that cannot be written (a full disk) are an error, never a silent success") {
+  // `gpuaff --version` alone answers before the parser; the others go through it.
+  for (std::string args : {"--help", "bind --help", "doctor --help", "--version bind", "--version"}) {
+    Run r = cli_test::run_program("/bin/sh", {"-c", cli_test::exe() + " " + args + " >/dev/full"});
+    INFO(args, ": ", r.err);
+    CHECK(r.rc == 6);
+    CHECK(r.one_error_line());
+    CHECK(r.err.find("cannot write the result to stdout: ENOSPC") != std::string::npos);
+  }
+}
+
+TEST_CASE("--help=VALUE and --version=VALUE are refused: the answer would not depend on VALUE") {
+  for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
+           {"--help=false"}, {"bind", "--help=false"}, {"--version=false"}, {"topo", "--help=no"}}) {
+    CAPTURE(args);
+    Run r = tool(args);
+    CHECK(r.rc == 2);
+    CHECK(r.one_error_line());
+    CHECK(r.err.find(args.back()) != std::string::npos);
+    CHECK(r.out.empty());
+  }
+}

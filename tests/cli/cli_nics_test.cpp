@@ -784,6 +784,68 @@ TEST_CASE("doctor --all judges each process's NIC lists on the one read of the m
   CHECK(j["gpu_rails"] == nlohmann::json::parse(R"({"0": "mlx5_0:1", "1": "mlx5_1:1"})"));
 }
 
+TEST_CASE("doctor --all counts a process whose GPUAFF_PLAN is garbled as a problem, and exits 7") {
+  // Once only a note: such a node reported itself healthy with exit 0.
+  struct GarbledChild {
+    pid_t pid = ::fork();
+    GarbledChild() {
+      if (pid == 0) {
+        ::setenv("GPUAFF_PLAN", "v1 gpu=zero pci=0000:17:00.0 cpus=0", 1);
+        ::execlp("sleep", "sleep", "60", static_cast<char*>(nullptr));
+        ::_exit(127);
+      }
+      for (int i = 0; i < 2000; ++i) {
+        std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+        std::string comm;
+        std::getline(in, comm);
+        if (comm == "sleep") return;
+        ::usleep(2000);
+      }
+    }
+    ~GarbledChild() {
+      ::kill(pid, SIGKILL);
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+    }
+  } garbled;
+  REQUIRE(garbled.pid > 0);
+  std::string pid = std::to_string(garbled.pid);
+  Run j = tool({"doctor", "--all", "--root", two_nic_root(), "--format", "json"});
+  INFO(j.out, j.err);
+  CHECK(j.rc == 7);
+  auto report = nlohmann::json::parse(j.out);
+  CHECK(process_of(report, garbled.pid) == nullptr);  // no verdict: there is no plan to judge against
+  bool listed = false;
+  for (const auto& p : report["invalid_plans"])
+    if (p["pid"] == garbled.pid) {
+      listed = true;
+      CHECK(p["problem"].get<std::string>().find("GPUAFF_PLAN='v1 gpu=zero") != std::string::npos);
+    }
+  CHECK(listed);
+  for (const auto& n : report["notes"]) CHECK(n.get<std::string>().find("gpu=zero") == std::string::npos);
+
+  Run t = tool({"doctor", "--all", "--root", two_nic_root()});
+  CHECK(t.rc == 7);
+  CHECK(t.out.find("  pid " + pid + ": GPUAFF_PLAN='v1 gpu=zero") != std::string::npos);
+  CHECK(t.out.find("note: process " + pid) == std::string::npos);
+  CHECK(t.out.find(" not healthy\n") != std::string::npos);
+  CHECK(t.out.find(" 0 not healthy\n") == std::string::npos);
+
+  Run p = tool({"doctor", "--all", "--root", two_nic_root(), "--format", "prometheus"});
+  CHECK(p.rc == 7);
+  const std::string invalid = "\ngpuaff_plan_invalid_processes ";
+  auto at = p.out.find(invalid);
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stoi(p.out.substr(at + invalid.size())) >= 1);
+
+  // --merge of that report: the node is not healthy.
+  auto dir = cli_test::temp_dir("merge-garbled");
+  cli_test::write_file(dir / "node.json", j.out);
+  Run m = tool({"doctor", "--merge", (dir / "node.json").string()});
+  CHECK(m.rc == 7);
+  CHECK(m.out.find(pid) != std::string::npos);
+}
+
 TEST_CASE("doctor --merge: one table by node and rank, and whether each GPU index keeps its rail") {
   auto dir = cli_test::temp_dir("merge");
   auto write = [&](const std::string& name, const std::string& json) {

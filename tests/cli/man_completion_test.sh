@@ -31,5 +31,27 @@ expected="node socket exclusive core-complex all single single-unique unique-int
 cpulist mask numactl json env
 bind topo exec record doctor --help --version"
 [[ $got == "$expected" ]] || { echo "FAIL: completion values:"; echo "$got"; fail=1; }
+# File names: one word each, whatever they hold, and quoted when inserted
+# (compopt -o filenames: readline then escapes a blank or a ';'). compopt
+# works only while bash completes, so the test records the call instead.
+files=$(mktemp -d)
+trap 'rm -rf "$files"' EXIT
+touch "$files/my node.tar" "$files/a;b"
+got=$(bash -c 'source "$1"
+  compopt() { echo "compopt $*"; }
+  for words in "gpuaff topo --root $2/" "gpuaff exec --gpu 0 -- ./train $2/"; do
+    read -ra COMP_WORDS <<<"$words"; COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _gpuaff
+    printf "%s\n" "${#COMPREPLY[@]}" "${COMPREPLY[@]}"
+  done' _ "$completion" "$files")
+expected="compopt -o filenames
+2
+$files/a;b
+$files/my node.tar
+compopt -o filenames
+2
+$files/a;b
+$files/my node.tar"
+[[ $(LC_ALL=C sort <<<"$got") == $(LC_ALL=C sort <<<"$expected") ]] ||
+  { echo "FAIL: file names completed as:"; echo "$got"; fail=1; }
 ((fail == 0)) && echo "man page and completion list every flag of every command"
 exit $fail

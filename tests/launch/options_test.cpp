@@ -287,6 +287,21 @@ TEST_CASE("a GPUAFF_PLAN that gpuaff did not write is refused, naming the variab
   CHECK(later->cpus.to_list() == "0-3");
 }
 
+TEST_CASE("a GPUAFF_PLAN number too large for a GPU index or a node is refused, never cut to a smaller one") {
+  // gpu=99999999999999999999 once read as gpu=1048576, a GPU nobody planned.
+  for (const char* bad : {"v1 gpu=99999999999999999999 pci=0000:1b:00.0 cpus=0",
+                          "v1 gpu=2147483648 pci=0000:1b:00.0 cpus=0", "v1 gpu=1048576 pci=0000:1b:00.0 cpus=0",
+                          "v1 node=99999999999999999999 pci=0000:1b:00.0 cpus=0"}) {
+    auto r = gpuaff::parse_plan_variable(bad);
+    CHECK_MESSAGE(!r, bad);
+    if (!r) CHECK(message(r.error()).find("GPUAFF_PLAN=") == 0);
+  }
+  auto big = gpuaff::parse_plan_variable("v1 gpu=1048575 node=1023 pci=0000:1b:00.0 cpus=0");
+  REQUIRE(big);
+  CHECK(big->gpu == 1048575);
+  CHECK(big->node == 1023);
+}
+
 TEST_CASE("reserve_os_cores takes the lowest cores of every node out before the shares are computed") {
   LaunchOptions o = on_dgx();
   REQUIRE(gpuaff::set_option(o, "reserve_os_cores", "2"));

@@ -143,6 +143,14 @@ def test_bind_process_takes_ids_or_a_cpulist(bindable):
     for bad in ([-1], [8192], [2**70], ["1"]):
         with pytest.raises(gpuaff.InvalidArgument, match="is not a CPU id"):
             gpuaff.bind_process(bad)
+    # bytes iterate as numbers: b"0" was read as CPU 48 (the byte '0'), not as the cpulist "0".
+    before = cpus_allowed()
+    for raw in (b"0", bytearray(b"0-1"), memoryview(b"1")):
+        with pytest.raises(gpuaff.InvalidArgument, match="bytes"):
+            gpuaff.bind_process(raw)
+        with pytest.raises(gpuaff.InvalidArgument, match="decode"):
+            gpuaff.worker_init_fn(raw)
+    assert cpus_allowed() == before
 
 
 def test_one_process_two_gpus_each_thread_its_gpus_share(bindable):

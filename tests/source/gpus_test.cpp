@@ -197,3 +197,42 @@ TEST_CASE("selection errors count GPUs in correct English") {
   CHECK(select_error(amd_only, cuda("0")).empty());
   CHECK(select_error(four_nvidia(), cuda("GPU-aaaa")).find("matches 2 NVIDIA GPUs") != std::string::npos);
 }
+
+TEST_CASE("a MIG instance listed twice is an error, however it is spelled") {
+  // Forty copies of one instance once made forty visible GPUs (gpu=39 valid).
+  std::string forty;
+  for (int i = 0; i < 40; ++i) forty += std::string(i == 0 ? "" : ",") + "MIG-GPU-dddd0000-0000/1/0";
+  for (std::string value : {forty, std::string("MIG-GPU-dddd0000-0000/1/0,MIG-dddd0000-0000/1/0"),
+                            std::string("MIG-aaaa2222-0000/3/0,MIG-GPU-AAAA2222-0000/03/0")}) {
+    CAPTURE(value);
+    auto r = select_visible_gpus(four_nvidia(), cuda(value.c_str()));
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code() == Errc::invalid_argument);
+    CHECK(std::string(r.error().message()).find("twice") != std::string::npos);
+  }
+  // The bare form too, on a MIG container's one GPU.
+  std::vector<Gpu> one = {make("0000:3a:00.0", 0x10de, "GPU-3a3a")};
+  auto bare = select_visible_gpus(one, cuda("MIG-5c3f0a2e-1111,mig-5C3F0A2E-1111"));
+  REQUIRE_FALSE(bare);
+  CHECK(std::string(bare.error().message()).find("twice") != std::string::npos);
+  // Two instances of one GPU are still two devices.
+  CHECK(select_visible_gpus(four_nvidia(), cuda("MIG-GPU-dddd0000-0000/1/0,MIG-GPU-dddd0000-0000/2/0")));
+}
+
+TEST_CASE("a MIG entry not of the form MIG-<uuid> or MIG-GPU-<uuid>/<gi>/<ci> is refused, naming it") {
+  for (const char* value : {"MIG-GPU-x/zz", "MIG-GPU-dddd0000-0000/1", "MIG-GPU-dddd0000-0000/1/0/2",
+                            "MIG-GPU-dddd0000-0000/a/0", "MIG-GPU-dddd0000-0000/1/", "MIG-", "MIG-GPU-/1/0",
+                            "MIG-zz", "MIG-GPU-dddd0000-0000//0", "MIG-GPU-dddd 0000/1/0"}) {
+    CAPTURE(value);
+    std::vector<Gpu> one = {make("0000:3a:00.0", 0x10de, "GPU-dddd0000-0000")};
+    for (const auto& gpus : {four_nvidia(), one}) {
+      auto r = select_visible_gpus(gpus, cuda(value));
+      REQUIRE_FALSE(r);
+      std::string msg(r.error().message());
+      CAPTURE(msg);
+      CHECK(r.error().code() == Errc::invalid_argument);
+      CHECK(msg.find(std::string("'") + value + "'") != std::string::npos);
+      CHECK(msg.find("MIG-GPU-<uuid>/<gi>/<ci>") != std::string::npos);
+    }
+  }
+}

@@ -81,3 +81,19 @@ TEST_CASE("outside text is escaped byte by byte where it could drive a terminal 
   CHECK(escape_control("x\xc2\x9b" "31m") == "x\\xc2\\x9b31m");
   CHECK(escape_control("\xc2\xa0") == "\xc2\xa0");  // U+00A0, the first character after C1, is kept
 }
+
+TEST_CASE("bidirectional controls in outside text are escaped: they would reorder what a terminal shows") {
+  // U+202E (right-to-left override) makes "pid 12 gpu=3" read backwards from
+  // where it sits: "Trojan Source" for a terminal. Each byte of the embedding,
+  // override and isolate controls and of the marks U+200E/U+200F is escaped.
+  using gpuaff::detail::escape_control;
+  CHECK(escape_control("a\xe2\x80\xae" "b") == "a\\xe2\\x80\\xaeb");  // U+202E RLO
+  CHECK(escape_control("\xe2\x80\xaa\xe2\x80\xab\xe2\x80\xac\xe2\x80\xad") ==
+        "\\xe2\\x80\\xaa\\xe2\\x80\\xab\\xe2\\x80\\xac\\xe2\\x80\\xad");  // U+202A..U+202D
+  CHECK(escape_control("\xe2\x81\xa6\xe2\x81\xa7\xe2\x81\xa8\xe2\x81\xa9") ==
+        "\\xe2\\x81\\xa6\\xe2\\x81\\xa7\\xe2\\x81\\xa8\\xe2\\x81\\xa9");  // U+2066..U+2069
+  CHECK(escape_control("\xe2\x80\x8e\xe2\x80\x8f") == "\\xe2\\x80\\x8e\\xe2\\x80\\x8f");  // U+200E, U+200F
+  // Their neighbours are text and stay: U+2010 (hyphen), U+2030 (per mille).
+  CHECK(escape_control("\xe2\x80\x90\xe2\x80\xb0") == "\xe2\x80\x90\xe2\x80\xb0");
+  CHECK(escape_control("\xe2\x80\x8d") == "\xe2\x80\x8d");  // U+200D ZWJ: emoji sequences need it
+}

@@ -14,6 +14,7 @@
 #include "gpuaff/doctor/all.hpp"
 #include "gpuaff/doctor/verdict.hpp"
 #include "output.hpp"
+#include "prometheus.hpp"
 #include "report.hpp"
 
 namespace gpuaff::cli {
@@ -142,27 +143,15 @@ std::string dump(const J& j) { return j.dump(2, ' ', false, nlohmann::json::erro
 // ---- --format prometheus: the text exposition format (version 0.0.4), one
 // series per process, for node_exporter's textfile collector.
 
-/// A label value: backslash, double quote and newline escaped.
-std::string label(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
 std::string series_labels(const Verdict& v) {
   const Expectation& e = v.expected;
-  return "{pid=\"" + std::to_string(v.pid) + "\",gpu=\"" + std::to_string(e.gpu) + "\",pci=\"" + label(e.pci) +
-         "\",rank=\"" + label(e.gpu_source) + "\",policy=\"" + std::string(to_string(e.policy)) + "\"}";
+  return "{pid=\"" + std::to_string(v.pid) + "\",gpu=\"" + std::to_string(e.gpu) + "\",pci=\"" + label_value(e.pci) +
+         "\",rank=\"" + label_value(e.gpu_source) + "\",policy=\"" + std::string(to_string(e.policy)) + "\"}";
 }
 
-std::string prometheus_of(const std::vector<Verdict>& verdicts, std::optional<int> processes) {
+/// `processes` and `invalid` (processes whose plan cannot be read): for --all only.
+std::string prometheus_of(const std::vector<Verdict>& verdicts, std::optional<int> processes,
+                          std::optional<int> invalid = std::nullopt) {
   std::string out;
   auto metric = [&](std::string_view name, std::string_view help, auto&& value) {
     out += "# HELP " + std::string(name) + " " + std::string(help) + "\n# TYPE " + std::string(name) + " gauge\n";
@@ -171,6 +160,10 @@ std::string prometheus_of(const std::vector<Verdict>& verdicts, std::optional<in
   if (processes) {
     out += "# HELP gpuaff_plan_processes Processes of this machine that carry a GPUAFF_PLAN.\n"
            "# TYPE gpuaff_plan_processes gauge\ngpuaff_plan_processes " + std::to_string(*processes) + "\n";
+  }
+  if (invalid) {
+    out += "# HELP gpuaff_plan_invalid_processes Processes whose GPUAFF_PLAN is not a plan gpuaff wrote, so not checked.\n"
+           "# TYPE gpuaff_plan_invalid_processes gauge\ngpuaff_plan_invalid_processes " + std::to_string(*invalid) + "\n";
   }
   metric("gpuaff_plan_present", "1 when the process carries the GPUAFF_PLAN it was checked against, 0 when it was "
          "checked against the options given.",
@@ -194,11 +187,11 @@ std::string prometheus_of(const std::vector<Verdict>& verdicts, std::optional<in
 // ---- --all and --merge.
 
 std::string all_text(const NodeReport& r) {
-  std::size_t off = 0;
+  std::size_t off = r.invalid_plans.size();
   for (const auto& v : r.verdicts) off += v.healthy() ? 0 : 1;
-  std::string out = "node " + safe(r.node) + ": " + std::to_string(r.verdicts.size()) +
+  std::string out = "node " + safe(r.node) + ": " + std::to_string(r.planned()) +
                     " process(es) carry a GPUAFF_PLAN" +
-                    (r.verdicts.empty() ? std::string() : ", " + std::to_string(off) + " not healthy") + '\n';
+                    (r.planned() == 0 ? std::string() : ", " + std::to_string(off) + " not healthy") + '\n';
   std::vector<std::vector<std::string>> rows{{"pid", "rank", "gpu", "pci", "planned CPUs", "threads out", "memory local", "verdict"}};
   for (const auto& v : r.verdicts) {
     const Expectation& e = v.expected;
@@ -208,9 +201,13 @@ std::string all_text(const NodeReport& r) {
                     v.total > 0 ? detail::percent(v.local_fraction()) : std::string("-"),
                     v.healthy() ? "healthy" : "NOT healthy"});
   }
-  if (!r.verdicts.empty()) out += render_table(rows, "  ");
+  for (const auto& b : r.invalid_plans)
+    rows.push_back({std::to_string(b.pid), "-", "-", "-", "-", "-", "-", "NOT healthy (plan unreadable)"});
+  if (r.planned() > 0) out += render_table(rows, "  ");
   for (const auto& v : r.verdicts)
     for (const auto& p : v.problems) out += "  pid " + std::to_string(v.pid) + ": " + safe(cli_spelling(p)) + '\n';
+  // Not spelled as flags: the plan's own text ("gpu=x") is quoted in it.
+  for (const auto& b : r.invalid_plans) out += "  pid " + std::to_string(b.pid) + ": " + safe(b.problem) + '\n';
   if (!r.gpu_rails.empty()) {
     out += "NIC sets:";
     for (const auto& [g, rail] : r.gpu_rails) out += " GPU " + std::to_string(g) + " " + rail + ";";
@@ -226,6 +223,9 @@ J all_json(const NodeReport& r) {
   J processes = J::array();
   for (const auto& v : r.verdicts) processes.push_back(json_object(v));
   j["processes"] = std::move(processes);
+  J invalid = J::array();
+  for (const auto& b : r.invalid_plans) invalid.push_back(J{{"pid", b.pid}, {"problem", b.problem}});
+  j["invalid_plans"] = std::move(invalid);
   J rails = J::object();
   for (const auto& [g, rail] : r.gpu_rails) rails[std::to_string(g)] = rail;
   j["gpu_rails"] = std::move(rails);
@@ -271,6 +271,15 @@ int run_merge(const std::vector<std::string>& files) {
                       std::to_string(p->value("gpu", -1)), std::to_string(p->value("pid", 0)),
                       healthy ? "healthy" : "NOT healthy", safe(first.substr(0, 100))});
     }
+    // Processes whose plan could not be read (a report from an older gpuaff has no such list).
+    if (r.contains("invalid_plans") && r["invalid_plans"].is_array()) {
+      for (const auto& b : r["invalid_plans"]) {
+        all_healthy = false;
+        std::string pid = b.contains("pid") && b["pid"].is_number_integer() ? std::to_string(b["pid"].get<long long>()) : "?";
+        std::string problem = b.contains("problem") && b["problem"].is_string() ? b["problem"].get<std::string>() : "";
+        rows.push_back({safe(r["node"].get<std::string>()), "-", "-", pid, "NOT healthy", safe(problem.substr(0, 100))});
+      }
+    }
   }
   std::string out = render_table(rows, "  ");
   // GPU index -> node -> NIC set
@@ -311,12 +320,11 @@ int run_doctor(const DoctorArgs& args) {
   DoctorOptions d{.min_local = args.min_local};
   if (args.all) {
     NodeReport r = examine_all(args.options, d, cli_readers());
-    bool healthy = std::all_of(r.verdicts.begin(), r.verdicts.end(), [](const Verdict& v) { return v.healthy(); });
     std::string out = args.format == DoctorFormat::json ? dump(all_json(r))
                       : args.format == DoctorFormat::prometheus
-                          ? prometheus_of(r.verdicts, static_cast<int>(r.verdicts.size()))
+                          ? prometheus_of(r.verdicts, static_cast<int>(r.planned()), static_cast<int>(r.invalid_plans.size()))
                           : all_text(r);
-    return write_result(out, healthy ? exit_ok : exit_unhealthy);
+    return write_result(out, r.healthy() ? exit_ok : exit_unhealthy);
   }
   auto v = examine_process(args.pid, args.options, d, cli_readers());
   if (!v) return report_error(v.error());

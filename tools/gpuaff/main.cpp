@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <cstdio>
 #include <exception>
 #include <stdexcept>
@@ -49,10 +50,24 @@ struct Given {
     return (!o.flag.empty() && app->count(std::string(o.flag)) > 0) ||
            (!o.negation.empty() && app->count(std::string(o.negation)) > 0);
   }
-  /// The option's text: "true"/"false" for a flag.
+  /// What the flag `name` was last given: "true" when written bare, VALUE for
+  /// --name=VALUE; nullopt when it was not given.
+  std::optional<std::string> flag_text(std::string_view name) const {
+    if (name.empty()) return std::nullopt;
+    const CLI::Option* opt = app->get_option_no_throw(std::string(name));
+    if (opt == nullptr || opt->count() == 0 || opt->results().empty()) return std::nullopt;
+    return opt->results().back();
+  }
+  /// The option's text: for a flag, "true" or "false" as written (--no-X=true
+  /// is "false"), or the word written after '=' when it is neither (see
+  /// flag_values, which refuses it).
   std::string value(const OptionInfo& o) const {
-    if (o.type == OptionType::flag)
-      return !o.negation.empty() && app->count(std::string(o.negation)) > 0 ? "false" : "true";
+    if (o.type == OptionType::flag) {
+      if (auto t = flag_text(o.flag)) return *t;
+      auto t = flag_text(o.negation);
+      if (!t) return "true";
+      return *t == "true" ? "false" : *t == "false" ? "true" : *t;
+    }
     auto it = text.find(o.key);
     return it == text.end() ? std::string() : it->second;
   }
@@ -181,6 +196,44 @@ int empty_values(const CLI::App& app, int argc, char** argv) {
   return 0;
 }
 
+/// "--force=VALUE" for a flag: only true and false say what is meant (the
+/// parser would take any word, "--force=no" included, as the flag given).
+/// Returns exit_usage after printing, 0 when every flag's value is one of them.
+int flag_values(const Given& g) {
+  auto check = [&](const OptionInfo& o) {
+    for (std::string_view name : {o.flag, o.negation}) {
+      auto t = g.flag_text(name);
+      if (!t || *t == "true" || *t == "false") continue;
+      std::string n(name);
+      print_line(stderr, "gpuaff: " + n + "=" + t->substr(0, 40) + ": a flag takes true or false; write " + n + ", " +
+                             n + "=true or " + n + "=false; see 'gpuaff " + g.app->get_name() + " --help'");
+      return false;
+    }
+    return true;
+  };
+  for (const auto& o : gpuaff::launch_options)
+    if ((o.commands & g.command) != 0 && o.type == OptionType::flag && !o.flag.empty() && !check(o)) return exit_usage;
+  for (const auto& o : cli_options)
+    if ((o.commands & g.command) != 0 && o.type == OptionType::flag && !check(o)) return exit_usage;
+  return 0;
+}
+
+/// "--help=VALUE" and "--version=VALUE": the parser answers both whatever
+/// VALUE says ("--help=false" printed the help). Returns exit_usage after
+/// printing, 0 when there is none.
+int help_values(int argc, char** argv) {
+  for (int i = 1; i < argc && std::string_view(argv[i]) != "--"; ++i) {
+    std::string_view a = argv[i];
+    for (std::string_view name : {"--help", "--version"}) {
+      if (a.size() <= name.size() || a.substr(0, name.size()) != name || a[name.size()] != '=') continue;
+      print_line(stderr, "gpuaff: " + std::string(a.substr(0, 60)) + ": " + std::string(name) +
+                             " takes no value; write " + std::string(name) + " alone");
+      return exit_usage;
+    }
+  }
+  return 0;
+}
+
 /// The error for arguments `app` did not take: an unknown flag (with the
 /// closest known one), or, for exec, an option of COMMAND written without the
 /// '--' that ends gpuaff's own options.
@@ -244,8 +297,8 @@ int topo_command(const Given& given) {
 /// with COMMAND (already in `args`, registered before parsing).
 int exec_command(const Given& given, ExecArgs& args) {
   if (auto ok = fill(given, args.options); !ok) return report_error(ok.error());
-  args.dry_run = cli_value(given, "dry_run").has_value();
-  args.verbose = cli_value(given, "verbose").has_value();
+  args.dry_run = cli_value(given, "dry_run") == "true";
+  args.verbose = cli_value(given, "verbose") == "true";
   return run_exec(args);
 }
 
@@ -261,7 +314,7 @@ int record_command(const Given& given) {
     args.root = *root;
   }
   args.pci = given.record_pci;
-  args.force = cli_value(given, "force").has_value();
+  args.force = cli_value(given, "force") == "true";
   return run_record(args);
 }
 
@@ -271,7 +324,7 @@ int doctor_command(const Given& given) {
   DoctorArgs args;
   if (auto ok = fill(given, args.options); !ok) return report_error(ok.error());
   auto pid = cli_value(given, "pid");
-  args.all = cli_value(given, "all").has_value();
+  args.all = cli_value(given, "all") == "true";
   args.merge = given.doctor_merge;
   int modes = (pid ? 1 : 0) + (args.all ? 1 : 0) + (args.merge.empty() ? 0 : 1);
   if (modes != 1)
@@ -401,15 +454,19 @@ int main(int argc, char** argv) try {
     return exit_usage;
   }
   if (int rc = empty_values(app, argc, argv); rc != 0) return rc;
+  if (int rc = help_values(argc, argv); rc != 0) return rc;
   // Arguments no option takes are checked below, to say what was meant.
   for (CLI::App* sub : {bind, topo, exec, record, doctor}) sub->allow_extras();
   try {
     app.parse(argc, argv);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);  // --help, --version: printed on stdout, exit 0
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    return usage_error(app, e);
+    // --help, --version (CLI::Success): on stdout, exit 0, unless stdout
+    // cannot take it, which write_result says as it does for any result.
+    if (e.get_exit_code() != 0) return usage_error(app, e);
+    std::ostringstream out, err;
+    int rc = app.exit(e, out, err);
+    if (std::string text = err.str(); !text.empty()) std::fwrite(text.data(), 1, text.size(), stderr);
+    return write_result(out.str(), rc);
   }
 
   for (CLI::App* sub : {bind, topo, exec, record, doctor}) {
@@ -419,6 +476,9 @@ int main(int argc, char** argv) try {
       if (a != "--") extra.push_back(a);  // the separator before exec's COMMAND
     if (!extra.empty()) return unexpected_arguments(*sub, extra, exec_args.command);
   }
+  for (const Given* g : {&bind_given, &topo_given, &exec_given, &record_given, &doctor_given})
+    if (g->app->parsed())
+      if (int rc = flag_values(*g); rc != 0) return rc;
   if (bind->parsed()) return bind_command(bind_given);
   if (topo->parsed()) return topo_command(topo_given);
   if (exec->parsed()) return exec_command(exec_given, exec_args);

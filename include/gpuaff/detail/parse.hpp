@@ -99,10 +99,23 @@ inline std::size_t utf8_length(std::string_view text) {
   return 0;  // a continuation byte alone, 0xC0, 0xC1, 0xF5..0xFF
 }
 
+/// Whether the 3-byte UTF-8 sequence at the start of `text` is a bidirectional
+/// control: the marks U+200E and U+200F, the embeddings and overrides
+/// U+202A..U+202E and the isolates U+2066..U+2069. A terminal reorders what
+/// follows one, so a name holding U+202E can make a line read as another.
+inline bool bidi_control(std::string_view text) {
+  if (text.size() < 3 || static_cast<unsigned char>(text[0]) != 0xE2) return false;
+  auto b1 = static_cast<unsigned char>(text[1]);
+  auto b2 = static_cast<unsigned char>(text[2]);
+  if (b1 == 0x80) return b2 == 0x8E || b2 == 0x8F || (b2 >= 0xAA && b2 <= 0xAE);
+  return b1 == 0x81 && b2 >= 0xA6 && b2 <= 0xA9;
+}
+
 /// `text` with every byte that could drive a terminal or break a line written
 /// as \xHH: control characters (below 0x20, newlines and tabs included, and
 /// 0x7f), the C1 controls U+0080..U+009F (each byte of their UTF-8 form: U+009B
-/// starts a terminal escape sequence as ESC [ does), and every byte that is not
+/// starts a terminal escape sequence as ESC [ does), the bidirectional controls
+/// (bidi_control: each byte of their UTF-8 form), and every byte that is not
 /// part of well-formed UTF-8 (a garbled file's 0xff). Outside text (a file
 /// name, a file's or a variable's contents) stays one printable line; valid
 /// UTF-8 text, accents and all, is kept as it is.
@@ -119,9 +132,11 @@ inline std::string escape_control(std::string_view text) {
     auto c = static_cast<unsigned char>(text[i]);
     std::size_t n = utf8_length(text.substr(i));
     bool c1 = n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) <= 0x9F;
-    if (n == 0 || c < 0x20 || c == 0x7f || c1) {
-      for (std::size_t k = 0; k < (c1 ? 2 : 1); ++k) escape(static_cast<unsigned char>(text[i + k]));
-      i += c1 ? 2 : 1;
+    bool bidi = n == 3 && bidi_control(text.substr(i));
+    if (n == 0 || c < 0x20 || c == 0x7f || c1 || bidi) {
+      std::size_t whole = c1 || bidi ? n : 1;
+      for (std::size_t k = 0; k < whole; ++k) escape(static_cast<unsigned char>(text[i + k]));
+      i += whole;
     } else {
       out.append(text.substr(i, n));
       i += n;

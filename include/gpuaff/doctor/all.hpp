@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,14 +25,30 @@
 namespace gpuaff {
 inline namespace v0 {
 
+/// A process whose GPUAFF_PLAN is not a plan gpuaff wrote: it cannot be
+/// checked, which is a problem of its own (a plan that was changed or
+/// written by hand, so nobody knows where the process should be).
+struct InvalidPlan {
+  int pid = 0;
+  std::string problem{};  ///< the variable's value and what is wrong with it
+};
+
 /// One machine's processes that carry a plan.
 struct NodeReport {
   std::string node;                      ///< the host name
   std::vector<Verdict> verdicts{};       ///< one per process, by pid
-  std::vector<std::string> notes{};      ///< processes that could not be read or checked, and why
+  std::vector<InvalidPlan> invalid_plans{};  ///< processes whose plan cannot be read, by pid
+  std::vector<std::string> notes{};      ///< processes that ended or could not be read, and why
   /// Per visible GPU index, its NIC set as the libraries name it ("mlx5_0:1");
   /// empty when the machine has no RDMA NIC or its NICs cannot be read.
   std::map<int, std::string> gpu_rails{};
+
+  /// Every process healthy, and none with a plan that cannot be read.
+  bool healthy() const {
+    return invalid_plans.empty() && std::all_of(verdicts.begin(), verdicts.end(), [](const Verdict& v) { return v.healthy(); });
+  }
+  /// The processes that carry a plan: those checked and those whose plan cannot be read.
+  std::size_t planned() const { return verdicts.size() + invalid_plans.size(); }
 };
 
 namespace detail {
@@ -41,6 +58,22 @@ inline bool environ_has_plan(std::string_view text) {
   std::string key = std::string(plan_variable) + "=";
   if (text.substr(0, key.size()) == key) return true;
   return text.find(std::string(1, '\0') + key) != std::string_view::npos;
+}
+
+/// What is wrong with the GPUAFF_PLAN of `pid`, when the check of it failed
+/// because it carries one that is not a plan gpuaff wrote (and `machine`
+/// does not name a plan of its own to check it against); nullopt otherwise
+/// (it ended, or could not be read: a note, not a problem).
+inline std::optional<std::string> invalid_plan(int pid, const LaunchOptions& machine) {
+  if (shapes_plan(machine)) return std::nullopt;
+  auto vars = process_environ(pid);
+  if (!vars) return std::nullopt;
+  auto it = vars->find(std::string(plan_variable));
+  if (it == vars->end()) return std::nullopt;
+  auto p = parse_plan_variable(it->second);
+  if (p) return std::nullopt;
+  return std::string(p.error().message()) +
+         "; the process was not checked: start it again under gpuaff, or check it alone against the plan it should have";
 }
 
 }  // namespace detail
@@ -74,8 +107,9 @@ inline std::vector<int> planned_processes(int* unreadable = nullptr) {
 /// Every planned process of this machine checked against its own plan, with
 /// the machine `machine` names (this one by default), read once with its NICs,
 /// for the processes' NIC lists and each GPU's NIC set.
-/// Never fails as a whole: a process that ends or cannot be read while it is
-/// checked becomes a note, and so does a machine that cannot be read (the
+/// Never fails as a whole: a process whose GPUAFF_PLAN is not a plan gpuaff
+/// wrote is an invalid plan (a problem); a process that ends or cannot be read
+/// while it is checked becomes a note, and so does a machine that cannot be read (the
 /// NIC sets are then not compared; each process's lists are judged on a read
 /// of its own, which says why).
 inline NodeReport examine_all(const LaunchOptions& machine, const DoctorOptions& d = {}, const Readers& readers = {}) {
@@ -88,6 +122,7 @@ inline NodeReport examine_all(const LaunchOptions& machine, const DoctorOptions&
   for (int pid : planned_processes(&unreadable)) {
     auto v = examine_process(pid, machine, d, readers, topo ? &*topo : nullptr);
     if (v) r.verdicts.push_back(std::move(*v));
+    else if (auto bad = detail::invalid_plan(pid, machine)) r.invalid_plans.push_back({pid, std::move(*bad)});
     else r.notes.push_back(std::string(v.error().message()));
   }
   if (unreadable > 0)

@@ -96,10 +96,12 @@ inline Result<RecordedPlan> parse_plan_variable(std::string_view text) {
     std::string_view key = field.substr(0, eq);
     std::string_view value = field.substr(eq + 1);
     if (key == "gpu" || key == "node") {
+      // leading_number saturates at its cap: a number at the cap is one too large, never cut to it.
+      constexpr long long most = (1 << 20) - 1;
       long long v = 0;
       bool negative = value == "-1";
-      if (!negative && (value.empty() || detail::leading_number(value, 10, 1 << 20, v) != value.size()))
-        return bad("gpu and node are integers");
+      if (!negative && (value.empty() || detail::leading_number(value, 10, most + 1, v) != value.size() || v > most))
+        return bad("gpu and node are integers from -1 to 1048575");
       (key == "gpu" ? r.gpu : r.node) = negative ? -1 : static_cast<int>(v);
     } else if (key == "pci") {
       auto a = PciAddress::parse(value);

@@ -37,8 +37,9 @@
 //   - CUDA treats the first invalid entry as the end of the list ("0,abc" = "0",
 //     "-1" = none). That silently hides typos, so gpuaff rejects the whole value
 //     with an error naming the variable and the entry instead.
-//   - empty entries ("0,,1"), unknown or ambiguous UUID prefixes, duplicates and
-//     out-of-range indices are errors too.
+//   - empty entries ("0,,1"), unknown or ambiguous UUID prefixes, duplicates (a
+//     MIG instance listed twice too, however it is spelled), out-of-range indices
+//     and MIG entries of neither form ("MIG-GPU-x/zz") are errors too.
 //   - HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES take indices only: AMD UUIDs live
 //     in the KFD topology (/sys/class/kfd), which gpuaff does not read, so a UUID
 //     entry there is rejected rather than guessed.
@@ -129,6 +130,46 @@ inline bool starts_with_nocase(std::string_view s, std::string_view prefix) {
   return true;
 }
 
+/// A MIG entry's instance, as a key two spellings of one instance share, or
+/// nullopt when `e` has neither form: "MIG-<uuid>" (the MIG device's own UUID)
+/// or "MIG-[GPU-]<uuid>/<gi>/<ci>" (the parent GPU's UUID, then the GPU and
+/// compute instance ids, decimal). A UUID here is hex digits and '-'.
+inline std::optional<std::string> mig_instance(std::string_view e) {
+  auto lower = [](std::string_view t) {
+    std::string out(t);
+    for (char& c : out)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+  };
+  auto uuid = [](std::string_view t) {
+    bool digit = false;
+    for (char c : t) {
+      bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+      if (!hex && c != '-') return false;
+      digit = digit || hex;
+    }
+    return digit;
+  };
+  auto id = [](std::string_view t) -> std::optional<std::string> {  // decimal, leading zeros dropped
+    if (t.empty() || t.size() > 9 || !is_decimal(t)) return std::nullopt;
+    std::size_t first = std::min(t.find_first_not_of('0'), t.size() - 1);
+    return std::string(t.substr(first));
+  };
+  if (!starts_with_nocase(e, "MIG-")) return std::nullopt;
+  std::string_view rest = e.substr(4);
+  std::size_t slash = rest.find('/');
+  if (slash == std::string_view::npos) return uuid(rest) ? std::optional<std::string>(lower(rest)) : std::nullopt;
+  std::string_view parent = rest.substr(0, slash);
+  if (starts_with_nocase(parent, "GPU-")) parent = parent.substr(4);
+  std::string_view ids = rest.substr(slash + 1);
+  std::size_t second = ids.find('/');
+  if (second == std::string_view::npos || !uuid(parent)) return std::nullopt;
+  auto gi = id(ids.substr(0, second));
+  auto ci = id(ids.substr(second + 1));
+  if (!gi || !ci) return std::nullopt;
+  return lower(parent) + "/" + *gi + "/" + *ci;
+}
+
 /// Which selector is being applied, for messages and rules.
 struct Selector {
   std::string_view name;   ///< "CUDA_VISIBLE_DEVICES", "--visible-devices", ...
@@ -196,6 +237,10 @@ inline Result<void> check_uuid_entry(const Selector& sel, std::string_view shown
     return fail(Errc::invalid_argument, sel.name, "='", shown, "': entry '", ex,
                 "' is a UUID, but gpuaff does not know AMD GPU UUIDs (they are not in sysfs PCI data); use indices, "
                 "or visible_devices=LIST");
+  if (starts_with_nocase(e, "MIG-") && !mig_instance(e))
+    return fail(Errc::invalid_argument, sel.name, "='", shown, "': entry '", ex,
+                "' is not a MIG device: write MIG-<uuid> or MIG-GPU-<uuid>/<gi>/<ci> (gi and ci decimal) as "
+                "nvidia-smi -L shows it");
   return {};
 }
 
@@ -225,6 +270,7 @@ inline Result<std::vector<Gpu>> select_by_uuid(const Selector& sel, std::string_
                                                const std::vector<Gpu>& candidates) {
   std::vector<Gpu> out;
   std::vector<int> taken(candidates.size(), 0);
+  std::vector<std::string> instances;  // the MIG instances listed so far (mig_instance)
   bool any_uuid = false;
   for (const auto& g : candidates)
     if (!g.uuid.empty()) any_uuid = true;
@@ -238,6 +284,12 @@ inline Result<std::vector<Gpu>> select_by_uuid(const Selector& sel, std::string_
     bool mig = starts_with_nocase(e, "MIG-");
     std::string parent;
     if (mig) {
+      // Several instances of one GPU are several devices; one instance twice is not.
+      std::string instance = mig_instance(e).value_or(std::string(e));
+      if (std::find(instances.begin(), instances.end(), instance) != instances.end())
+        return fail(Errc::invalid_argument, sel.name, "='", shown, "': '", ex,
+                    "' is listed twice (the same MIG instance); name each MIG instance once");
+      instances.push_back(std::move(instance));
       std::string_view rest = e.substr(4);
       std::size_t slash = rest.find('/');
       if (slash == std::string_view::npos) {
