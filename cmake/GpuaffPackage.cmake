@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Debian packages with CPack (tools/package.sh runs `cpack -G DEB` in a Release
 # build configured with CMAKE_INSTALL_PREFIX=/usr):
 #   gpuaff        the tool (`gpuaff`), its man page and bash completion, and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Builds the gpuaff Python package from the source tree, offline:
 
     python3 -m venv --system-site-packages env        # Debian: setuptools and pybind11 from apt

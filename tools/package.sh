@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds what users install, offline, from Debian's packages, into dist/:
 #   dist/gpuaff                    the tool as one static file: no dynamic library
 #                                  at all, so it runs in any Linux x86-64 image,

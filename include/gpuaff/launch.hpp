@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The launch layer: what a launcher needs to bind one process of a job to
 // its GPU. The local rank and local size from launcher variables

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what tools/package.sh built into dist/, the ways users install it,
 # and runs it:
 #   1. the static tool alone in an otherwise empty root (chroot; through a user

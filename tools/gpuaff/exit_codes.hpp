@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Exit codes of gpuaff, one per failure class: the library's error classes
 // (Errc) map onto them, and the help text and docs/cli.md's table come from
