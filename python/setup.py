@@ -86,6 +86,9 @@ setup(
     name="gpuaff",
     version=version(),
     description="Bind GPU training processes to the CPUs and memory near their GPU",
+    license="Apache-2.0",
+    license_files=["LICENSE"],  # a link to the tree's LICENSE: copy the tree's top with python/
+    classifiers=["License :: OSI Approved :: Apache Software License"],
     packages=["gpuaff"],
     package_dir={"gpuaff": os.path.join("gpuaff")},
     package_data={"gpuaff": ["py.typed", "*.pyi"]},

@@ -52,7 +52,7 @@ echo "== the wheel: dist/*.whl"
 tree=build/package-wheel
 rm -rf "$tree"
 mkdir -p "$tree"
-cp -r include python "$tree/"
+cp -r include python LICENSE "$tree/"  # python/LICENSE is a link to ../LICENSE
 rm -rf "$tree/python/build" "$tree"/python/*.egg-info
 GPUAFF_CLI=$PWD/dist/gpuaff quiet "$python" -m pip wheel --no-build-isolation --no-index --no-deps -w dist "$tree/python"
 
