@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuaff_bench: every cost gpuaff adds at the start of a rank, each measured
 // side by side with its comparison in the same run and printed as a ratio.
 //

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Row P (benchmarks/README.md): from `import gpuaff` to bound, in Python.
 
     python3 benchmarks/python_bind.py BUILD [--rounds=N]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Row S's I/O floor: opens, reads (one read of up to 4 KiB) and closes each
    file listed in LIST (one path per line, relative to ROOT), resolved inside
    ROOT as gpuaff resolves them (openat2 RESOLVE_IN_ROOT), parsing nothing:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds and runs every gpuaff benchmark and prints one table (benchmarks/README.md
 # explains each row).
 #

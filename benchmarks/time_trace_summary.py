@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Summarises a clang -ftime-trace JSON file: where one translation unit's
 compile time goes (benchmarks/README.md, row 6).
 

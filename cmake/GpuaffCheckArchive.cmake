@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Checks a fixture archive before anything of it is extracted: extraction
 # (file(ARCHIVE_EXTRACT), like libarchive without its secure flags) writes
 # wherever a member's name or a link says, and whoever configures a branch

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The fixture machines, unpacked into the build tree at configure time.
 #
 # fixtures/NAME.tar.xz holds one root laid out like `/` (docs/contract.md

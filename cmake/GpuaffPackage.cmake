@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Debian packages with CPack (tools/package.sh runs `cpack -G DEB` in a Release
 # build configured with CMAKE_INSTALL_PREFIX=/usr):
 #   gpuaff        the tool (`gpuaff`), its man page and bash completion, and the
@@ -74,7 +75,8 @@ string(CONCAT CPACK_DEBIAN_SLURM_DESCRIPTION
     "each task to its GPU's CPUs and memory as 'gpuaff exec --local-rank' does,\n"
     "before the task starts. A site enables it with one line in plugstack.conf.")
 
-# Each package's /usr/share/doc/PACKAGE: the copyright statement and a
+# Each package's /usr/share/doc/PACKAGE: the copyright file (machine-readable,
+# DEP-5: Apache-2.0, whose text Debian keeps in /usr/share/common-licenses) and a
 # changelog, compressed as Debian wants (gzip -9n: no name, no time stamp).
 find_program(GPUAFF_GZIP gzip)
 set(_doc "${CMAKE_CURRENT_BINARY_DIR}/packaging")

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Open MPI (mpirun/mpiexec): one rank per GPU, each bound by gpuaff. Open MPI
 # sets OMPI_COMM_WORLD_LOCAL_RANK (MPICH and Intel MPI set MPI_LOCALRANKID,
 # Cray PALS sets PALS_LOCAL_RANKID); `gpuaff exec --local-rank` reads any of them.

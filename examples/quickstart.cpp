@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One worker process per GPU, each started on its GPU's CPUs.
 // Usage: quickstart [COMMAND [ARGS...]]; the GPU index is appended to the arguments.
 #include <gpuaff/gpuaff.hpp>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Slurm: one task per GPU, each bound by gpuaff. srun sets SLURM_LOCALID in
 # every task; `gpuaff exec --local-rank` turns it into the GPU index.
 # Keep Slurm's own CPU binding out of the way (--cpu-bind=none) and give each

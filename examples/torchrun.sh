@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Start one bound worker per GPU with torchrun. torchrun sets LOCAL_RANK in
 # each worker; `gpuaff exec --local-rank` binds that worker's threads (and
 # memory, with MEMBIND) to its GPU's CPUs, then execs Python. torchrun also

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A trainer-style launcher: one worker process per GPU, each started on the
 // CPUs (and, if asked, the NUMA memory) of its GPU.
 //

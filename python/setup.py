@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Builds the gpuaff Python package from the source tree, offline:
 
     python3 -m venv --system-site-packages env        # Debian: setuptools and pybind11 from apt
@@ -85,6 +86,9 @@ setup(
     name="gpuaff",
     version=version(),
     description="Bind GPU training processes to the CPUs and memory near their GPU",
+    license="Apache-2.0",
+    license_files=["LICENSE"],  # a link to the tree's LICENSE: copy the tree's top with python/
+    classifiers=["License :: OSI Approved :: Apache Software License"],
     packages=["gpuaff"],
     package_dir={"gpuaff": os.path.join("gpuaff")},
     package_data={"gpuaff": ["py.typed", "*.pyi"]},

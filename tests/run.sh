@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The full test suite: every build configuration CI checks, one after another,
 # warnings as errors in each.
 #   1. Clang with AddressSanitizer + UndefinedBehaviorSanitizer: every unit test

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the fuzzers for a set time each and reports executions and findings.
 # Not part of CI. Usage: tools/fuzz.sh [SECONDS_PER_FUZZER] [FUZZER...]
 #

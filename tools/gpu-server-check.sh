@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Checks gpuaff on a real GPU server: builds everything (tool, Python module for
 # the server's own python3, examples, tests), records the machine, runs the test
 # suite against its kernel, and drives the CLI, the Python module (with the

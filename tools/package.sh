@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds what users install, offline, from Debian's packages, into dist/:
 #   dist/gpuaff                    the tool as one static file: no dynamic library
 #                                  at all, so it runs in any Linux x86-64 image,
@@ -51,7 +52,7 @@ echo "== the wheel: dist/*.whl"
 tree=build/package-wheel
 rm -rf "$tree"
 mkdir -p "$tree"
-cp -r include python "$tree/"
+cp -r include python LICENSE "$tree/"  # python/LICENSE is a link to ../LICENSE
 rm -rf "$tree/python/build" "$tree"/python/*.egg-info
 GPUAFF_CLI=$PWD/dist/gpuaff quiet "$python" -m pip wheel --no-build-isolation --no-index --no-deps -w dist "$tree/python"
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Sets up a fresh Debian 12 machine for gpuaff, builds the CLI, and runs the
 # main job: the topology report with every policy's binding of every GPU, for
 # this machine, then for a bundled fixture (a DGX H100 by default). It also

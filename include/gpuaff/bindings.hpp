@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The light header, for code that only computes bindings: Result, CpuSet,
 // Topology and every policy, with no file reading and no system call to

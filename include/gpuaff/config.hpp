@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Checked first by every public header: gpuaff is C++20 (concepts, constexpr
 // std::vector and std::sort), and an older -std would otherwise bury this

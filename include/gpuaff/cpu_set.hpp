@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // CpuSet: a constexpr set of logical CPU ids, large enough for the biggest
 // machines (glibc's cpu_set_t stops at 1024), with the kernel's two text

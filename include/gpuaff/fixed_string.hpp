@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A constexpr, allocation-free string with a fixed capacity. Errors and
 // topology names use it so they can be built during constant evaluation

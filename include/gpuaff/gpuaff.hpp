@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The umbrella header: everything in gpuaff that has no dependency beyond
 // the C++ standard library and Linux. The JSON source (nlohmann_json) and the

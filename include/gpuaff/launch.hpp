@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The front door: from what a user asks to a bound process, as `gpuaff exec`,
 // the SPANK plugin and the Python module do it.

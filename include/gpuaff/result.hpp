@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Result<T> and Error: shaped like C++23 std::expected<T, Error> (GCC 12 has
 // no <expected> in C++20) so that switching to it later is mechanical. Both

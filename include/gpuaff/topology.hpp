@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Topology: what a machine looks like, as plain values. No I/O happens here;
 // sources (sysfs, JSON, hwloc) fill it, policies read it. Every type is a

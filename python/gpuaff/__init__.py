@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bind GPU training processes to the CPUs and memory near their GPU.
 
 The plan is computed by gpuaff's C++ launch layer, exactly as ``gpuaff bind``

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Type stubs of the gpuaff package. The keyword block is generated from the
 # library's option table (gpuaff/launch/options.hpp) and checked against it
 # by tests/python/test_options.py; rewrite it with GPUAFF_UPDATE_STUBS=1.

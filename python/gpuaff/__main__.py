@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`python -m gpuaff ARGS...` runs the `gpuaff` command installed with the
 package (the wheel puts it in the environment's bin/), so that a pip user has
 the command line even where bin/ is not on PATH."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpuaff's exceptions: one class per kind of error of the C++ library (its
 ``Errc``), all deriving from :class:`Error`, and from the matching builtin
 where one fits, so ``except ValueError`` or ``except OSError`` also work."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Type stubs of the extension gpuaff._gpuaff (python/src/module.cpp).
 from typing import Any, Iterable, Optional, Union
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuaff-python: the executable given to multiprocessing.set_executable (see
 // gpuaff.use_executable). It binds this process to the CPUs (and memory) the
 // parent planned, then replaces itself with the Python interpreter, with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuaff._gpuaff: the Python binding of the library's front door
 // (gpuaff/launch/front.hpp). Keywords are the rows of the library's option
 // table (gpuaff/launch/options.hpp) that Python takes; each is turned into

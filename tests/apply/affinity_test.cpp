@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // thread_affinity / set_thread_affinity: one thread's mask, any size, never partial.
 #include <gpuaff/apply/affinity.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Helpers shared by the apply tests: reading what the kernel reports about a
 // thread or process, independently of the code under test.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory policy: set with the CPU mask, restored with it, and what happens
 // when the kernel refuses (containers: EPERM; sandboxes: ENOSYS/EINVAL).
 #include <gpuaff/apply/scoped_affinity.hpp>

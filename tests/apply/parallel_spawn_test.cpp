@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Many threads spawning at once under different masks: affinity is per
 // thread, so each child must get exactly its creating thread's binding.
 // Labelled `threads`: CI runs it under ThreadSanitizer as well.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bind_process: every thread of the process, or none.
 #include <gpuaff/apply/process.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ScopedAffinity: a scope's binding, restored on every way out.
 #include <gpuaff/apply/scoped_affinity.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spawn / spawn_callable: children start bound, the parent thread does not change.
 #include <gpuaff/apply/spawn.hpp>
 

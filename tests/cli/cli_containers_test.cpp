@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gpuaff binary in containers and one-GPU processes: the driver's GPU
 // list, --share, Slurm's every-vendor variables, MIG, and the warnings
 // (docs/contract.md sections 2 and 3, docs/containers.md).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuaff exec: binds itself, then execs the command. The plan comes from a
 // recorded tree written here: one node with CPUs 0 and 1 (two cores, no SMT)
 // and two GPUs on that node. Under --policy exclusive the node's two cores

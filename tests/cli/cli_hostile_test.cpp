@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile roots and inputs, run as a user would run them: a FIFO where the
 // reader expects a file, a device or FIFO as --topology, control characters in
 // files and variables, empty and zero option values. Each case must end

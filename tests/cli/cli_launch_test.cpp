@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The launch options of the gpuaff binary: --baseline, --unreachable, the
 // launcher's local size, --gpu all, exec --dry-run, the numactl format, and
 // usage mistakes that exit 2 whatever --fallback says.

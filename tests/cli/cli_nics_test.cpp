@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --nic-env on bind and exec, and topo's NIC report, run as a user would.
 // The exec tests plan on a tree written here: CPUs 0 and 1, two GPUs and two
 // RDMA NICs, all on one root bus (PHB to each other), so that the plan

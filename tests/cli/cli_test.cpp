@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gpuaff binary on recorded machines: bind, topo, record, and the error
 // contract (exit code per class, one stderr line, empty stdout).
 //

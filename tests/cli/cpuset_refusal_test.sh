@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A binding the kernel refuses is the machine's answer, not a usage mistake:
 # exec exits 5 (cannot bind), and --fallback unbound runs the command
 # unbound. The process is put in a cpuset cgroup holding CPU 1 only (as a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The exit code table (tools/gpuaff/exit_codes.hpp) is the one list: every
 // library error class has one code, --help prints every code, and
 // docs/cli.md's table says the same.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The man page and the bash completion (written by gpuaff-docgen from the
 # option tables) against the tool's own parser: every flag each command's
 # --help lists is in that command's section of the man page and in its

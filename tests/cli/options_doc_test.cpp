@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Each option is described once, in the option tables (the library's
 // launch_options, the command line's cli_options): docs/cli.md's and
 // docs/python.md's option references must be exactly what the tables say, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Runs the built gpuaff binary (path in the GPUAFF_EXE environment variable,
 // set by CMake from $<TARGET_FILE:gpuaff_cli>) with a controlled environment

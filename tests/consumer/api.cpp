@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Built by tests/run.sh with the strictest warnings users build with
 // (-Wconversion -Wsign-conversion -Wshadow ... -Werror, and GCC's -O3 -flto):
 // a header-only library is compiled with its users' flags, so this program

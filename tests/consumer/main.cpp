@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Built against an installed gpuaff by tests/run.sh: proves find_package works.
 #include <gpuaff/gpuaff.hpp>
 

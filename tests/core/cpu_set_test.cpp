@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CpuSet: set algebra, iteration, and the kernel's cpulist and mask syntax.
 #include <gpuaff/cpu_set.hpp>
 #include <gpuaff/os/cpu_buffer.hpp>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Compiles a TU that includes the umbrella header with -std=c++17 and checks
 # that the compiler's first error is gpuaff's one line saying it needs C++20.
 # cmake -DCXX=... -DINCLUDE_DIR=... -DWORK_DIR=... -P cxx17_error.cmake

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Result<T> and Error behave like std::expected<T, Error>, also at compile time.
 #include <gpuaff/result.hpp>
 

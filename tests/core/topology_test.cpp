@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Topology is plain data: constructible and queryable at compile time.
 #include <gpuaff/topology.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The /proc parsing behind `gpuaff doctor` (doctor/doctor.hpp); the command
 // itself is tested against live processes in tests/cli/cli_nics_test.cpp.
 #include <gpuaff/doctor/doctor.hpp>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `gpuaff doctor --all --format prometheus` through node_exporter's textfile
 # collector, as a site runs it: two ranks started by `gpuaff exec` (GPU 0 on
 # CPU 0, GPU 1 on CPU 1 of a root with two fake GPUs), the report written

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The README's C++ example must be examples/quickstart.cpp exactly, so that the
 # code people copy is the code the build compiles and the tests run.
 # Usage: cmake -DREADME=... -DEXAMPLE=... -P readme_snippet.cmake

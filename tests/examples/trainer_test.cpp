@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // examples/trainer on a recorded p4d.24xlarge, its plan mapped onto this
 // machine's CPUs (--map-to-local): every worker must run on exactly its CPUs.
 #include <gpuaff/apply/spawn.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The one entry point shared by the libFuzzer target (fuzz_target.cpp, clang
 // only) and the corpus replay test (fuzz_replay.cpp, any compiler).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Replays every file of tests/fuzz/corpus through the fuzz entry point, so
 // that inputs the fuzzer once found stay fixed, with any compiler.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target (clang -fsanitize=fuzzer): every parser, the sysfs reader,
 // the recorder and the JSON source (fuzz_entry.hpp). GPUAFF_FUZZ_SELECT=N in
 // the environment fixes the first byte to N, so that one run explores one of

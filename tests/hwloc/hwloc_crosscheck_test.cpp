@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cross-check: for every fixture root under fixtures/, the hwloc source and the
 // sysfs source describe the same machine and give the same bindings for every
 // policy and GPU. Where they differ by design, the difference is named in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HwlocSource: the Topology hwloc gives for the live machine, an XML file and a
 // recorded root; clear errors for inputs hwloc cannot use.
 #include <gpuaff/source/hwloc.hpp>

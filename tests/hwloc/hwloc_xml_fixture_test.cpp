@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // hwloc XML files written by Debian's lstopo (hwloc 2.9) from recorded roots
 // (see docs/hwloc.md): HwlocSource must read from them the machines the
 // fixtures model.

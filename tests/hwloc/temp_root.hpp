@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A throw-away directory for tests that write roots and recordings, removed
 // (with everything under it) when the test ends.

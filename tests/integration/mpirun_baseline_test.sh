@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # mpirun with its default binding (Open MPI binds each of -np 2 ranks to one
 # core) starts `gpuaff exec` on this machine itself: the target is a PCI
 # device of this machine (--pci, its node taken as node 0 where the firmware

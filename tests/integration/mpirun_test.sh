@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # mpirun starts two ranks of `gpuaff exec --local-rank`; Open MPI tells each
 # its local rank in OMPI_COMM_WORLD_LOCAL_RANK, so rank 0 must run on CPU 0
 # and rank 1 on CPU 1 (see prepare_root.sh for why).

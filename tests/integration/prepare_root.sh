@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the launcher tests. Records this machine with `gpuaff record`,
 # then adds two fake NVIDIA GPUs on NUMA node 0 and narrows the recorded
 # allowed set to CPUs 0-1, so that `--policy exclusive` splits node 0's two

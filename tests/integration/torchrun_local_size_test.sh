@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # torchrun --nproc_per_node 2 on a recording with four GPUs on node 0 (CPUs
 # 0-1, two cores; see prepare_root.sh): torchrun sets LOCAL_WORLD_SIZE=2, which
 # must stand for --nproc 2, so that exclusive splits the two cores between the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # torchrun starts two workers of `gpuaff exec --local-rank`; each gets
 # LOCAL_RANK, so worker 0 must run on CPU 0 and worker 1 on CPU 1 (see
 # prepare_root.sh). Flags are spelled as torch 1.13 (Debian 12) accepts them:

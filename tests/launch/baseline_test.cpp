@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launchers that bind first and pods whose CPUs are not the GPU's:
 // --baseline (the allowed set or the cgroup cpuset), --unreachable, the
 // launcher's local size standing for --nproc, and flags that do not apply.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The words launch options are given in, parsed into the library's types.
 #include <doctest/doctest.h>
 

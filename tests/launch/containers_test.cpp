@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Containers and one-GPU processes: the process's GPUs from the driver's
 // list, --share machine, the warnings of a plan, and recording a container
 // (docs/contract.md sections 2 and 3, docs/containers.md).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Local rank and local size from launcher variables: the first variable set
 // wins, garbage in it is an error that names it, and Slurm's task list is
 // read for this node.

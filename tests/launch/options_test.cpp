@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The launch options as one value (gpuaff/launch/options.hpp) and the front
 // door (gpuaff/launch/front.hpp): the table's rows, setting options from
 // text with the command line's checks, the library's option words spelled

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Placement beyond one process per GPU (docs/contract.md section 3): several
 // ranks per GPU (ranks_per_gpu=N: the GPU's share cut into N disjoint parts of
 // whole cores; which rank gets which GPU and part), and several GPUs per

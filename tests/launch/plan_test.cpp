@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plan of one binding: the target by GPU index, local rank or PCI
 // address, the policy's CPUs, the memory nodes and policy; the check that a
 // plan from another machine fits this one.

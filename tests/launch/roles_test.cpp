@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Roles inside a rank (docs/contract.md section 3, "Roles"): parse_roles,
 // split_roles on a rank's cores, priority classes with a tolerance, the
 // sysfs reader's core priorities, and the plan's OMP variables.

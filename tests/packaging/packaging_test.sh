@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what tools/package.sh built into dist/, the ways users install it,
 # and runs it:
 #   1. the static tool alone in an otherwise empty root (chroot; through a user
 #      namespace when not root): no library, no /proc, /sys or /etc needed to
 #      read a recorded machine
 #   2. the wheel in a fresh venv whose PATH holds nothing but the venv (so no
-#      compiler): `gpuaff`, `python -m gpuaff` and `import gpuaff`
+#      compiler): `gpuaff`, `python -m gpuaff` and `import gpuaff`, and its
+#      license (Apache-2.0, LICENSE inside); the .deb files' copyright (Apache-2.0)
 #   3. the .deb files with apt (root only; skipped otherwise): the tool, its man
 #      page and bash completion, a consumer built with find_package from /usr,
 #      and, where it was built and Slurm is installed, gpuaff-slurm's plugin in
@@ -66,6 +68,18 @@ grep -q '^gpuaff [0-9]' <<<"$out" || fail "python -m gpuaff --version printed '$
 got=$("${clean[@]}" "$venv/bin/python" -c "import gpuaff; print(gpuaff.plan(gpu=3, policy='exclusive', root='$machine').cpulist)") ||
   fail "import gpuaff in the venv"
 [[ $got == "$expected" ]] || fail "wheel module: '$got', not $expected"
+got=$("${clean[@]}" "$venv/bin/python" -c "import importlib.metadata as m
+print(m.metadata('gpuaff')['License'])
+print(*[f.locate() for f in m.files('gpuaff') if f.name == 'LICENSE'])") || fail "the wheel's metadata"
+[[ ${got%%$'\n'*} == Apache-2.0 ]] || fail "the wheel's License is '${got%%$'\n'*}', not Apache-2.0"
+cmp -s "${got#*$'\n'}" LICENSE || fail "the wheel holds no copy of LICENSE"
+
+step "the .deb files' copyright: Apache-2.0 (DEP-5)"
+for deb in "${debs[@]}"; do
+  pkg=$(dpkg-deb -f "$deb" Package)
+  got=$(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - "./usr/share/doc/$pkg/copyright") || fail "$deb has no copyright file"
+  grep -qx 'License: Apache-2.0' <<<"$got" || fail "$deb: its copyright file does not say Apache-2.0"
+done
 
 step "Debian packages with apt"
 if [[ $(id -u) -ne 0 ]]; then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Choosing a policy by name, the BindingPolicy concept (with negative
 // models), user-written policies through gpuaff::bind, and bind_all.
 #include "policy/machines.hpp"

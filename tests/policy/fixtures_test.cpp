@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every policy on every fixture tree, read by the sysfs reader: properties
 // that must hold on any machine, and exact sets on the machines whose layout
 // is public (derived in comments from fixtures/README.md).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a GPU is: resolve_gpu_node (including numa_node -1), memory_nodes,
 // with_pci_target and the GPU/nproc checks every policy shares.
 #include "policy/machines.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Small constexpr machine builders for the policy tests. A "regular" machine:
 // P packages, each with N NUMA nodes of C cores; core c has `smt` threads

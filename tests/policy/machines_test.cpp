@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whole machines: DGX H100, DGX A100 and p4d.24xlarge built in code, every
 // GPU and every policy. The DGX expectations follow NVIDIA's own published
 // test matrix for gpu_affinity (same sets for balanced and unbalanced, for

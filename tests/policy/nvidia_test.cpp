@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NVIDIA gpu_affinity's five modes with scope, SMT, balanced and min/max
 // options: exact sets derived from the topology, checked at compile time.
 #include "policy/machines.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The "Writing your own policy" example of docs/policies.md, extracted at
 // configure time, compiled and checked.
 #include "own_policy_doc.inc"

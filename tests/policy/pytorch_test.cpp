@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PyTorch's four modes (node, socket, exclusive, core-complex): exact sets on
 // small machines and on the p4d.24xlarge shape, checked at compile time.
 #include "policy/machines.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // recommended_threads: physical cores covered by a binding.
 #include <gpuaff/policy/threads.hpp>
 

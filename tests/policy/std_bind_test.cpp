@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // With `using namespace std;` an unqualified bind(topo, gpu, policy) must be
 // gpuaff::bind, never std::bind (whose forwarding references would win over
 // a `const Topology&` parameter and silently return a call wrapper).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Functions that run in child processes started by the tests (an importable
 # module: spawned and forkserver children import them by name).
 import time

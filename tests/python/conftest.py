@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared by the Python module's tests (run by ctest: python_* tests; see
 # python/CMakeLists.txt for the environment it sets).
 #

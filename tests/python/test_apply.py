@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Applying plans to this process: every thread, the calling thread under a
 # guard, re-applying, and failures that leave every mask as it was.
 import os

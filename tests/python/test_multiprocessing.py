@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Children of torch.multiprocessing and multiprocessing, bound per plan: under
 # the thread guard (spawn), through gpuaff-python (spawn and forkserver), and
 # DataLoader workers through worker_init_fn.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python keywords are the library's option table: the type stubs
 (python/gpuaff/__init__.pyi) are checked against it, a type checker refuses a
 misspelt keyword, and every option of the command line's bind and exec is a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A user installs the package from the source tree into their own environment
 # with pip, offline, with the system's setuptools and pybind11 (a venv with
 # --system-site-packages, as Debian's pip installs nothing outside one). The

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Plans, GPU lists, launcher variables and errors: no binding is applied.
 import json
 import os

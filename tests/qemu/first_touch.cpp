@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A process for `gpuaff doctor` to look at inside the QEMU guests: it places
 // MIB MiB of anonymous memory on NODE by first touch, then sleeps until killed.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // guest_checks: runs as a static program inside a QEMU guest (tests/qemu/init.sh)
 // and checks gpuaff against a real Linux kernel with several NUMA nodes.
 //

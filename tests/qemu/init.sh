@@ -1,4 +1,5 @@
 #!/bin/busybox sh
+# SPDX-License-Identifier: Apache-2.0
 # /init of the gpuaff QEMU guests: mount the kernel file systems, run the
 # checks, record the topology, print everything between markers on the serial
 # console (read back by run_guest.sh), power off. The kernel passes

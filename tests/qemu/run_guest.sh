@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Boots one multi-NUMA guest under QEMU (TCG) and checks gpuaff against the
 # real Linux kernel inside it. Used by ctest (label `qemu`) and by hand:
 #

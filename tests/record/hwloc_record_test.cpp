@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuaff record` captures what hwloc needs: a recording of this machine loads
 // through hwloc (HWLOC_FSROOT) into the topology hwloc sees live.
 #include <gpuaff/source/hwloc.hpp>

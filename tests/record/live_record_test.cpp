@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The live machine ("/"), checked against facts read another way, and the
 // recorder: a recording of this machine loads back to the same Topology.
 #include <gpuaff/record/record.hpp>

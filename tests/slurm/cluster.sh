@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A one-node Slurm cluster on 127.0.0.1, kept entirely under one private
 # directory: its own munged (key, socket, pid, log, seed), slurmctld and slurmd
 # (slurm.conf, gres.conf, cgroup.conf, plugstack.conf, state, spool, logs,

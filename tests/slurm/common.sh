@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The prologue of slurm_test.sh and spank_test.sh, sourced by both once they
 # have set `here` (this directory) and `gpuaff` (the CLI, an absolute path).
 # Sourcing it defines skip and prepare_root (tests/integration/prepare_root.sh)

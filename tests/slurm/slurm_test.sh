@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Real srun launches of `gpuaff exec` on a one-node Slurm 22.05 cluster
 # (tests/slurm/cluster.sh) with two fake GPUs, checking each task's CPU mask
 # and gpuaff's exit status and messages. docs/slurm.md says what each case

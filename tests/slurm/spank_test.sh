@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The SPANK plugin spank_gpuaff.so under a real slurmd: srun launches on the
 # one-node test cluster (tests/slurm/cluster.sh) with two fake GPUs, each
 # checked against exact masks, exit codes and messages, and against what

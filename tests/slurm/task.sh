@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Run by srun as each task of a test step (tests/slurm/slurm_test.sh): prints
 # what Slurm gave the task, then runs COMMAND and prints its exit status.
 #   task.sh [--own-root BASE] [--devices DIR] [--] COMMAND [ARGS...]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // root=FILE.tar: the tar file `gpuaff record --out FILE.tar` writes, read as a
 // root without unpacking (detail/archive_tree.hpp, RootDir's archive mode).
 // The truth is the same recording read as a directory: every fixture gives

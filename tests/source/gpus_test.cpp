@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU visibility: docs/contract.md section 2, with the entry rules of source/visible.hpp.
 #include <gpuaff/source/visible.hpp>
 

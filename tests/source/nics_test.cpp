@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NICs near each GPU (source/nics.hpp), the --nic-env choice (launch/nics.hpp),
 // GPU memory nodes, the JSON form and the recorder round trip. Expected
 // classes and choices are reasoned from the published topology of each

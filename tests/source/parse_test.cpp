@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The number and text scanning that every reader shares (detail/parse.hpp).
 #include <gpuaff/detail/parse.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SysfsDetail::binding must not change any binding: on every fixture tree, each
 // policy for each GPU (and for a --pci NIC), the memory nodes and the resolved
 // node are the same, errors included, as with SysfsDetail::full. The truth here

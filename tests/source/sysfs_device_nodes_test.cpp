@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The device node probe (SysfsOptions::probe_device_nodes, docs/contract.md
 // section 2): in a batch job with CUDA_VISIBLE_DEVICES set, an NVIDIA GPU whose
 // dev/nvidiaM this process may not open is not the process's. Roots hold real

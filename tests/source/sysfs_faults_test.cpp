@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every required file x every way it can be broken gives an Error naming that
 // file (root included) and pointing at `gpuaff record`. The table is generated:
 // one base tree that loads, one mutation at a time.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How many files a load opens: cost must grow with cores (one sibling list per
 // core), not with CPUs x GPUs. The formula below is derived from the reading
 // plan in sysfs.hpp, for a tree with N SMT2 cores in one package, one L3 over

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hostile roots: trees that no kernel writes but that an edited, damaged or
 // planted recording may hold. Each is refused with one error naming the files
 // involved, or read the one way that cannot be wrong and noted; none may give

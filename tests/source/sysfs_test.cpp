@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SysfsSource on small trees shaped like real machines.
 #include <cerrno>
 

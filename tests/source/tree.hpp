@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A tiny sysfs tree builder for tests: a temporary directory removed at the
 // end, files written at root-relative paths (parents created), symlinks, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which vendor each *_VISIBLE_DEVICES variable applies to, the bare MIG-<uuid>
 // form, and the CUDA_DEVICE_ORDER check (docs/contract.md section 2,
 // source/visible.hpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // GPUAFF_STATIC_CHECK(expr): a CHECK that is also a static_assert in the
 // strict build of a CONSTEXPR test, so constant evaluation is proven at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tests' main: doctest's, and a run that selects no test case fails.
 // A folder's tests share one executable and each ctest test runs its own
 // source files' cases (--source-file, tests/CMakeLists.txt): a filter that

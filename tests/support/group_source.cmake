@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes the one translation unit of a test group (tests/CMakeLists.txt,
 # GPUAFF_TEST_GROUPS): every header the members include, then each member
 # inside a namespace of its own, so that the members' file-local helpers (most

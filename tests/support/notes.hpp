@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // has_note(t, {"file", "what"}): whether one of a topology's notes holds every
 // one of the given pieces (notes are one line each; tests match their parts,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuaff bind: print the binding of one GPU or PCI device (or every GPU with
 // --gpu all); nothing is applied.
 #include <algorithm>

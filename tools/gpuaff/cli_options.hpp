@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The options only the command line has (how a result is printed, which
 // process doctor reads, where record writes), in the same row type as the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The gpuaff commands, one file each (bind.cpp, topo.cpp, exec.cpp,
 // record.cpp, doctor.cpp), as functions of typed argument structs that

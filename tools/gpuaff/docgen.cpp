@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuaff-docgen: writes the man page gpuaff(1) and the bash completion from the
 // tables the command line is registered from (cli_options.hpp's commands and
 // options, the library's launch_options, the policy registry, the exit codes),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuaff doctor: is a running process where its plan says? The verdict is the
 // library's (gpuaff/doctor/verdict.hpp: its own GPUAFF_PLAN, or the plan the
 // options give its GPU); this file prints it as text or JSON (docs/doctor.md).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuaff exec: bind this process (every thread, and memory when asked), then
 // replace it with COMMAND through execvp.
 #include <unistd.h>

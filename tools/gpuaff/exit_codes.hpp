@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The exit codes' help section and the one-line form of messages. The codes
 // themselves are the library's (gpuaff/launch/exit_codes.hpp): a launch

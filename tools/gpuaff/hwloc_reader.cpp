@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuaff-hwloc's readers: JSON and hwloc (source=hwloc, hwloc_xml; docs/hwloc.md).
 // Linked into gpuaff-hwloc only, so that gpuaff itself loads no libhwloc.
 #include "commands.hpp"

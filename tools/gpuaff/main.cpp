@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuaff: bind GPU processes to the right CPUs and NUMA memory.
 // This file only wires the command line (CLI11) to the commands (bind.cpp,
 // topo.cpp, exec.cpp, record.cpp, doctor.cpp): every flag is registered from

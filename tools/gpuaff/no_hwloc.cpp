@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuaff's readers: JSON, and no hwloc. gpuaff does not load libhwloc (nor the
 // libudev that comes with it) on any run; gpuaff-hwloc, the same CLI linked
 // with hwloc, reads through it (hwloc_reader.cpp, docs/hwloc.md), and the

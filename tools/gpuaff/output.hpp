@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // How every command writes: its result on stdout, or one error line on
 // stderr ("gpuaff: <what is wrong>; <what to do>") and the exit code of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The policy list as the CLI's --help shows it, from the registry in
 // policy/dispatch.hpp (names, parsing and topo's table use the registry directly).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuaff record: copy the files gpuaff reads into a directory (or one tar
 // file), to replay with --root DIR anywhere.
 #include <signal.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The text report of `gpuaff topo`: what a machine looks like and what each
 // policy gives each GPU, in a form that can be pasted into a bug report.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NICs in `gpuaff topo`'s text report: the network devices, each GPU's
 // nearest ones by PCIe path class and its NIC set (--nic-env), which NICs are
 // rails and why the others are not, each GPU's own

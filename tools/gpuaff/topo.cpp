@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuaff topo: describe the machine, and what every policy gives every GPU.
 #include <unistd.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // spank_gpuaff.so: a Slurm SPANK plugin that binds each task of a step as
 // `gpuaff exec --local-rank` would, in the task itself, just before Slurm
 // execs the task's program (docs/slurm.md, "The SPANK plugin").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Reading and setting one thread's CPU affinity, for any number of CPUs.
 //

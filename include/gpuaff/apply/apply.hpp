@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The apply layer: putting a CpuSet (and a NUMA memory policy) onto threads
 // and child processes. Everything else in gpuaff is pure; the system calls

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Fallback: what a launch does when the machine refuses its binding. Its own
 // header so that the launch layer's option words need not pull in spawning.

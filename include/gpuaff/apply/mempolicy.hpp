@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The calling thread's NUMA memory policy, through raw set_mempolicy(2) and
 // get_mempolicy(2) (no libnuma, no <numaif.h>).

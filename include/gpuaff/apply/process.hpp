@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Whole-process binding: sched_setaffinity(0) binds only the calling thread,
 // so threads that already exist (a logging thread, an OpenMP pool, a CUDA

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // ScopedAffinity: bind the calling thread for a scope, then put back exactly
 // what was there (CPU mask of any size, memory policy and its node mask).

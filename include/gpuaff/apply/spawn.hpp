@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Starting a bound child process. The calling thread is bound under a
 // ScopedAffinity, the child is created (posix_spawnp for a command, fork for a

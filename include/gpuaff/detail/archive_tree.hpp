@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A tar file read into memory as a tree, so that `root=FILE.tar` (what
 // `gpuaff record --out FILE.tar` writes) is read as a root without being

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // errno values as people read them: "EFBIG (File too large)", not "errno 27".
 // Every error message that carries a system call's errno spells it this way.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The one file layer under the sysfs reader and the recorder: whole-file reads
 // with open/read/close (sysfs files report a size of 4096 whatever they hold,

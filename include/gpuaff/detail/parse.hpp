@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The number and text scanning every reader shares: cpulists and hex masks
 // (cpu_set.hpp), PCI addresses (topology.hpp), sysfs attributes

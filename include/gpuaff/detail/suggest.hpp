@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // "Did you mean ...?": the word of a list closest to a mistyped one, for
 // messages about an unknown policy, option word or flag.

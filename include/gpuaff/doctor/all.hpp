@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // `gpuaff doctor --all`: every process of this machine that carries a
 // GPUAFF_PLAN, each checked against that plan (verdict.hpp), and the GPUs'

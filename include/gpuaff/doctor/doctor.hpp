@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Checking a running process against its plan (`gpuaff doctor`, docs/doctor.md):
 // what /proc/PID says about it — its environment, every thread's allowed CPUs,

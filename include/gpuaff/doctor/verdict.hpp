@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // doctor's verdict: is a running process where its plan says? The plan is the
 // one it carries (GPUAFF_PLAN, left by `gpuaff exec` and Python's bind), or,

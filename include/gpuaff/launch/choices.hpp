@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The words a launch is configured with, each list written once: the command
 // line (gpuaff bind/topo/exec), its help and its checks, and any other front

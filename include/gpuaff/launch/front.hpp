@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The front door: from what a user asks (LaunchOptions, launch/options.hpp)
 // and the process's environment to a checked plan, in the library. The CLI's

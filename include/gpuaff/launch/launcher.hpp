@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Which process of the job this is on its machine: the local rank and local
 // size that launchers (torchrun, srun, mpirun, PALS) put in the environment

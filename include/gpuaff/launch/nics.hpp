@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The NIC set of each GPU, and the variables that tell the communication
 // libraries (`--nic-env`, `--nic-libs`; docs/nics.md, docs/contract.md

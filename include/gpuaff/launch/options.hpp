@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What a user asks a launch for, as one value (LaunchOptions), and the one
 // table that describes each option once: its key (the LaunchOptions member,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The plan of one process's binding, made before anything is applied: which
 // device (a visible GPU by index or local rank, or any PCI device), which

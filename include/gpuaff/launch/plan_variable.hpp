@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The plan travels with the process: what `gpuaff exec` (and Python's bind)
 // applied is left in the process's own environment as GPUAFF_PLAN, so that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The buffer the affinity system calls take: a CPU_ALLOC'ed cpu_set_t. glibc's
 // fixed cpu_set_t holds 1024 CPUs, while the kernel wants a mask at least as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The handful of system calls the apply layer makes, behind a table of
 // function pointers. Production code always goes through the real kernel;

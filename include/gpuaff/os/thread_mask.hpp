@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Reading the calling thread's (or any thread's) CPU affinity, for any number
 // of CPUs: what a process may run on. Both the sources (the live allowed set)

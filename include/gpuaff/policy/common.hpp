@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The vocabulary every binding policy shares: job and NVIDIA options, and
 // the pure helpers the policies are built from (participating GPUs, text for

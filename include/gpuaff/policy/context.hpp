@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // BindingContext: what every binding of one job shares, for the policies to
 // evaluate on: the usable CPUs, the participating GPUs and their NUMA nodes,

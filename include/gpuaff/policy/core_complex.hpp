@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // PyTorch's `--numa-binding=core-complex`: one last-level-cache group (an AMD
 // CCX, an Intel socket's L3) of the GPU's node per GPU.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Physical cores, the unit every policy hands out: SMT siblings share a
 // core's execution units, so two ranks must not get two threads of one core.

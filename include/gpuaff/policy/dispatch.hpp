@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Choosing a policy at run time (--policy NAME): the registry of built-in
 // policies, from which their names, parse_policy and the CLI's help are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // PyTorch's `--numa-binding=exclusive`: the node's allowed physical cores split
 // without overlap among the node's participating GPUs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Where a GPU is: its NUMA node (resolve_gpu_node), the memory nodes to bind
 // for it (memory_nodes), and binding a PCI device that is not a visible GPU

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // PyTorch's `--numa-binding=node`: the allowed CPUs of the GPU's NUMA node.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The five modes of NVIDIA's gpu_affinity: all, single, single-unique,
 // unique-interleaved and unique-contiguous, with its scope (node/socket),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Binding policies: pure, constexpr functions from a Topology and a GPU to
 // the CPUs to bind. PyTorch's node, socket, exclusive and core-complex modes;

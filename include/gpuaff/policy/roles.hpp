@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Roles inside a rank (docs/contract.md section 3, "Roles"): a rank's CPUs cut
 // into named pools of whole physical cores, one per kind of thread that runs

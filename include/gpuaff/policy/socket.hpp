@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // PyTorch's `--numa-binding=socket`: the allowed CPUs of every NUMA node in
 // the socket of the GPU's node.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Several ranks on one GPU (`ranks_per_gpu=N`: MPS colocation,
 // NCCL_MULTI_RANK_GPU_ENABLE): the GPU's share cut into N disjoint parts that

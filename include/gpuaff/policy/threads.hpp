@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // How many worker threads suit a binding: one per physical core it covers.
 // SMT siblings share a core's execution units, so compute-bound pools

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Writes a directory tree (a recorded root) into one uncompressed POSIX tar
 // file, so that a bug report is one file: `gpuaff record --out node17.tar`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What hwloc (2.x, Linux backend) reads from a root directory, beyond the files
 // gpuaff's own sysfs reader reads: the hex-mask twins of the *_list files

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // record_topology: copies what SysfsSource reads from a root (normally this
 // machine) into a directory, so that SysfsSource on that directory gives the

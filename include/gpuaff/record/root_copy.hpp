@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // RootCopy: copies root-relative files out of a root (normally this machine)
 // into a recording directory, on the file layer of detail/fs.hpp. Used by

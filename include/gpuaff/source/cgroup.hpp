@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The process's cgroup cpuset under a root (docs/contract.md section 1): the
 // CPUs and memory nodes the kernel lets the process use at all, however

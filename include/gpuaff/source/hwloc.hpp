@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // HwlocSource: a Topology from hwloc (2.x), for users who already trust hwloc's
 // view of their machines or who keep hwloc XML files. Three inputs:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A Topology as JSON, and back: the form `gpuaff topo --format json` prints
 // (docs/contract.md section 3) and `--topology FILE.json` reads. Needs nlohmann_json,

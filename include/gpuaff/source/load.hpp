@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The one way to get a Topology from what a user names: this machine, a
 // recorded root (the sysfs reader), a JSON file, or hwloc (a root or an XML

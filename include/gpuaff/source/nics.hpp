@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What sits near each GPU, read from a root (SysfsSource::load() with full
 // detail): the network PCI devices with their kernel names, the PCIe path

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What a topology source is: anything with a `load()` that gives a Topology or
 // an Error. SysfsSource (a root directory), JsonSource (a JSON file) and the

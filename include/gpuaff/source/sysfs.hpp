@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SysfsSource: a Topology from a root directory laid out like `/` (the live
 // machine, or a recording made by `gpuaff record`). docs/contract.md section 1

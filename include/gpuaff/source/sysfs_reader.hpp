@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SysfsReader: what one SysfsSource::load() reads with, on top of the file
 // layer (detail/fs.hpp): each file read is counted and traced (files_opened(),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The consistency checks every source applies to what it read, whatever the
 // format (sysfs root, JSON file): each finds the first offending pair, and the

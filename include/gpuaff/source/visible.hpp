@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Which GPUs a job sees, and in which order (docs/contract.md section 2).
 //
