@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // doctor --format prometheus: a label value as the text exposition format
 // (version 0.0.4) requires it: backslash, double quote and newline escaped, and
 // valid UTF-8 whatever the process's GPUAFF_PLAN held. The expectations are

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `gpuaff doctor --all --format prometheus` read by Prometheus's own parser
 # (`promtool check metrics`), with processes whose GPUAFF_PLAN puts hostile
 # text into a label: a byte that is not UTF-8, a double quote, a backslash

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The front door's exit, gpuaff::launch(): one set of rules for every front
 // end (exec, the SPANK plugin, Python). Each rule is checked here once; the
 // front ends' tests check only how they spell the result.

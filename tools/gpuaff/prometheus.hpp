@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the text exposition format of Prometheus (version 0.0.4) asks of the
 // text gpuaff writes into it (doctor --format prometheus, doctor.cpp).

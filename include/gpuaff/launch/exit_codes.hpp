@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Exit codes of a launch, one per failure class: the library's error classes
 // (Errc) map onto them. `gpuaff exec`, `gpuaff bind` and the SPANK plugin end

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The front door's exit: from what a user asks (LaunchOptions) and the
 // process's environment to a bound process, or to the one error that says why
