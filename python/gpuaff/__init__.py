@@ -303,8 +303,9 @@ def doctor(pid, min_local=None, **options):
     """Checks running process ``pid``: against the plan it carries in
     GPUAFF_PLAN (left by ``gpuaff exec`` or bind()) when no keyword shapes a
     plan, else against the plan the keywords give its GPU (its own local rank
-    and *_VISIBLE_DEVICES unless ``gpu=``). Returns a dict: ``healthy``,
-    ``problems``, ``notes`` (where the plan came from), ``threads``,
-    ``pages_by_node``, ``local_fraction``, ``expected_cpus``, ... as
-    ``gpuaff doctor --format json`` reports it."""
+    and *_VISIBLE_DEVICES unless ``gpu=``). Returns a dict with the keys of
+    ``gpuaff doctor --format json``: ``healthy``, ``problems``, ``notes``
+    (where the plan came from), ``bdf``, ``threads``, ``roles``, ``memory``
+    (``pages_by_node`` keyed by node id, ``local_fraction``),
+    ``expected_cpus``, ...; CPU lists are sets."""
     return _gpuaff.doctor(pid, min_local, **options)

@@ -17,12 +17,15 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "gpuaff/apply/process.hpp"
 #include "gpuaff/detail/parse.hpp"
 #include "gpuaff/apply/scoped_affinity.hpp"
+#include "gpuaff/doctor/document.hpp"
 #include "gpuaff/doctor/verdict.hpp"
 #include "gpuaff/launch/front.hpp"
 #include "gpuaff/launch/launch.hpp"
@@ -245,43 +248,46 @@ py::dict binding_dict(const ProcessBinding& b) {
   return d;
 }
 
-py::dict verdict_dict(const Verdict& v) {
-  const Expectation& e = v.expected;
-  py::dict d;
-  d["pid"] = v.pid;
-  d["gpu"] = e.gpu;
-  d["pci"] = e.pci;
-  d["gpu_source"] = python_text(e.gpu_source);
-  d["plan_from"] = e.origin == PlanOrigin::recorded ? "GPUAFF_PLAN" : e.origin == PlanOrigin::options ? "options" : "guess";
-  d["policy"] = std::string(to_string(e.policy));
-  d["expected_cpus"] = set_of(e.cpus);
-  d["memory_nodes"] = set_of(e.memory_nodes);
-  d["healthy"] = v.healthy();
-  py::list threads;
-  for (std::size_t i = 0; i < v.threads.size(); ++i) {
-    py::dict t;
-    t["tid"] = v.threads[i].tid;
-    t["name"] = detail::escape_control(v.threads[i].name);
-    t["cpus"] = set_of(v.threads[i].cpus);
-    t["inside"] = static_cast<bool>(v.inside[i]);
-    threads.append(t);
-  }
-  d["threads"] = threads;
-  py::dict pages;
-  for (const auto& [node, n] : v.pages) pages[py::int_(node)] = n;
-  d["pages_by_node"] = pages;
-  d["local_fraction"] = v.total > 0 ? py::object(py::float_(v.local_fraction())) : py::object(py::none());
-  py::list env;
-  for (const auto& s : v.environment) env.append(py::make_tuple(detail::escape_control(s.name), detail::escape_control(s.value), std::string(s.why)));
-  d["environment"] = env;
-  py::list problems;
-  for (const auto& p : v.problems) problems.append(python_text(p));
-  d["problems"] = problems;
-  py::list notes;
-  for (const auto& n : v.notes) notes.append(python_text(n));
-  d["notes"] = notes;
-  return d;
+/// The library's document of a verdict (gpuaff/doctor/document.hpp) as
+/// Python values: the keys of `gpuaff doctor --format json`; messages in
+/// Python's spelling, text escaped as the command line prints it, id sets as
+/// sets, pages per node keyed by node id.
+py::object python_of(const DocValue& d) {
+  return std::visit(
+      [](const auto& x) -> py::object {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::nullptr_t>) {
+          return py::none();
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return py::bool_(x);
+        } else if constexpr (std::is_same_v<T, long long>) {
+          return py::int_(x);
+        } else if constexpr (std::is_same_v<T, double>) {
+          return py::float_(x);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          return py::str(detail::escape_control(x));
+        } else if constexpr (std::is_same_v<T, DocMessage>) {
+          return py::str(python_text(x.text));
+        } else if constexpr (std::is_same_v<T, DocIds>) {
+          return set_of(*CpuSet::parse_list(x.list));  // written by CpuSet::to_list
+        } else if constexpr (std::is_same_v<T, DocNodeCounts>) {
+          py::dict out;
+          for (const auto& [node, n] : x) out[py::int_(node)] = n;
+          return out;
+        } else if constexpr (std::is_same_v<T, DocArray>) {
+          py::list out;
+          for (const auto& e : x) out.append(python_of(e));
+          return out;
+        } else {
+          py::dict out;
+          for (const auto& [k, e] : x) out[py::str(k)] = python_of(e);
+          return out;
+        }
+      },
+      d.v);
 }
+
+py::dict verdict_dict(const Verdict& v) { return python_of(verdict_document(v)); }
 
 /// What gpuaff.bind(), bound() and use_executable() get from the library's
 /// launch (gpuaff/launch/launch.hpp): the plan, the warnings to give (in

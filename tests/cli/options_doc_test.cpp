@@ -18,6 +18,7 @@
 
 #include "cli_options.hpp"
 #include "gpuaff/launch/options.hpp"
+#include "gpuaff/policy/dispatch.hpp"
 
 namespace {
 
@@ -90,10 +91,17 @@ std::string python_table() {
   return t;
 }
 
+std::string policy_table() {
+  std::string t = "| policy | whose mode | rule |\n| --- | --- | --- |\n";
+  for (const auto& p : gpuaff::policy_registry)
+    t += "| `" + std::string(p.name) + "` | " + cell(p.origin) + " | " + cell(p.description) + " |\n";
+  return t;
+}
+
 /// Checks (or, with GPUAFF_UPDATE_DOCS=1, rewrites) the block between the markers of `doc`.
-void check_block(const std::string& doc, const std::string& block) {
-  const std::string begin = "<!-- BEGIN options: generated from the option tables; tests/cli/options_doc_test -->\n";
-  const std::string end = "<!-- END options -->\n";
+void check_block(const std::string& doc, const std::string& block,
+                 const std::string& begin = "<!-- BEGIN options: generated from the option tables; tests/cli/options_doc_test -->\n",
+                 const std::string& end = "<!-- END options -->\n") {
   std::filesystem::path path = std::filesystem::path(GPUAFF_SOURCE_DIR) / doc;
   std::string text = read(path);
   auto b = text.find(begin);
@@ -135,6 +143,11 @@ std::vector<std::string> literals(const std::string& src) {
 TEST_CASE("docs/cli.md's option reference is the option tables") { check_block("docs/cli.md", cli_table()); }
 
 TEST_CASE("docs/python.md's keyword reference is the option table") { check_block("docs/python.md", python_table()); }
+
+TEST_CASE("docs/cli.md's policy list is the policy registry") {
+  check_block("docs/cli.md", policy_table(), "<!-- BEGIN policies: generated from policy_registry; tests/cli/options_doc_test -->\n",
+              "<!-- END policies -->\n");
+}
 
 TEST_CASE("no message of the library names a command-line flag") {
   std::vector<std::string> flags;

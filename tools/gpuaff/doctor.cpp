@@ -7,12 +7,15 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "gpuaff/doctor/all.hpp"
+#include "gpuaff/doctor/document.hpp"
 #include "gpuaff/doctor/verdict.hpp"
 #include "output.hpp"
 #include "prometheus.hpp"
@@ -21,14 +24,6 @@
 namespace gpuaff::cli {
 namespace {
 
-std::string_view origin_name(PlanOrigin o) {
-  switch (o) {
-    case PlanOrigin::recorded: return "GPUAFF_PLAN";
-    case PlanOrigin::options: return "options";
-    case PlanOrigin::guess: return "guess";
-  }
-  return "guess";
-}
 
 /// Text that came from the process (its thread names, its environment, its
 /// GPUAFF_PLAN) or from a recording, safe on an administrator's terminal:
@@ -94,50 +89,36 @@ std::string text_of(const Verdict& v) {
 
 using J = nlohmann::ordered_json;
 
-J json_object(const Verdict& v) {
-  const Expectation& e = v.expected;
-  J j;
-  j["pid"] = v.pid;
-  j["gpu"] = e.gpu;
-  j["bdf"] = e.pci;
-  j["gpu_source"] = e.gpu_source;
-  j["plan_from"] = std::string(origin_name(e.origin));
-  j["policy"] = std::string(to_string(e.policy));
-  j["expected_cpus"] = e.cpus.to_list();
-  j["memory_nodes"] = e.memory_nodes.to_list();
-  if (e.roles) {
-    J roles = J::object();
-    for (std::size_t k = 0; k < role_names.size(); ++k) {
-      const CpuSet& cpus = e.roles->of(static_cast<Role>(k));
-      if (!cpus.empty()) roles[std::string(role_names[k])] = cpus.to_list();
-    }
-    j["roles"] = std::move(roles);
-  }
-  j["healthy"] = v.healthy();
-  J threads = J::array();
-  for (std::size_t i = 0; i < v.threads.size(); ++i) {
-    const auto& t = v.threads[i];
-    J o{{"tid", t.tid}, {"name", t.name}, {"cpus", t.cpus.to_list()}, {"inside", static_cast<bool>(v.inside[i])}};
-    if (std::string_view who = thread_owner(t.name); !who.empty()) o["owner"] = std::string(who);
-    if (e.roles) o["role"] = v.roles[i].empty() ? J(nullptr) : J(v.roles[i]);
-    threads.push_back(std::move(o));
-  }
-  j["threads"] = std::move(threads);
-  J pages = J::object();
-  for (const auto& [node, n] : v.pages) pages[std::to_string(node)] = n;
-  j["memory"] = J{{"pages_by_node", std::move(pages)},
-                  {"local_fraction", v.total > 0 ? J(v.local_fraction()) : J(nullptr)}};
-  J env = J::array();
-  for (const auto& s : v.environment) env.push_back(J{{"name", s.name}, {"value", s.value}, {"why", std::string(s.why)}});
-  j["environment"] = std::move(env);
-  J problems = J::array();
-  for (const auto& p : v.problems) problems.push_back(cli_spelling(p));
-  j["problems"] = std::move(problems);
-  J notes = J::array();
-  for (const auto& n : v.notes) notes.push_back(cli_spelling(n));
-  j["notes"] = std::move(notes);
-  return j;
+/// The library's document (gpuaff/doctor/document.hpp) as JSON: messages as
+/// the command line spells them, id sets as cpulists, node ids as keys.
+J json_of(const DocValue& d) {
+  return std::visit(
+      [](const auto& x) -> J {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, DocMessage>) {
+          return cli_spelling(x.text);
+        } else if constexpr (std::is_same_v<T, DocIds>) {
+          return x.list;
+        } else if constexpr (std::is_same_v<T, DocNodeCounts>) {
+          J o = J::object();
+          for (const auto& [node, n] : x) o[std::to_string(node)] = n;
+          return o;
+        } else if constexpr (std::is_same_v<T, DocArray>) {
+          J a = J::array();
+          for (const auto& e : x) a.push_back(json_of(e));
+          return a;
+        } else if constexpr (std::is_same_v<T, DocObject>) {
+          J o = J::object();
+          for (const auto& [k, e] : x) o[k] = json_of(e);
+          return o;
+        } else {
+          return J(x);
+        }
+      },
+      d.v);
 }
+
+J json_object(const Verdict& v) { return json_of(verdict_document(v)); }
 
 std::string dump(const J& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + '\n'; }
 

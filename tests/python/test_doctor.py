@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: Apache-2.0
+# gpuaff.doctor() and `gpuaff doctor --format json` are one document
+# (gpuaff/doctor/document.hpp): the same keys at every level, the same values
+# (a cpulist in JSON is a set in Python, a node id key a string in JSON and an
+# int in Python), roles included.
+import json
+import os
+import subprocess
+
+import pytest
+
+import gpuaff
+from conftest import DGX_H100
+
+TOOL = os.path.join(os.environ.get("GPUAFF_BINARY_DIR", ""), "tools", "gpuaff", "gpuaff")
+
+
+def same(py, js, path="verdict"):
+    """Asserts that the Python value `py` is the JSON value `js`, key for key."""
+    if isinstance(py, dict):
+        assert isinstance(js, dict), path
+        assert [str(k) for k in py] == list(js), path
+        for k in py:
+            same(py[k], js[str(k)], "%s.%s" % (path, k))
+    elif isinstance(py, list):
+        assert isinstance(js, list) and len(py) == len(js), path
+        for i, (a, b) in enumerate(zip(py, js)):
+            same(a, b, "%s[%d]" % (path, i))
+    elif isinstance(py, set):
+        assert py == gpuaff._gpuaff.parse_cpulist(js), path
+    else:
+        assert py == js, path
+
+
+@pytest.mark.skipif(not os.access(TOOL, os.X_OK), reason="the gpuaff tool is not built beside the module")
+def test_doctor_dict_is_the_cli_json():
+    # A process of its own (sleep), checked against GPU 1 of the DGX H100
+    # recording with roles: main and comm take one core each of GPU 1's 14
+    # (cores 14 and 15), so "roles" is in the document and each thread has a role.
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        options = dict(root=DGX_H100, gpu=1, policy="exclusive", roles="main=1,comm=1")
+        py = gpuaff.doctor(child.pid, **options)
+        cli = subprocess.run([TOOL, "doctor", "--pid", str(child.pid), "--root", DGX_H100, "--gpu", "1", "--policy",
+                              "exclusive", "--roles", "main=1,comm=1", "--format", "json"],
+                             capture_output=True, text=True, check=False)
+    finally:
+        child.kill()
+        child.wait()
+    assert cli.returncode in (0, 7), cli.stderr
+    js = json.loads(cli.stdout)
+    assert list(py) == ["pid", "gpu", "bdf", "gpu_source", "plan_from", "policy", "expected_cpus", "memory_nodes",
+                        "roles", "healthy", "threads", "memory", "environment", "problems", "notes"]
+    assert py["bdf"] == "0000:43:00.0"
+    assert py["expected_cpus"] == gpuaff._gpuaff.parse_cpulist("14-27,126-139")
+    assert py["roles"]["main"] == {14, 126}
+    assert py["roles"]["comm"] == {15, 127}
+    assert all("role" in t for t in py["threads"])
+    assert isinstance(py["memory"]["pages_by_node"], dict)
+    # Messages differ only in how options are spelled: compare with the words as each front end writes them.
+    for key in ("problems", "notes"):
+        assert len(py[key]) == len(js[key])
+        py[key] = js[key] = []
+    same(py, js)
