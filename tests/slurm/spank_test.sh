@@ -85,16 +85,52 @@ for name in no_flag flag_off; do
     expect "$name: task $t says nothing" "$(message $name $t)" ""
   done
 done
-#    Slurm's own core binding (--cpu-bind=cores) puts task N on CPU N; the
-#    plugin runs after it, in the task: --gpuaff=node gives both tasks node
-#    0's CPUs 0-1 (wider than Slurm's binding, inside the step's cgroup).
+#    Slurm's own core binding (--cpu-bind=cores, and task/affinity's default
+#    without --cpu-bind) puts task N on CPU N. The plugin replaces the default
+#    one (contract section 6): without --cpu-bind, --gpuaff=node gives both
+#    tasks node 0's CPUs 0-1, drawn from the step's cgroup (it kept Slurm's
+#    one CPU before, with a warning). An explicit --cpu-bind=cores with
+#    --gpuaff asks for two bindings: srun stops before anything runs, naming
+#    --cpu-bind=none.
 step cores "-n2" "--gres=gpu:2" "--cpu-bind=cores" -- "${show_plan[@]}"
-step cores_node "-n2" "--gres=gpu:2" "--cpu-bind=cores" "--gpuaff=node" -- "${show_plan[@]}"
+step default_node "-n2" "--gres=gpu:2" "--gpuaff=node" -- "${show_plan[@]}"
 for t in 0 1; do
   expect "--cpu-bind=cores: task $t on CPU $t (Slurm's binding)" "$(field cores $t before)" "$t cvd=0,1"
-  expect "--cpu-bind=cores --gpuaff=node: task $t on node 0's CPUs" "$(field cores_node $t before)" "0-1 cvd=0,1"
-  expect_in "--cpu-bind=cores --gpuaff=node: task $t has a plan" "$(field cores_node $t plan)" "v1 gpu=$t pci=0000:e$((t + 1)):00.0 from=SLURM_LOCALID=$t policy=node node=0 cpus=0-1 "
+  expect "Slurm's default binding, --gpuaff=node: task $t on node 0's CPUs" "$(field default_node $t before)" "0-1 cvd=0,1"
+  expect_in "Slurm's default binding, --gpuaff=node: task $t has a plan" "$(field default_node $t plan)" "v1 gpu=$t pci=0000:e$((t + 1)):00.0 from=SLURM_LOCALID=$t policy=node node=0 cpus=0-1 "
+  expect "Slurm's default binding, --gpuaff=node: task $t says nothing" "$(message default_node $t)" ""
 done
+step cores_node "-n2" "--gres=gpu:2" "--cpu-bind=cores" "--gpuaff=node" -- "${show_plan[@]}"
+expect "--cpu-bind=cores --gpuaff=node: no task runs" "$(cat "$tmp/cores_node.out")" ""
+expect_in "--cpu-bind=cores --gpuaff=node: one line naming --cpu-bind=none" "$(cat "$tmp/cores_node.err")" \
+  "srun: error: gpuaff: srun --cpu-bind=cores binds each task, and --gpuaff binds it to its GPU's CPUs instead; use --cpu-bind=none with --gpuaff"
+expect "--cpu-bind=cores --gpuaff=node: srun fails" "$(cat "$tmp/cores_node.rc")" 255
+#    Where Slurm's default binding and the plan disagree, the plan wins: the
+#    site binds every task to GPU 1's share (gpu=1 nproc=2 exclusive: CPU 1);
+#    task 0, which task/affinity put on CPU 0, ended with exit 5 before.
+plugstack "optional $plugin root=$root gpu=1 nproc=2 policy=exclusive"
+step default_gpu1 "-n2" "--gres=gpu:2" "--gpuaff" -- "${show_plan[@]}"
+for t in 0 1; do
+  expect "default binding, site gpu=1: task $t on CPU 1" "$(field default_gpu1 $t before)" "1 cvd=0,1"
+  expect "default binding, site gpu=1: task $t exit status" "$(field default_gpu1 $t rc)" 0
+done
+#    Inside a Slurm task Slurm's own variables win: a LOCAL_RANK exported
+#    before srun reaches every task (srun passes its environment on) and is
+#    named; each task is still bound by its SLURM_LOCALID.
+plugstack "optional $plugin root=$root"
+step inherited "-n2" "--gres=gpu:2" "--cpu-bind=none" "--gpuaff=exclusive" "--export=ALL,LOCAL_RANK=0" -- "${show_plan[@]}"
+for t in 0 1; do
+  expect "inherited LOCAL_RANK=0: task $t on CPU $t" "$(field inherited $t before)" "$t cvd=0,1"
+done
+expect "inherited LOCAL_RANK=0: task 0 says nothing" "$(message inherited 0)" ""
+expect_in "inherited LOCAL_RANK=0: task 1 names it" "$(message inherited 1)" \
+  "gpuaff: warning: LOCAL_RANK=0 in the task's environment (inherited from where srun ran) is not this task's SLURM_LOCALID=1"
+#    local_rank=false in plugstack.conf names no device: an error, not GPU 0.
+plugstack "optional $plugin root=$root local_rank=false"
+step no_device "-n2" "--gres=gpu:2" "--cpu-bind=none" "--gpuaff=exclusive" -- "${show_plan[@]}"
+expect "local_rank=false: exit code" "$(srun_exit no_device)" "tasks 0-1: Exited with exit code 2"
+expect_in "local_rank=false: task 0 message" "$(message no_device 0)" "gpuaff: plugstack.conf: local_rank=false leaves each task without a device"
+plugstack "optional $plugin root=$root"
 
 # 2. A policy that is not one: srun refuses it before anything runs, with
 #    gpuaff's own words (as `gpuaff exec --policy exclusiv` says them).
@@ -117,6 +153,16 @@ for t in 0 1; do
   expect "default=on: task $t carries exec's GPUAFF_PLAN" "$(field default_on $t plan)" "${exec_plan[$t]}"
   expect "default=on --gpuaff=off: task $t is not bound" "$(field default_off $t before)" "0-1 cvd=0,1"
   expect "default=on --gpuaff=off: task $t has no plan" "$(field default_off $t plan)" unset
+done
+#    Under default=on an explicit --cpu-bind=cores is the same conflict, said
+#    by srun before anything runs; --gpuaff=off keeps Slurm's binding.
+step default_cores "-n2" "--gres=gpu:2" "--cpu-bind=cores" -- "${show_plan[@]}"
+expect "default=on --cpu-bind=cores: srun fails" "$(cat "$tmp/default_cores.rc")" 1
+expect "default=on --cpu-bind=cores: no task runs" "$(cat "$tmp/default_cores.out")" ""
+expect_in "default=on --cpu-bind=cores: the conflict named" "$(cat "$tmp/default_cores.err")" "use --cpu-bind=none with --gpuaff"
+step default_cores_off "-n2" "--gres=gpu:2" "--cpu-bind=cores" "--gpuaff=off" -- "${show_plan[@]}"
+for t in 0 1; do
+  expect "default=on --cpu-bind=cores --gpuaff=off: task $t on CPU $t (Slurm's)" "$(field default_cores_off $t before)" "$t cvd=0,1"
 done
 #    A bad policy in plugstack.conf ends each task before it runs, with exec's
 #    message and exit code (2: a usage mistake).

@@ -33,8 +33,11 @@ extern "C" {
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -96,6 +99,62 @@ bool exec_option(std::string_view key) {
   return o != nullptr && o->set != nullptr && (o->commands & for_exec) != 0;
 }
 
+/// The binding types an srun --cpu-bind value asks for: its comma-separated
+/// words less the reporting ones (quiet, verbose). "none"/"no" asks for none.
+std::vector<std::string> cpu_bind_types(std::string_view value) {
+  std::vector<std::string> types;
+  for (std::string_view word : detail::comma_items(value))
+    if (word != "quiet" && word != "q" && word != "verbose" && word != "v" && !word.empty())
+      types.emplace_back(word);
+  return types;
+}
+
+/// srun's own --cpu-bind (or --cpu_bind) value, read from its command line in
+/// srun's process; nullopt when it was not given. Slurm passes a task no trace
+/// of whether its binding was asked for or is task/affinity's default (both
+/// read SLURM_CPU_BIND_TYPE=mask_cpu:), so only srun can tell.
+std::optional<std::string> srun_cpu_bind() {
+  std::FILE* f = std::fopen("/proc/self/cmdline", "re");
+  if (f == nullptr) return std::nullopt;
+  std::string all;
+  char buf[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0 && all.size() < (1u << 20)) all.append(buf, n);
+  std::fclose(f);
+  std::vector<std::string> args;
+  for (std::size_t at = 0; at < all.size();) {
+    std::size_t end = all.find('\0', at);
+    if (end == std::string::npos) end = all.size();
+    args.emplace_back(all.substr(at, end - at));
+    at = end + 1;
+  }
+  std::optional<std::string> value;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") break;
+    for (std::string_view flag : {"--cpu-bind", "--cpu_bind"}) {
+      if (a == flag && i + 1 < args.size()) value = args[i + 1];
+      else if (a.size() > flag.size() && a.compare(0, flag.size(), flag) == 0 && a[flag.size()] == '=')
+        value = a.substr(flag.size() + 1);
+    }
+  }
+  return value;
+}
+
+/// The one line that names the conflict of --gpuaff with srun's own
+/// --cpu-bind, when srun was given one that binds (cores, threads, a mask...);
+/// none and the reporting words (quiet, verbose) do not.
+std::optional<std::string> cpu_bind_conflict() {
+  auto value = srun_cpu_bind();
+  if (!value) return std::nullopt;
+  auto types = cpu_bind_types(*value);
+  bool binds = !types.empty() && !(types.size() == 1 && (types[0] == "none" || types[0] == "no"));
+  if (!binds) return std::nullopt;
+  return "gpuaff: srun --cpu-bind=" + detail::one_line(*value).substr(0, 80) +
+         " binds each task, and --gpuaff binds it to its GPU's CPUs instead; use --cpu-bind=none with --gpuaff "
+         "(or leave --cpu-bind out)";
+}
+
 int option_callback(int, const char* optarg, int remote) {
   try {
     settings.flag_given = true;
@@ -109,6 +168,13 @@ int option_callback(int, const char* optarg, int remote) {
       if (auto ok = set_option(o, "policy", settings.flag_policy); !ok) {
         std::string text = detail::one_line(ok.error().message());
         slurm_error("gpuaff: --gpuaff=%s: %s", detail::one_line(settings.flag_policy).c_str(), text.c_str());
+        return -1;
+      }
+    }
+    // In srun: --gpuaff with srun's own binding asks for two bindings of each task.
+    if (remote == 0 && !settings.flag_off) {
+      if (auto conflict = cpu_bind_conflict()) {
+        slurm_error("%s", conflict->c_str());
         return -1;
       }
     }
@@ -126,7 +192,7 @@ spank_option gpuaff_option{
 
 /// The task's environment, read through slurmstepd (the variables Slurm set
 /// for this task: SLURM_LOCALID, SLURM_TASKS_PER_NODE, CUDA_VISIBLE_DEVICES...).
-Environment task_environment(spank_t sp) {
+Environment raw_task_environment(spank_t sp) {
   return [sp](std::string_view name) -> std::optional<std::string> {
     std::string key(name);
     std::vector<char> buf(4096);
@@ -145,17 +211,45 @@ Environment task_environment(spank_t sp) {
 Result<LaunchOptions> task_options() {
   if (!settings.config_errors.empty()) return fail(Errc::invalid_argument, settings.config_errors.front());
   LaunchOptions o;
-  bool device_named = false;
-  for (const auto& [key, value] : settings.kv) {
-    GPUAFF_TRY_VOID(set_option(o, key, value));
-    device_named = device_named || key == "gpu" || key == "pci" || key == "local_rank";
-  }
+  for (const auto& [key, value] : settings.kv) GPUAFF_TRY_VOID(set_option(o, key, value));
   if (!settings.flag_policy.empty()) GPUAFF_TRY_VOID(set_option(o, "policy", settings.flag_policy));
-  if (!device_named) GPUAFF_TRY_VOID(set_option(o, "local_rank", "true"));
+  if (o.was_given("local_rank") && !o.local_rank && !o.gpu && !o.pci && !o.all_gpus)
+    return fail(Errc::invalid_argument, "plugstack.conf: local_rank=false leaves each task without a device: the "
+                "plugin binds a task by its local rank unless gpu=N or pci=BDF names one; leave local_rank out");
+  if (!o.gpu && !o.pci && !o.all_gpus) GPUAFF_TRY_VOID(set_option(o, "local_rank", "true"));
+  // The plugin replaces Slurm's default task binding (contract section 6):
+  // task/affinity has already bound the task to its own cores, and the share
+  // is drawn from the step's cgroup instead. An explicit srun --cpu-bind that
+  // binds was refused in srun (option_callback, slurm_spank_init_post_opt).
+  if (!o.was_given("baseline")) GPUAFF_TRY_VOID(set_option(o, "baseline", "cgroup"));
   if (o.all_gpus)
     return fail(Errc::invalid_argument, "gpu=all is for bind: a task is bound to one device; name it with gpu=N, "
                 "pci=BDF or local_rank=true in plugstack.conf");
   return o;
+}
+
+/// The task's environment as the plan reads it: inside a Slurm task, Slurm's
+/// own rank and size variables win. Another launcher's (LOCAL_RANK,
+/// OMPI_COMM_WORLD_LOCAL_RANK, ...) in a task's environment were inherited
+/// from where srun ran (`export LOCAL_RANK=0; srun ...` gives every task the
+/// same one): they are hidden, and one that contradicts SLURM_LOCALID is
+/// named in `warnings`.
+Environment task_environment(spank_t sp, std::vector<std::string>& warnings) {
+  Environment raw = raw_task_environment(sp);
+  std::optional<std::string> slurm_rank = raw("SLURM_LOCALID");
+  if (!slurm_rank) return raw;
+  for (std::string_view v : local_rank_variables) {
+    if (v == "SLURM_LOCALID") continue;
+    if (auto other = raw(v); other && *other != *slurm_rank)
+      warnings.push_back(std::string(v) + "=" + other->substr(0, 20) + " in the task's environment (inherited from "
+                         "where srun ran) is not this task's SLURM_LOCALID=" + *slurm_rank +
+                         ": the task is bound by SLURM_LOCALID; unset " + std::string(v) + " before srun");
+  }
+  return [raw](std::string_view name) -> std::optional<std::string> {
+    auto listed = [name](const auto& list) { return std::find(list.begin(), list.end(), name) != list.end(); };
+    if (name != "SLURM_LOCALID" && (listed(local_rank_variables) || listed(local_size_variables))) return std::nullopt;
+    return raw(name);
+  };
 }
 
 int bind_task(spank_t sp) {
@@ -166,8 +260,10 @@ int bind_task(spank_t sp) {
   }
   // The library's launch (gpuaff/launch/launch.hpp) holds every rule, as for
   // `gpuaff exec`; the plugin prints and sets the task's variables.
-  Launched l = launch(*options, task_environment(sp), Readers{},
-                      LaunchCall{.apply = LaunchApply::process, .running = "running the task"});
+  std::vector<std::string> inherited;
+  Environment env = task_environment(sp, inherited);
+  for (const auto& w : inherited) say(std::string(prefix) + "warning: " + w);
+  Launched l = launch(*options, env, Readers{}, LaunchCall{.apply = LaunchApply::process, .running = "running the task"});
   for (const auto& w : l.warnings) say(std::string(prefix) + "warning: " + w);
   if (!l.ok()) {
     say(std::string(prefix) + std::string(l.error->message()));
@@ -233,6 +329,23 @@ int slurm_spank_init(spank_t sp, int ac, char** av) {
     return -1;
   } catch (...) {
     slurm_error("gpuaff: plugin start failed");
+    return -1;
+  }
+}
+
+/// In srun, under site default=on without --gpuaff: an explicit --cpu-bind
+/// that binds conflicts as in option_callback. An optional plugin's error is
+/// ignored here, so srun is ended, as srun itself ends on a bad option,
+/// before anything is allocated.
+int slurm_spank_init_post_opt(spank_t, int, char**) {
+  try {
+    if (spank_context() != S_CTX_LOCAL || !active() || settings.flag_given) return 0;
+    if (auto conflict = cpu_bind_conflict()) {
+      slurm_error("%s", conflict->c_str());
+      std::exit(1);
+    }
+    return 0;
+  } catch (...) {
     return -1;
   }
 }
