@@ -11,6 +11,8 @@
 
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -246,10 +248,20 @@ TEST_CASE("mi300x-cpx: 64 GPUs, each an eighth of its device's share") {
   // GPU 63: device 7, the last of node 1's four (cores 96 + 72 .. 191), partition 7: 189-191.
   CHECK(r63.cpus == mi(189, 191));
   CHECK(r63.visible_gpu == 63);
-  // policy node: the device's share is its whole node, 96 cores; partition 5 gets 60-71.
+  // policy node shares the node: a partition gets what any GPU of node 0 gets,
+  // its 96 cores (contract section 6; it was an eighth, 60-71, and GPU 0 and
+  // GPU 8, partition 0 of devices 0 and 1, both got cores 0-11).
   LaunchOptions node = g13;
   REQUIRE(gpuaff::set_option(node, "policy", "node"));
-  CHECK(plan_of(node).cpus == mi(60, 71));
+  CHECK(plan_of(node).cpus == mi(0, 95));
+  CHECK(plan_of(node).ranks_per_gpu == 1);
+  LaunchOptions node8 = node;
+  REQUIRE(gpuaff::set_option(node8, "gpu", "8"));
+  CHECK(plan_of(node8).cpus == mi(0, 95));
+  LaunchOptions socket = node;
+  REQUIRE(gpuaff::set_option(socket, "policy", "socket"));
+  REQUIRE(gpuaff::set_option(socket, "gpu", "40"));  // device 5, node 1
+  CHECK(plan_of(socket).cpus == mi(96, 191));
   // partitions are GPUs already: ranks_per_gpu on one is a mistake
   LaunchOptions twice = g13;
   REQUIRE(gpuaff::set_option(twice, "ranks_per_gpu", "2"));
@@ -282,6 +294,72 @@ TEST_CASE("a JSON topology keeps the partitions; a garbled mode names its file")
   CHECK(garbled.error().code() == Errc::parse_error);
   CHECK(garbled.error().message().find("current_compute_partition") != std::string_view::npos);
   CHECK(garbled.error().message().find("'XPX'") != std::string_view::npos);
+}
+
+TEST_CASE("mi300x in DPX and QPX under a launcher: splitting policies cut each device's part, sharing ones do not") {
+  // The mi300x root with every device's current_compute_partition rewritten:
+  // DPX gives 2 GPUs per device (16 in all), QPX 4 (32). Node 0 = cores 0-95
+  // (+192) with devices 0-3. exclusive splits node 0 among its 4 devices, 24
+  // cores each (device d: 24d .. 24d+23), then the device's 24 among its
+  // partitions: DPX 12 each, QPX 6 each. node gives every partition the
+  // whole node, as any GPU of node 0 gets it.
+  auto mi = [](int a, int b) { return CpuSet::range(a, b) | CpuSet::range(a + 192, b + 192); };
+  for (auto [mode, parts] : {std::pair{"DPX", 2}, std::pair{"QPX", 4}}) {
+    CAPTURE(mode);
+    gpuaff_test::TempTree tree;
+    std::filesystem::copy(gpuaff_test::fixture("mi300x"), tree.path("root"),
+                          std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+    for (const char* dev : {"0000:05:00.0", "0000:26:00.0", "0000:46:00.0", "0000:65:00.0", "0000:85:00.0",
+                            "0000:a6:00.0", "0000:c6:00.0", "0000:e5:00.0"}) {
+      std::string file = tree.path("root") + "/sys/bus/pci/devices/" + dev + "/current_compute_partition";
+      std::ofstream(file) << mode << "\n";
+    }
+    LaunchOptions o;
+    REQUIRE(gpuaff::set_option(o, "root", tree.path("root")));
+    REQUIRE(gpuaff::set_option(o, "local_rank", "true"));
+    REQUIRE(gpuaff::set_option(o, "policy", "exclusive"));
+    std::string size = std::to_string(8 * parts);
+    // Local rank 5: device 5 / parts, partition 5 % parts.
+    int device = 5 / parts, part = 5 % parts, width = 24 / parts;
+    auto p = plan_of(o, {{"LOCAL_RANK", "5"}, {"LOCAL_WORLD_SIZE", size}});
+    CHECK(p.visible_gpu == 5);
+    CHECK(p.cpus == mi(24 * device + width * part, 24 * device + width * (part + 1) - 1));
+    CHECK(p.ranks_per_gpu == parts);
+    CHECK(p.part == part);
+    // The last rank: device 7 (node 1's last, cores 96 + 72 .. 191), its last partition.
+    auto last = plan_of(o, {{"LOCAL_RANK", std::to_string(8 * parts - 1)}, {"LOCAL_WORLD_SIZE", size}});
+    CHECK(last.cpus == mi(192 - width, 191));
+    REQUIRE(gpuaff::set_option(o, "policy", "node"));
+    CHECK(plan_of(o, {{"LOCAL_RANK", "5"}, {"LOCAL_WORLD_SIZE", size}}).cpus == mi(0, 95));
+    // One rank past the GPUs is named.
+    auto beyond = gpuaff::plan(o, env_of({{"LOCAL_RANK", size}, {"LOCAL_WORLD_SIZE", size}}));
+    CHECK_FALSE(beyond.has_value());
+  }
+}
+
+TEST_CASE("topo --format json lists every GPU as bind numbers it, each partition with its device") {
+  LaunchOptions o;
+  REQUIRE(gpuaff::set_option(o, "root", gpuaff_test::fixture("mi300x-cpx")));
+  auto t = gpuaff::load(o, env_of({}));
+  REQUIRE(t.has_value());
+  auto doc = nlohmann::json::parse(gpuaff::to_json(*t));
+  REQUIRE(doc["gpus"].size() == 64);  // it listed the 8 devices, while bind took --gpu 63
+  CHECK(doc["gpus"][13]["index"] == 13);
+  CHECK(doc["gpus"][13]["bdf"] == "0000:26:00.0");
+  CHECK(doc["gpus"][13]["partition"] == nlohmann::json{{"index", 5}, {"of", 8}});
+  CHECK(doc["gpus"][63]["partition"]["index"] == 7);
+  auto back = gpuaff::topology_from_json(doc.dump(), "mi300x-cpx.json");
+  REQUIRE_MESSAGE(back.has_value(), back.error().message());
+  CHECK(back->gpus == t->gpus);
+  // A partition beyond its device's mode, or listed twice, is named.
+  auto bad = doc;
+  bad["gpus"][13]["partition"]["index"] = 8;
+  CHECK_FALSE(gpuaff::topology_from_json(bad.dump(), "x.json").has_value());
+  auto twice = doc;
+  twice["gpus"][14]["partition"]["index"] = 5;
+  auto t2 = gpuaff::topology_from_json(twice.dump(), "x.json");
+  REQUIRE_FALSE(t2.has_value());
+  CHECK(t2.error().message().find("partition 5 is listed twice") != std::string_view::npos);
 }
 
 // Locality domains (domains_per_gpu=N): sysfs shows one device; each GPU

@@ -357,8 +357,10 @@ inline Result<void> plan_machine_share(LaunchPlan& plan, const PciAddress& targe
 
 /// A partition of an AMD GPU (PciDevice::compute_partitions N > 1) as the
 /// target: the policy binds the physical GPUs, one entry per device (the
-/// plan's topology then lists those), and the target gets part `partition`
-/// of its device's share, as ranks_per_gpu=N would (policy/split.hpp).
+/// plan's topology then lists those); under a policy that splits a node among
+/// GPUs the target gets part `partition` of its device's share, as
+/// ranks_per_gpu=N would (policy/split.hpp), under one that shares it the
+/// device's whole share.
 /// JobOptions::nproc, counted in partitions, becomes the devices they are on.
 /// Errors: Errc::invalid_argument with ranks_per_gpu above 1 or several GPUs.
 inline Result<void> collapse_partitions(LaunchPlan& plan, const LaunchOptions& o) {
@@ -374,6 +376,12 @@ inline Result<void> collapse_partitions(LaunchPlan& plan, const LaunchOptions& o
   plan.gpu = v.device_of[static_cast<std::size_t>(plan.gpu)];
   if (plan.job.nproc > 0) plan.job.nproc = v.nproc;
   plan.topo = std::move(v.topo);
+  // A policy that shares (node, socket, NVIDIA's all and single) gives an AMD
+  // partition what any GPU of its node gets; one that splits the node among
+  // GPUs splits it among the devices, then each device's part among its
+  // partitions (contract section 6). Locality domains (domains_per_gpu) are
+  // parts of their GPU's locality under every policy.
+  if (!splits_among_gpus(plan.policy.kind) && o.domains_per_gpu <= 1) return {};
   plan.ranks_per_gpu = n;
   plan.part = part;
   return {};
@@ -588,8 +596,10 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchOptions& o, const
     bool is_gpu = plan.visible_gpu >= 0 || plan.target().pci.is_gpu();
     GPUAFF_TRY_VOID(detail::plan_machine_share(plan, target, is_gpu));
   }
-  GPUAFF_TRY_VOID(detail::collapse_partitions(plan, o));
+  // The local size counts GPUs as the launcher does (partitions, domains):
+  // nproc in those, which collapse_partitions turns into devices.
   if (plan.share != Share::machine) GPUAFF_TRY_VOID(detail::use_local_size(plan, o, context));
+  GPUAFF_TRY_VOID(detail::collapse_partitions(plan, o));
   GPUAFF_TRY_VOID(detail::find_more_gpus(plan, o, visible));
   GPUAFF_TRY(detail::GpuBinding b, detail::bind_gpu(plan, o, plan.gpu, narrowed));
   plan.cpus = b.cpus;

@@ -452,6 +452,20 @@ inline Result<Gpu> parse_gpu(const Parser& p, const Json& o, const std::string& 
     return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "GPU ", addr->to_string(),
                  " is not among pci_devices; add a pci_devices entry for it");
   g.pci = *d;
+  // "partition": {"index": k, "of": n}: one of the n GPUs HIP makes of a
+  // partitioned AMD device (contract section 6); n is the device's mode.
+  if (const Json* part = Parser::find(o, "partition")) {
+    std::string at = Parser::join(path, "partition");
+    GPUAFF_TRY_VOID(p.expect(*part, at, Json::value_t::object, "an object {\"index\": k, \"of\": n}"));
+    GPUAFF_TRY(const Json* of, p.require(*part, at, "of"));
+    GPUAFF_TRY(long long n, p.integer(*of, Parser::join(at, "of"), 1, 8));
+    if (n != d->compute_partitions)
+      return p.bad(Errc::parse_error, Parser::join(at, "of"), n, " partitions, and the pci_devices entry of ",
+                   addr->to_string(), " says ", d->compute_partitions, " (compute_partition); change both");
+    GPUAFF_TRY(const Json* k, p.require(*part, at, "index"));
+    GPUAFF_TRY(long long kv, p.integer(*k, Parser::join(at, "index"), 0, n - 1));
+    g.partition = static_cast<int>(kv);
+  }
   if (const Json* node = Parser::find(o, "numa_node")) {
     GPUAFF_TRY(long long nv, p.integer(*node, Parser::join(path, "numa_node"), -1, CpuSet::capacity - 1));
     if (nv != d->numa_node)
@@ -564,17 +578,34 @@ inline Result<void> parse_gpu_near(const Parser& p, const Json& o, const std::st
 }
 
 inline Result<void> parse_gpus(const Parser& p, const Json& doc, Topology& t) {
+  // A partitioned device's GPUs are listed one by one with "partition"; a
+  // file written before that lists the device once, and its partitions come
+  // from pci_devices' compute_partition.
+  std::vector<bool> one_by_one;
   auto gpu = [&](const Json& o, const std::string& path, std::size_t i) -> Result<void> {
     GPUAFF_TRY(Gpu g, parse_gpu(p, o, path, i, t));
     GPUAFF_TRY_VOID(parse_gpu_near(p, o, path, t, g));
-    for (const auto& other : t.gpus)
-      if (other.pci.address == g.pci.address)
+    bool listed_part = Parser::find(o, "partition") != nullptr;
+    for (std::size_t k = 0; k < t.gpus.size(); ++k)
+      if (t.gpus[k].pci.address == g.pci.address && (!listed_part || !one_by_one[k] || t.gpus[k].partition == g.partition))
         return p.bad(Errc::parse_error, Parser::join(path, "bdf"), "GPU ", g.pci.address.to_string(),
+                     listed_part ? std::string(" partition ") + std::to_string(g.partition) : std::string(),
                      " is listed twice");
     t.gpus.push_back(g);
+    one_by_one.push_back(listed_part);
     return {};
   };
   GPUAFF_TRY_VOID(p.each_object(doc, "gpus", false, gpu));
+  std::vector<Gpu> all;
+  for (std::size_t k = 0; k < t.gpus.size(); ++k) {
+    if (one_by_one[k]) {
+      all.push_back(t.gpus[k]);
+    } else {
+      for (Gpu& part : expand_partitions({t.gpus[k]})) all.push_back(std::move(part));
+    }
+  }
+  for (std::size_t k = 0; k < all.size(); ++k) all[k].index = static_cast<int>(k);
+  t.gpus = std::move(all);
   return {};
 }
 
@@ -661,7 +692,6 @@ inline Result<Topology> parse(const Json& doc, std::string_view origin) {
   std::vector<Gpu> hidden;
   GPUAFF_TRY_VOID(parse_hidden_gpus(p, doc, t, hidden));
   t.host_gpus = host_gpus_of(t, hidden);
-  t.gpus = expand_partitions(t.gpus);  // a partitioned device is listed once: its GPUs in a row
   GPUAFF_TRY_VOID(parse_notes(p, doc, t));
   return t;
 }
@@ -749,13 +779,11 @@ inline void add_gpu_near(OrderedJson& o, const Topology& t, const Gpu& g) {
 inline OrderedJson gpus_json(const Topology& t) {
   OrderedJson gpus = OrderedJson::array();
   for (const auto& g : t.gpus) {
-    // A partitioned GPU once: its partitions come back from pci_devices' compute_partition.
-    bool again = std::any_of(t.gpus.begin(), t.gpus.begin() + (&g - t.gpus.data()),
-                             [&](const Gpu& e) { return e.pci.address == g.pci.address; });
-    if (again) continue;
+    // Every GPU as bind numbers it; a partition of an AMD device says which (contract section 6).
     OrderedJson o;
-    o["index"] = gpus.size();  // g.index, but for partitioned devices: the device's position
+    o["index"] = gpus.size();
     o["bdf"] = std::string(g.pci.address.to_string().view());
+    if (g.pci.compute_partitions > 1) o["partition"] = OrderedJson{{"index", g.partition}, {"of", g.pci.compute_partitions}};
     o["uuid"] = std::string(g.uuid.view());
     o["numa_node"] = g.pci.numa_node;
     add_gpu_near(o, t, g);
