@@ -309,3 +309,28 @@ def doctor(pid, min_local=None, **options):
     (``pages_by_node`` keyed by node id, ``local_fraction``),
     ``expected_cpus``, ...; CPU lists are sets."""
     return _gpuaff.doctor(pid, min_local, **options)
+
+
+def _with_keywords(function, keys, leading=()):
+    """Gives `function` the signature help() and inspect show: its leading
+    parameters, then every keyword of the option table it takes (keyword-only,
+    default None: the option's own default)."""
+    import inspect
+
+    params = []
+    for p in leading:  # "name" (required) or ("name", default)
+        name, default = (p, inspect.Parameter.empty) if isinstance(p, str) else p
+        params.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default))
+    params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None) for k in keys]
+    function.__signature__ = inspect.Signature(params)
+    return function
+
+
+_MACHINE_KEYS = ("root", "topology", "source", "hwloc_xml", "visible_devices", "vendor")
+_with_keywords(plan, OPTIONS)
+_with_keywords(bind, OPTIONS, (("plan", None),))
+_with_keywords(bound, OPTIONS, (("plan", None),))
+_with_keywords(use_executable, OPTIONS, (("plan", None), ("context", None)))
+_with_keywords(doctor, OPTIONS, ("pid", ("min_local", None)))
+_with_keywords(load, _MACHINE_KEYS + ("pci", "unreachable", "nic_env", "mem_nodes"))
+_with_keywords(gpus, ("root", "topology", "source", "visible_devices", "vendor"))

@@ -24,6 +24,7 @@
 
 #include "gpuaff/apply/process.hpp"
 #include "gpuaff/detail/parse.hpp"
+#include "gpuaff/detail/suggest.hpp"
 #include "gpuaff/apply/scoped_affinity.hpp"
 #include "gpuaff/doctor/document.hpp"
 #include "gpuaff/doctor/verdict.hpp"
@@ -159,10 +160,14 @@ LaunchOptions options_of(const py::kwargs& kw, std::initializer_list<std::string
     bool allowed = only.size() == 0 || std::find(only.begin(), only.end(), k) != only.end();
     if (row == nullptr || !takes_python(*row) || !allowed) {
       std::string valid;
-      if (only.size() == 0) valid = keyword_names();
-      else
-        for (auto n : only) valid += (valid.empty() ? "" : ", ") + std::string(n);
-      usage("unknown option '" + k.substr(0, 40) + "'; use " + valid);
+      std::vector<std::string_view> keys;
+      for (const auto& row_info : launch_options)
+        if (takes_python(row_info) && (only.size() == 0 || std::find(only.begin(), only.end(), row_info.key) != only.end()))
+          keys.push_back(row_info.key);
+      for (auto n : keys) valid += (valid.empty() ? "" : ", ") + std::string(n);
+      std::string_view guess = detail::closest(k, keys);
+      usage("unknown option '" + k.substr(0, 40) + "'" + (guess.empty() ? std::string() : "; did you mean " + std::string(guess) + "?") +
+            "; use " + valid);
     }
     if (value.is_none()) continue;
     auto set = set_option(o, k, text_of(*row, value));

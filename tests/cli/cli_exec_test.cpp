@@ -256,3 +256,25 @@ TEST_CASE("exec --membind local binds the command's memory to the GPU's node") {
   Run none = tool(exec_args({"--gpu", "1"}, {"--", "cat", "/proc/self/numa_maps"}));
   CHECK(none.out.find("bind:0") == std::string::npos);
 }
+
+TEST_CASE("exec: an option gpuaff does not know, before '--', is a typo named as such") {
+  // The words before '--' are gpuaff's: '--polcy' was read as the end of
+  // gpuaff's options, 'exclusive' as COMMAND ("The following argument was not
+  // expected: true"), and '--verbos' got advice to move it after the command.
+  Run typo = tool({"exec", "--root", two_cpu_root(), "--gpu", "0", "--polcy", "exclusive", "--", "true"});
+  CHECK(typo.rc == 2);
+  CHECK(typo.out.empty());
+  CHECK(typo.one_error_line());
+  CHECK(typo.err.find("unknown option '--polcy' before '--'; did you mean --policy?") != std::string::npos);
+  Run verbos = tool({"exec", "--root", two_cpu_root(), "--gpu", "0", "--verbos", "--", "true"});
+  CHECK(verbos.rc == 2);
+  CHECK(verbos.err.find("did you mean --verbose?") != std::string::npos);
+  CHECK(verbos.err.find("after the command") == std::string::npos);
+  Run eq = tool({"exec", "--root", two_cpu_root(), "--gpu", "0", "--polcy=exclusive", "--", "true"});
+  CHECK(eq.rc == 2);
+  CHECK(eq.err.find("unknown option '--polcy' before '--'") != std::string::npos);
+  // After '--' every word is the command's, whatever it looks like.
+  Run after = tool({"exec", "--root", two_cpu_root(), "--gpu", "0", "--dry-run", "--", "true", "--polcy"});
+  CHECK(after.rc == 0);
+  CHECK(after.err.empty());
+}

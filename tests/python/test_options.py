@@ -102,3 +102,22 @@ def test_a_type_checker_refuses_a_misspelt_keyword_and_a_wrong_word(tmp_path):
     assert refused.returncode == 1
     assert 'Unexpected keyword argument "polcy"' in refused.stdout
     assert '"share"' in refused.stdout
+
+
+def test_help_shows_the_keywords():
+    # help(gpuaff.plan) showed plan(**options): the signature lists the keywords
+    # of the option table, keyword-only, so help(), IDEs and inspect see them.
+    import inspect
+    sig = inspect.signature(gpuaff.plan)
+    assert list(sig.parameters) == list(gpuaff.OPTIONS)
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in sig.parameters.values())
+    assert "policy" in sig.parameters and "vendor" in sig.parameters
+    bind = inspect.signature(gpuaff.bind)
+    assert list(bind.parameters)[:1] == ["plan"] and "local_rank" in bind.parameters
+    doctor = inspect.signature(gpuaff.doctor)
+    assert list(doctor.parameters)[:2] == ["pid", "min_local"]
+    assert doctor.parameters["pid"].default is inspect.Parameter.empty
+    assert "vendor" in inspect.signature(gpuaff.load).parameters
+    assert "policy" not in inspect.signature(gpuaff.load).parameters
+    import pydoc
+    assert "policy=None" in pydoc.render_doc(gpuaff.plan)

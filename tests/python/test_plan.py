@@ -111,7 +111,7 @@ def test_membind_words(root, clean_env):
 
 
 @pytest.mark.parametrize("kw,cls,builtin,text", [
-    ({"gpu": 0, "polcy": "node"}, gpuaff.InvalidArgument, ValueError, "unknown option 'polcy'; use root, topology"),
+    ({"gpu": 0, "polcy": "node"}, gpuaff.InvalidArgument, ValueError, "unknown option 'polcy'; did you mean policy\\?; use root, topology"),
     ({"gpu": 0, "policy": "nodes"}, gpuaff.InvalidArgument, ValueError, "unknown policy 'nodes'"),
     ({"gpu": "0"}, gpuaff.InvalidArgument, ValueError, "gpu='0' must be a non-negative int"),
     ({"gpu": -1}, gpuaff.InvalidArgument, ValueError, "gpu=-1 is not a non-negative integer"),

@@ -235,6 +235,33 @@ int help_values(int argc, char** argv) {
   return 0;
 }
 
+/// `gpuaff exec ... -- COMMAND`: every word before the '--' that looks like an
+/// option is gpuaff's, so one exec does not know is a typo to name ("did you
+/// mean --policy?"), never a word of COMMAND (the parser would take the word
+/// after it as COMMAND and say something else). Returns exit_usage after
+/// printing, 0 when there is none or no '--'.
+int exec_unknown_options(const CLI::App& exec, int argc, char** argv) {
+  if (argc < 2 || std::string_view(argv[1]) != "exec") return 0;
+  int end = 2;
+  while (end < argc && std::string_view(argv[end]) != "--") ++end;
+  if (end == argc) return 0;
+  std::vector<std::string> flags = flags_of(exec);
+  flags.emplace_back("--help");
+  std::vector<std::string_view> views(flags.begin(), flags.end());
+  for (int i = 2; i < end; ++i) {
+    std::string_view a = argv[i];
+    if (a.rfind("--", 0) != 0) continue;
+    std::string_view name = a.substr(0, a.find('='));
+    if (std::find(views.begin(), views.end(), name) != views.end()) continue;
+    std::string_view guess = gpuaff::detail::closest(name, views);
+    print_line(stderr, "gpuaff: unknown option '" + std::string(name.substr(0, 60)) + "' before '--'" +
+                           (guess.empty() ? std::string() : "; did you mean " + std::string(guess) + "?") +
+                           " (gpuaff's own options come before '--', the command's after it; see 'gpuaff exec --help')");
+    return exit_usage;
+  }
+  return 0;
+}
+
 /// The error for arguments `app` did not take: an unknown flag (with the
 /// closest known one), or, for exec, an option of COMMAND written without the
 /// '--' that ends gpuaff's own options.
@@ -456,6 +483,7 @@ int main(int argc, char** argv) try {
   }
   if (int rc = empty_values(app, argc, argv); rc != 0) return rc;
   if (int rc = help_values(argc, argv); rc != 0) return rc;
+  if (int rc = exec_unknown_options(*exec, argc, argv); rc != 0) return rc;
   // Arguments no option takes are checked below, to say what was meant.
   for (CLI::App* sub : {bind, topo, exec, record, doctor}) sub->allow_extras();
   try {
