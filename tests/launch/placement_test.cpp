@@ -304,7 +304,9 @@ TEST_CASE("mi300x in DPX and QPX under a launcher: splitting policies cut each d
   // partitions: DPX 12 each, QPX 6 each. node gives every partition the
   // whole node, as any GPU of node 0 gets it.
   auto mi = [](int a, int b) { return CpuSet::range(a, b) | CpuSet::range(a + 192, b + 192); };
-  for (auto [mode, parts] : {std::pair{"DPX", 2}, std::pair{"QPX", 4}}) {
+  for (const auto& mode_parts : {std::pair{"DPX", 2}, std::pair{"QPX", 4}}) {
+    const char* mode = mode_parts.first;
+    int parts = mode_parts.second;
     CAPTURE(mode);
     gpuaff_test::TempTree tree;
     std::filesystem::copy(gpuaff_test::fixture("mi300x"), tree.path("root"),

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "gpuaff/detail/parse.hpp"
+#include "gpuaff/source/visible.hpp"
 #include "gpuaff/version.hpp"
 
 namespace gpuaff::cli {
