@@ -70,10 +70,10 @@ done
 
 textfiles=$tmp/textfile
 mkdir -p "$textfiles"
-# node_exporter reads *.prom; write to a temporary name and rename, as its documentation asks.
+# node_exporter reads *.prom whole or not at all: --textfile writes a file
+# beside it and renames it over, as its documentation asks.
 rc=0
-"$gpuaff" doctor --all --root "$root" --format prometheus >"$textfiles/gpuaff.prom.$$" || rc=$?
-mv "$textfiles/gpuaff.prom.$$" "$textfiles/gpuaff.prom"
+"$gpuaff" doctor --all --root "$root" --format prometheus --textfile "$textfiles/gpuaff.prom" || rc=$?
 [[ $rc -eq 0 ]] || { echo "FAIL: doctor --all exited $rc (both ranks should be healthy)"; cat "$textfiles/gpuaff.prom"; exit 1; }
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -81,13 +81,17 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
   --collector.textfile.directory="$textfiles" >"$tmp/exporter.log" 2>&1 &
 pids+=($!)
 metrics=$tmp/metrics
-for _ in $(seq 100); do
-  if python3 -c 'import sys, urllib.request; open(sys.argv[2], "wb").write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=2).read())' "$port" "$metrics" 2>/dev/null; then
-    break
-  fi
-  sleep 0.1
-done
-[[ -s $metrics ]] || { echo "FAIL: node_exporter did not answer on 127.0.0.1:$port"; cat "$tmp/exporter.log"; exit 1; }
+scrape() {
+  rm -f "$metrics"
+  for _ in $(seq 100); do
+    if python3 -c 'import sys, urllib.request; open(sys.argv[2], "wb").write(urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=2).read())' "$port" "$metrics" 2>/dev/null; then
+      break
+    fi
+    sleep 0.1
+  done
+  [[ -s $metrics ]] || { echo "FAIL: node_exporter did not answer on 127.0.0.1:$port"; cat "$tmp/exporter.log"; exit 1; }
+}
+scrape
 
 failures=0
 expect_line() {  # a line of the scrape, exactly
@@ -104,6 +108,28 @@ for i in 0 1; do
   expect_line "gpuaff_threads_outside_plan{$labels} 0"
   expect_line "gpuaff_threads{$labels} 1"
 done
+# The failure the metrics exist to report: rank 1 re-pinned to CPU 0, outside
+# its plan (CPU 1). doctor exits 7 and still publishes the verdict (with
+# `> F.tmp && mv F.tmp F` the file kept saying all was well, and F.tmp stayed).
+python3 -c 'import os, sys; os.sched_setaffinity(int(sys.argv[1]), {0})' "${pids[1]}"
+rc=0
+"$gpuaff" doctor --all --root "$root" --format prometheus --textfile "$textfiles/gpuaff.prom" || rc=$?
+if [[ $rc -eq 7 ]]; then echo "ok: doctor --textfile exits 7 with a rank off its plan"; else echo "FAIL: doctor --textfile exited $rc, not 7"; failures=$((failures + 1)); fi
+left=$(find "$textfiles" -mindepth 1 ! -name gpuaff.prom | wc -l)
+if [[ $left -eq 0 ]]; then echo "ok: no other file in the collector's directory"; else echo "FAIL: $left other file(s) left in $textfiles"; failures=$((failures + 1)); fi
+scrape
+expect_line 'node_textfile_scrape_error 0'
+labels1="gpu=\"1\",pci=\"0000:65:00.0\",pid=\"${pids[1]}\",policy=\"exclusive\",rank=\"gpu=1\""
+expect_line "gpuaff_healthy{$labels1} 0"
+expect_line "gpuaff_threads_outside_plan{$labels1} 1"
+# Mistakes are said, and write nothing: --textfile without --format prometheus,
+# or into a directory that does not exist.
+rc=0
+"$gpuaff" doctor --all --root "$root" --textfile "$textfiles/x.prom" 2>"$tmp/err" || rc=$?
+if [[ $rc -eq 2 && ! -e $textfiles/x.prom ]] && grep -q -- "add --format prometheus" "$tmp/err"; then echo "ok: --textfile needs --format prometheus"; else echo "FAIL: --textfile without prometheus: exit $rc, $(cat "$tmp/err")"; failures=$((failures + 1)); fi
+rc=0
+"$gpuaff" doctor --all --root "$root" --format prometheus --textfile "$tmp/missing/gpuaff.prom" 2>"$tmp/err" || rc=$?
+if [[ $rc -eq 6 ]] && grep -q -- "--textfile $tmp/missing/gpuaff.prom: cannot create" "$tmp/err"; then echo "ok: a missing directory is named"; else echo "FAIL: missing directory: exit $rc, $(cat "$tmp/err")"; failures=$((failures + 1)); fi
 if ((failures > 0)); then
   echo "FAIL: $failures check(s); the scrape's gpuaff lines:"
   grep gpuaff "$metrics" || true

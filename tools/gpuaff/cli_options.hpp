@@ -27,7 +27,7 @@ inline constexpr std::array<CommandInfo, 5> commands{{
     {"doctor", for_doctor, "Check a running process against its plan: threads, memory, environment"},
 }};
 
-inline constexpr std::array<OptionInfo, 14> cli_options{{
+inline constexpr std::array<OptionInfo, 15> cli_options{{
     {"format", "--format", "cpulist|mask|numactl|json|env", OptionType::choice, for_bind, "cpulist",
      "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... (and a memory option "
      "with --membind); json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, recommended_threads, "
@@ -46,6 +46,9 @@ inline constexpr std::array<OptionInfo, 14> cli_options{{
     {"merge", "--merge", "FILE", OptionType::path, for_doctor, "",
      "read the --all --format json reports of several nodes (may be repeated) and print one table by node and "
      "rank, with whether each GPU index uses the same NIC set (rail) on every node"},
+    {"textfile", "--textfile", "PATH", OptionType::path, for_doctor, "",
+     "with --format prometheus: write PATH atomically (a file beside it, then renamed over it) for node_exporter's "
+     "textfile collector, whatever the verdict; the exit code still says it (7 when a process is off)"},
     {"color", "--color", "auto|always|never", OptionType::choice, for_topo, "auto",
      "colour the picture: auto (on a terminal, unless NO_COLOR is set), always, never"},
     {"dry_run", "--dry-run", "", OptionType::flag, for_exec, "",

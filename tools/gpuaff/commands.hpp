@@ -53,6 +53,7 @@ struct DoctorArgs {
   std::vector<std::string> merge;  ///< --all --format json reports of several nodes
   double min_local = 0.5;
   DoctorFormat format = DoctorFormat::text;
+  std::string textfile{};          ///< --textfile PATH: write the output there atomically
 };
 
 int run_bind(const BindArgs& args);

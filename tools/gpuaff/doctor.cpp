@@ -2,7 +2,11 @@
 // gpuaff doctor: is a running process where its plan says? The verdict is the
 // library's (gpuaff/doctor/verdict.hpp: its own GPUAFF_PLAN, or the plan the
 // options give its GPU); this file prints it as text or JSON (docs/doctor.md).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -14,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "gpuaff/detail/errno.hpp"
 #include "gpuaff/doctor/all.hpp"
 #include "gpuaff/doctor/document.hpp"
 #include "gpuaff/doctor/verdict.hpp"
@@ -295,6 +300,42 @@ int run_merge(const std::vector<std::string>& files) {
 
 }  // namespace
 
+/// Writes `text` to `path` as node_exporter's textfile collector needs it: a
+/// file beside it (in the same directory, so the rename is atomic), synced,
+/// then renamed over `path`; the collector never reads half a file, and no
+/// temporary file is left on failure. Returns `code`, or an error's.
+int write_textfile(const std::string& path, const std::string& text, int code) {
+  std::string dir = path.find('/') == std::string::npos ? std::string(".") : path.substr(0, path.rfind('/') + 1);
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  auto fail_with = [&](const std::string& what, int e) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    return report_error(make_sys_error(Errc::system_error, e, "--textfile ", detail::escape_control(path), ": cannot ",
+                                       what, " (", detail::errno_text(e), "); check that ", detail::escape_control(dir),
+                                       " exists and is writable (node_exporter's --collector.textfile.directory)"));
+  };
+  if (fd < 0) {
+    int e = errno;
+    fd = -1;
+    return fail_with("create " + tmp, e);
+  }
+  for (std::size_t done = 0; done < text.size();) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail_with("write " + tmp, n < 0 ? errno : EIO);
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) return fail_with("sync " + tmp, errno);
+  if (::close(fd) != 0) {
+    fd = -1;
+    return fail_with("close " + tmp, errno);
+  }
+  fd = -1;
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail_with("rename " + tmp + " to it", errno);
+  return code;
+}
+
 int run_doctor(const DoctorArgs& args) {
   if (args.options.all_gpus)
     return report_error(make_error(Errc::invalid_argument, "gpu=all is for bind: doctor checks one process; name its GPU with gpu=N"));
@@ -306,14 +347,16 @@ int run_doctor(const DoctorArgs& args) {
                       : args.format == DoctorFormat::prometheus
                           ? prometheus_of(r.verdicts, static_cast<int>(r.planned()), static_cast<int>(r.invalid_plans.size()))
                           : all_text(r);
-    return write_result(out, r.healthy() ? exit_ok : exit_unhealthy);
+    int code = r.healthy() ? exit_ok : exit_unhealthy;
+    return args.textfile.empty() ? write_result(out, code) : write_textfile(args.textfile, out, code);
   }
   auto v = examine_process(args.pid, args.options, d, cli_readers());
   if (!v) return report_error(v.error());
   std::string out = args.format == DoctorFormat::json         ? dump(json_object(*v))
                     : args.format == DoctorFormat::prometheus ? prometheus_of({*v}, std::nullopt)
                                                               : text_of(*v);
-  return write_result(out, v->healthy() ? exit_ok : exit_unhealthy);
+  int code = v->healthy() ? exit_ok : exit_unhealthy;
+  return args.textfile.empty() ? write_result(out, code) : write_textfile(args.textfile, out, code);
 }
 
 }  // namespace gpuaff::cli

@@ -365,6 +365,12 @@ int doctor_command(const Given& given) {
   }
   if (auto ok = take_choice(given, "format", gpuaff::doctor_format_choices, args.format); !ok)
     return report_error(ok.error());
+  if (auto t = cli_value(given, "textfile")) {
+    if (args.format != gpuaff::DoctorFormat::prometheus)
+      return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--textfile is for node_exporter's "
+                                             "textfile collector: add --format prometheus"));
+    args.textfile = *t;
+  }
   if (auto m = cli_value(given, "min_local")) {
     char* end = nullptr;
     double f = std::strtod(m->c_str(), &end);
