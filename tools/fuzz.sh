@@ -26,14 +26,14 @@ build="$src/build/fuzz"
 jobs=${FUZZ_BUILD_JOBS:-2}
 
 # name, selector (the first byte fuzz_entry.hpp dispatches on)
-fuzzers=("list 0" "mask 1" "pci 2" "tree 3" "visible 4" "record 240" "json 241")
+fuzzers=("list 0" "mask 1" "pci 2" "tree 3" "visible 4" "tar 224" "record 240" "json 241")
 if [ "$#" -gt 0 ]; then
   chosen=()
   for want in "$@"; do
     found=""
     for f in "${fuzzers[@]}"; do [ "${f%% *}" = "$want" ] && found="$f"; done
     if [ -z "$found" ]; then
-      echo "fuzz.sh: unknown fuzzer '$want'; choose from: list mask pci tree visible record json" >&2
+      echo "fuzz.sh: unknown fuzzer '$want'; choose from: list mask pci tree visible tar record json" >&2
       exit 2
     fi
     chosen+=("$found")
@@ -74,7 +74,14 @@ for name in sorted(os.listdir(src)):
     if not data:
         continue
     first = data[0]
-    picks = (first >= 0xf0 and sel >= 0xf0 and (first & 1) == (sel & 1)) or (first < 0xf0 and sel < 0xf0 and first % 5 == sel)
+    # The ranges of fuzz_entry.hpp: 0xf0 and above by parity, 0xe0..0xef the
+    # tar reader, below that the first byte modulo 5.
+    if first >= 0xf0 or sel >= 0xf0:
+        picks = first >= 0xf0 and sel >= 0xf0 and (first & 1) == (sel & 1)
+    elif first >= 0xe0 or sel >= 0xe0:
+        picks = first >= 0xe0 and sel >= 0xe0
+    else:
+        picks = first % 5 == sel
     if picks:
         open(os.path.join(out, name), "wb").write(data[1:])
 PY

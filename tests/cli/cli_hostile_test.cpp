@@ -503,3 +503,22 @@ TEST_CASE("--help=VALUE and --version=VALUE are refused: the answer would not de
     CHECK(r.out.empty());
   }
 }
+
+TEST_CASE("a recording that lost the node of a GPU is refused, naming the node, never bound to another socket") {
+  // dgx-h100 cut to node 0: GPUs 4-7 say numa_node 1, which the root no longer
+  // has. Once GPU 4 was bound to node 0's CPUs (0-55,112-167) with exit 0.
+  fs::path root = cli_test::temp_dir("lost-node1") / "root";
+  fs::copy(gpuaff_test::fixture("dgx-h100"), root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  fs::remove_all(root / "sys/devices/system/node/node1");
+  for (const char* list : {"online", "possible", "has_cpu", "has_memory"})  // cut before node 1 too
+    cli_test::write_file(root / "sys/devices/system/node" / list, "0\n");
+  for (const char* gpu : {"4", "all"}) {
+    Run r = tool({"bind", "--root", root.string(), "--gpu", gpu});
+    CAPTURE(gpu);
+    CHECK(r.rc == 3);
+    CHECK(r.out.empty());
+    REQUIRE(r.err_lines().size() == 1);
+    CHECK(r.err.find("sys/devices/system/node/node1") != std::string::npos);
+    CHECK(r.err.find("numa_node") != std::string::npos);
+  }
+}

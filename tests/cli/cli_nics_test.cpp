@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -870,6 +871,77 @@ TEST_CASE("doctor --merge: one table by node and rank, and whether each GPU inde
   Run bad = tool({"doctor", "--merge", write("bad.json", R"({"processes": []})")});
   CHECK(bad.rc != 0);
   CHECK(bad.err.find("is not the output of gpuaff doctor --all --format json") != std::string::npos);
+}
+
+TEST_CASE("doctor --merge: a report with a key of the wrong type is one error naming the file and the key") {
+  auto dir = cli_test::temp_dir("merge-types");
+  std::string proc = R"("pid": 7, "gpu": 0, "gpu_source": "LOCAL_RANK=0", "healthy": true, "problems": [])";
+  struct Case {
+    const char* name;
+    std::string json;
+    const char* key;
+  };
+  const Case cases[] = {
+      {"healthy", R"({"node": "a", "processes": [{"pid": 7, "gpu": 0, "healthy": "yes"}]})", "processes[0].healthy"},
+      {"gpu-text", R"({"node": "a", "processes": [{"pid": 7, "gpu": "0", "healthy": true}]})", "processes[0].gpu"},
+      {"gpu-huge", R"({"node": "a", "processes": [{"pid": 7, "gpu": 1e300, "healthy": true}]})", "processes[0].gpu"},
+      {"gpu-big", R"({"node": "a", "processes": [{"pid": 7, "gpu": 18446744073709551615, "healthy": true}]})",
+       "processes[0].gpu"},
+      {"pid", R"({"node": "a", "processes": [{)" + proc + R"(}, {"pid": [], "gpu": 0, "healthy": true}]})",
+       "processes[1].pid"},
+      {"source", R"({"node": "a", "processes": [{"pid": 7, "gpu": 0, "gpu_source": 5, "healthy": true}]})",
+       "processes[0].gpu_source"},
+      {"process", R"({"node": "a", "processes": [5]})", "processes[0]"},
+      {"problems", R"({"node": "a", "processes": [{"pid": 7, "gpu": 0, "healthy": false, "problems": "x"}]})",
+       "processes[0].problems"},
+      {"problem", R"({"node": "a", "processes": [{"pid": 7, "gpu": 0, "healthy": false, "problems": [1]}]})",
+       "processes[0].problems[0]"},
+      {"rails", R"({"node": "a", "processes": [], "gpu_rails": []})", "gpu_rails"},
+      {"rail", R"({"node": "a", "processes": [], "gpu_rails": {"0": 5}})", "gpu_rails.0"},
+      {"invalid", R"({"node": "a", "processes": [], "invalid_plans": [{"pid": "x", "problem": "p"}]})",
+       "invalid_plans[0].pid"},
+      {"node", R"({"node": 3, "processes": []})", "node"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    std::string file = (dir / (std::string(c.name) + ".json")).string();
+    cli_test::write_file(file, c.json);
+    Run r = tool({"doctor", "--merge", file});
+    INFO(r.out, r.err);
+    CHECK(r.rc == 3);
+    CHECK(r.err.find("internal error") == std::string::npos);
+    REQUIRE(r.err_lines().size() == 1);
+    CHECK(r.err.find(file) != std::string::npos);
+    CHECK(r.err.find(std::string("'") + c.key + "'") != std::string::npos);
+  }
+}
+
+TEST_CASE("doctor --merge: the same node's report given twice is refused, naming both files") {
+  auto dir = cli_test::temp_dir("merge-twice");
+  std::string json = R"({"node": "a", "processes": [], "gpu_rails": {"0": "mlx5_0:1"}})";
+  cli_test::write_file(dir / "a.json", json);
+  cli_test::write_file(dir / "copy.json", json);
+  Run r = tool({"doctor", "--merge", (dir / "a.json").string(), "--merge", (dir / "copy.json").string()});
+  INFO(r.out, r.err);
+  CHECK(r.rc == 2);
+  CHECK(r.out.find("NOT the same rail") == std::string::npos);
+  REQUIRE(r.err_lines().size() == 1);
+  CHECK(r.err.find("node 'a'") != std::string::npos);
+  CHECK(r.err.find((dir / "a.json").string()) != std::string::npos);
+  CHECK(r.err.find((dir / "copy.json").string()) != std::string::npos);
+}
+
+TEST_CASE("doctor --merge reads a large report in time linear in its size") {
+  // 150,000 GPU indices in gpu_rails (2.4 MB): once minutes, each key looked up in a list.
+  auto dir = cli_test::temp_dir("merge-large");
+  std::string rails;
+  for (int i = 0; i < 150000; ++i) rails += (i == 0 ? "" : ",") + ("\"" + std::to_string(i) + "\": \"mlx5_0:1\"");
+  cli_test::write_file(dir / "a.json", R"({"node": "a", "processes": [], "gpu_rails": {)" + rails + "}}");
+  auto start = std::chrono::steady_clock::now();
+  Run r = tool({"doctor", "--merge", (dir / "a.json").string()});
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(r.rc == 0);
+  CHECK(seconds < 10);
 }
 
 TEST_CASE("topo --format dra: the standard DRA attributes and gpuaff's own, per GPU") {

@@ -27,7 +27,8 @@
 //      detail/archive_tree.hpp): it parses or is refused with a message;
 //      parsed, every listed name is one plain component found again, every
 //      file reads back as stored through RootDir, and SysfsSource loads it or
-//      says why
+//      says why (seeds: GNU tar's pax and gnu formats, a hard link, a cut
+//      archive, a name deeper than the limit)
 // Every file the reader read must resolve inside the root, and the kernel's
 // resolver (openat2) and RootResolver must give the same result.
 // Any broken invariant calls std::abort() so that the fuzzer reports it.

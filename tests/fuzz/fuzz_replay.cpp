@@ -65,5 +65,7 @@ TEST_CASE("the archive case parses GNU tar's pax and gnu formats and refuses a c
   CHECK(gpuaff_fuzz::run_archive(seed("seed-archive-pax")));
   CHECK(gpuaff_fuzz::run_archive(seed("seed-archive-gnu")));
   CHECK_FALSE(gpuaff_fuzz::run_archive(seed("seed-archive-cut")));
+  CHECK(gpuaff_fuzz::run_archive(seed("seed-archive-hardlink")));  // GNU tar's hard link to an earlier file
+  CHECK_FALSE(gpuaff_fuzz::run_archive(seed("seed-archive-deep")));  // 131 folders deep
   CHECK_FALSE(gpuaff_fuzz::run_archive(""));
 }

@@ -11,6 +11,8 @@
 #include <gpuaff/source/json.hpp>
 #include <gpuaff/source/sysfs.hpp>
 
+#include <array>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -136,4 +138,172 @@ TEST_CASE("what is not a readable tar is refused, naming the file") {
   put(148, std::string_view(field, 6));
   tree.write("climb.tar", header + std::string(1024, '\0'));
   CHECK(refused(tree.path("climb.tar"), "climbs out of the root") == Errc::parse_error);
+}
+
+namespace {
+
+/// Hand-made tar members (what GNU tar writes, or a hostile variant of it).
+struct TarBuilder {
+  std::string bytes;
+  TarBuilder& member(std::string_view name, char type, std::string_view data = {}, std::string_view link = {}) {
+    if (name.size() > 100 || link.size() > 100) {  // long: a pax header first, as GNU tar writes
+      std::string pax = gpuaff::detail::pax_record("path", name);
+      if (!link.empty()) pax += gpuaff::detail::pax_record("linkpath", link);
+      add(gpuaff::detail::tar_header("PaxHeader", 'x', 0644, pax.size(), {}), pax);
+    }
+    add(gpuaff::detail::tar_header(name.substr(0, 100), type, 0644, type == '0' ? data.size() : 0, link.substr(0, 100)),
+        type == '0' ? data : std::string_view{});
+    return *this;
+  }
+  std::string end() const { return bytes + std::string(1024, '\0'); }
+
+ private:
+  void add(const std::array<char, gpuaff::detail::tar_block>& header, std::string_view data) {
+    bytes.append(header.data(), header.size());
+    bytes += data;
+    bytes.append((gpuaff::detail::tar_block - data.size() % gpuaff::detail::tar_block) % gpuaff::detail::tar_block,
+                 '\0');
+  }
+};
+
+/// The error of reading `bytes` as a tar root (written to `file`), or "" when it reads.
+std::string archive_error(gpuaff_test::TempTree& tree, const std::string& file, const std::string& bytes,
+                          const gpuaff::detail::ArchiveLimits& limits = {}) {
+  tree.write(file, bytes);
+  auto t = gpuaff::detail::ArchiveTree::read(tree.path(file), limits);
+  return t ? std::string() : std::string(t.error().message());
+}
+
+}  // namespace
+
+TEST_CASE("a tar member's name is bounded in length and depth, and a deep name costs what its bytes cost") {
+  gpuaff_test::TempTree tree;
+  // 4096 bytes (PATH_MAX, what tar and the kernel take) and 128 folders deep at most.
+  std::string deep;
+  for (int i = 0; i < 129; ++i) deep += "d/";
+  deep += "f";
+  std::string err = archive_error(tree, "deep.tar", TarBuilder().member(deep, '0', "x").end());
+  INFO(err);
+  CHECK(err.find("deep.tar") != std::string::npos);
+  CHECK(err.find("more than 128 folders deep") != std::string::npos);
+  std::string ok_depth;
+  for (int i = 0; i < 127; ++i) ok_depth += "d/";
+  CHECK(archive_error(tree, "ok.tar", TarBuilder().member(ok_depth + "f", '0', "x").end()).empty());
+
+  std::string long_name = std::string(3000, 'a') + "/" + std::string(1200, 'b');
+  err = archive_error(tree, "long.tar", TarBuilder().member(long_name, '0', "x").end());
+  CHECK(err.find("long.tar") != std::string::npos);
+  CHECK(err.find("longer than 4096 bytes") != std::string::npos);
+  err = archive_error(tree, "longlink.tar", TarBuilder().member("l", '2', {}, long_name).end());
+  CHECK(err.find("longer than 4096 bytes") != std::string::npos);
+
+  // The archive: one 200 KB name of 100,000 folders. Refused at once
+  // (it once took 10 GB, each folder's whole path stored).
+  std::string huge;
+  for (int i = 0; i < 100000; ++i) huge += "a/";
+  err = archive_error(tree, "huge.tar", TarBuilder().member(huge + "f", '0', "x").end());
+  INFO(err);
+  CHECK(err.find("longer than 4096 bytes") != std::string::npos);
+}
+
+TEST_CASE("a tar root's member count and total size are bounded, each refusal naming the limit and the file") {
+  gpuaff_test::TempTree tree;
+  TarBuilder many;
+  for (int i = 0; i < 11; ++i) many.member("f" + std::to_string(i), '0', "x");
+  std::string err = archive_error(tree, "many.tar", many.end(), {.max_members = 10});
+  INFO(err);
+  CHECK(err.find("many.tar") != std::string::npos);
+  CHECK(err.find("more than 10 members") != std::string::npos);
+  CHECK(archive_error(tree, "ten.tar", TarBuilder(many).end(), {.max_members = 11}).empty());
+
+  // Hard links count again: their size is what unpacking would write.
+  TarBuilder big;
+  big.member("a", '0', std::string(600, 'x')).member("b", '1', {}, "a");
+  err = archive_error(tree, "big.tar", big.end(), {.max_total_size = 1000});
+  CHECK(err.find("big.tar") != std::string::npos);
+  CHECK(err.find("more than 1000 bytes") != std::string::npos);
+  CHECK(archive_error(tree, "fits.tar", big.end(), {.max_total_size = 1200}).empty());
+}
+
+TEST_CASE("a hard link to an earlier regular member reads as that member, as GNU tar unpacks it") {
+  gpuaff_test::TempTree tree;
+  std::string tar = TarBuilder()
+                        .member("sys/devices/system/cpu/online", '0', "0-3\n")
+                        .member("sys/devices/system/cpu/present", '1', {}, "sys/devices/system/cpu/online")
+                        .member("./sys/p2", '1', {}, "./sys/devices/system/cpu/online")
+                        .end();
+  tree.write("hard.tar", tar);
+  gpuaff::detail::RootDir dir(tree.path("hard.tar"), false);
+  REQUIRE(dir.archive_error() == nullptr);
+  std::string text;
+  CHECK(dir.read("sys/devices/system/cpu/present", text) == 0);
+  CHECK(text == "0-3\n");
+  CHECK(dir.read("sys/p2", text) == 0);
+  CHECK(text == "0-3\n");
+  // A later member of the target's name does not change what the link holds (it is the same inode in GNU tar's copy).
+  tree.write("later.tar", TarBuilder()
+                              .member("a", '0', "old\n")
+                              .member("b", '1', {}, "a")
+                              .member("a", '0', "new\n")
+                              .end());
+  gpuaff::detail::RootDir later(tree.path("later.tar"), false);
+  REQUIRE(later.archive_error() == nullptr);
+  CHECK(later.read("b", text) == 0);
+  CHECK(text == "old\n");
+}
+
+TEST_CASE("a hard link out of the root, to a later member, to a folder, link or nothing is refused") {
+  gpuaff_test::TempTree tree;
+  auto refused = [&](const char* file, TarBuilder b, std::string_view says) {
+    std::string err = archive_error(tree, file, b.end());
+    INFO(err);
+    CHECK(err.find(file) != std::string::npos);
+    CHECK(err.find(says) != std::string::npos);
+  };
+  refused("out.tar", TarBuilder().member("a", '0', "x").member("b", '1', {}, "../a"), "hard link 'b' to '../a'");
+  refused("abs.tar", TarBuilder().member("b", '1', {}, "/etc/passwd"), "hard link 'b' to '/etc/passwd'");
+  refused("later.tar", TarBuilder().member("b", '1', {}, "a").member("a", '0', "x"), "hard link 'b' to 'a'");
+  refused("dir.tar", TarBuilder().member("d", '5').member("b", '1', {}, "d"), "hard link 'b' to 'd'");
+  refused("sym.tar", TarBuilder().member("a", '0', "x").member("s", '2', {}, "a").member("b", '1', {}, "s"),
+          "hard link 'b' to 's'");
+  refused("through.tar",
+          TarBuilder().member("d/a", '0', "x").member("s", '2', {}, "d").member("b", '1', {}, "s/a"),
+          "hard link 'b' to 's/a'");
+  refused("self.tar", TarBuilder().member("b", '1', {}, "b"), "hard link 'b' to 'b'");
+}
+
+TEST_CASE("a tar cut at a member boundary, or missing its end, is refused as cut short") {
+  gpuaff_test::TempTree tree;
+  std::string whole = write_tar_of(gpuaff_test::fixture("vm-2cpu"), tree.path("whole.tar"));
+  std::ifstream in(whole, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The end: every zero block after the last member.
+  std::size_t end = bytes.find_last_not_of('\0');
+  REQUIRE(end != std::string::npos);
+  end = (end / 512 + 1) * 512;
+  REQUIRE(bytes.size() >= end + 1024);
+  auto cut_error = [&](const char* file, std::string_view data) {
+    std::string err = archive_error(tree, file, std::string(data));
+    INFO(err);
+    CHECK(err.find(file) != std::string::npos);
+    CHECK(err.find("cut short") != std::string::npos);
+  };
+  cut_error("no-end.tar", std::string_view(bytes).substr(0, end));          // after the last member
+  cut_error("one-zero.tar", std::string_view(bytes).substr(0, end + 512));  // one of the two zero blocks
+  // Cut at an earlier member boundary: the headers of the first half, whole.
+  std::size_t at = 0;
+  std::size_t boundary = 0;
+  while (at < end / 2) {
+    boundary = at;
+    long long size = std::strtoll(bytes.substr(at + 124, 12).c_str(), nullptr, 8);
+    at += 512 + (static_cast<std::size_t>(size) + 511) / 512 * 512;
+  }
+  REQUIRE(boundary > 0);
+  cut_error("boundary.tar", std::string_view(bytes).substr(0, boundary));
+  CHECK(archive_error(tree, "two-zeros.tar", bytes.substr(0, end + 1024)).empty());
+  // A root of it: the load says so too, naming the file.
+  tree.write("cut-root.tar", bytes.substr(0, boundary));
+  auto t = load(tree.path("cut-root.tar"));
+  REQUIRE_FALSE(t);
+  CHECK(t.error().message().find("cut short") != std::string_view::npos);
 }

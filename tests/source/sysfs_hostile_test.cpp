@@ -81,7 +81,7 @@ std::vector<Refused> refused() {
          t.write("sys/devices/pci0000:90/0000:90:00.0/numa_node", "2\n");
          t.remove("sys/devices/pci0000:90/0000:90:00.0/local_cpulist");
        },
-       {node_root + "node2", pci_dir + "0000:90:00.0/numa_node", "local_cpulist"}},
+       {node_root + "node2", pci_dir + "0000:90:00.0/numa_node"}},
       // A numa_node file exists only on kernels with NUMA: the node tree was lost.
       {"GPUs on nodes 0 and 1 in a tree whose node directory is gone", [](TempTree& t) {
          t.remove("sys/devices/system/node");
@@ -159,20 +159,25 @@ TEST_CASE("a control character in a PCI name is escaped in the note, which stays
   for (const auto& n : topo.notes) CHECK(n.find('\n') == std::string::npos);
 }
 
-TEST_CASE("a GPU whose node has no directory is placed by its local_cpulist, and that is noted") {
+TEST_CASE("a GPU whose node has no directory is an error naming the node and the GPU's numa_node, local_cpulist or not") {
   // numa_node says 2, which the tree does not have; local_cpulist says 4-7, the CPUs
-  // of node 1: the GPU binds there, not to every CPU.
+  // of node 1. The tree lost a node (a cut recording): the GPU's own node is what
+  // its binding depends on, so no guess from its local CPUs, however close.
   TempTree t;
   base(t);
   t.write("sys/devices/pci0000:90/0000:90:00.0/numa_node", "2\n");
-  Topology topo = load_ok(t);
-  REQUIRE(topo.gpus.size() == 2);
-  CHECK(topo.gpus[1].numa_node() == -1);
-  CHECK(topo.gpus[1].pci.local_cpus == CpuSet::parse_list("4-7").value());
-  auto r = gpuaff::bind(topo, 1, gpuaff::NodePolicy{});
-  REQUIRE_MESSAGE(r, r.error().message());
-  CHECK(*r == CpuSet::parse_list("4-7").value());
-  CHECK(has_note(topo, {pci_dir + "0000:90:00.0/numa_node names node 2", "local_cpulist (4-7)"}));
+  for (bool local : {true, false}) {
+    CAPTURE(local);
+    if (!local) t.remove("sys/devices/pci0000:90/0000:90:00.0/local_cpulist");
+    auto topo = gpuaff::SysfsSource(gpuaff::SysfsOptions{.root = t.root(), .visible = {.use_environment = false}}).load();
+    REQUIRE_FALSE(topo);
+    std::string msg(topo.error().message());
+    INFO(msg);
+    CHECK(topo.error().code() == gpuaff::Errc::parse_error);  // a damaged root: exit 3
+    CHECK(msg.find(node_root + "node2") != std::string::npos);
+    CHECK(msg.find(pci_dir + "0000:90:00.0/numa_node") != std::string::npos);
+    CHECK(msg.find('\n') == std::string::npos);
+  }
 }
 
 TEST_CASE("online CPUs in no node's cpulist are noted; node bindings leave them out") {

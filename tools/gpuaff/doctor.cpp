@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -222,59 +224,159 @@ J all_json(const NodeReport& r) {
   return j;
 }
 
+/// One process of a merged report: the keys --merge reads.
+struct MergedProcess {
+  std::string gpu_source;
+  long long gpu = -1;
+  long long pid = 0;
+  bool healthy = false;
+  std::string first_problem;
+};
+
+/// One node's --all --format json report, its types checked.
+struct MergedReport {
+  std::string file;
+  std::string node;
+  std::vector<MergedProcess> processes;
+  std::vector<std::pair<std::string, std::string>> invalid_plans;  // pid (or "?"), problem
+  std::vector<std::pair<std::string, std::string>> gpu_rails;      // GPU index, NIC set
+};
+
+/// Reads one report. The JSON is held in std::map objects (lookups in
+/// log time: an ordered_json object looks a key up in a list, and a report
+/// of 150,000 GPU indices took minutes). A key of the wrong type, or a number
+/// out of range (a float such as 1e300 read as an int is undefined), is an
+/// error naming the file and the key; absent optional keys keep their
+/// defaults (reports of older gpuaff versions lack some).
+Result<MergedReport> read_merge_report(const std::string& file) {
+  std::string text;
+  if (int e = detail::read_whole_file(file, text); e != 0)
+    return unexpected(make_sys_error(Errc::io_error, e, "--merge: cannot read " + safe(file)));
+  const std::string what = "; give the output of gpuaff doctor --all --format json";
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("node") || !j.contains("processes"))
+    return fail(Errc::parse_error, "--merge: ", safe(file), " is not the output of gpuaff doctor --all --format json "
+                "(an object with node and processes)");
+  auto wrong = [&](const std::string& key, std::string_view should) {
+    return fail(Errc::parse_error, "--merge: ", safe(file), ": the key '", safe(key), "' must be ", should, what);
+  };
+  // An integer in [lo, hi], never a float or a number past it.
+  auto integer = [](const nlohmann::json& v, long long lo, long long hi, long long& out) {
+    if (v.is_number_unsigned()) {
+      if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) return false;
+      out = static_cast<long long>(v.get<std::uint64_t>());
+    } else if (v.is_number_integer()) {
+      out = v.get<long long>();
+    } else {
+      return false;
+    }
+    return out >= lo && out <= hi;
+  };
+  MergedReport r;
+  r.file = file;
+  if (!j["node"].is_string()) return wrong("node", "a string");
+  r.node = j["node"].get<std::string>();
+  const auto& procs = j["processes"];
+  if (!procs.is_array()) return wrong("processes", "an array");
+  r.processes.reserve(procs.size());
+  for (std::size_t i = 0; i < procs.size(); ++i) {
+    const std::string at = "processes[" + std::to_string(i) + "]";
+    const auto& p = procs[i];
+    if (!p.is_object()) return wrong(at, "an object");
+    MergedProcess m;
+    if (auto it = p.find("gpu_source"); it != p.end()) {
+      if (!it->is_string()) return wrong(at + ".gpu_source", "a string");
+      m.gpu_source = it->get<std::string>();
+    }
+    if (auto it = p.find("healthy"); it != p.end()) {
+      if (!it->is_boolean()) return wrong(at + ".healthy", "true or false");
+      m.healthy = it->get<bool>();
+    }
+    if (auto it = p.find("gpu"); it != p.end() && !integer(*it, -1, CpuSet::capacity, m.gpu))
+      return wrong(at + ".gpu", "an integer from -1 to " + std::to_string(CpuSet::capacity));
+    if (auto it = p.find("pid"); it != p.end() && !integer(*it, 0, std::numeric_limits<int>::max(), m.pid))
+      return wrong(at + ".pid", "a process id (an integer from 0 to " +
+                                    std::to_string(std::numeric_limits<int>::max()) + ")");
+    if (auto it = p.find("problems"); it != p.end()) {
+      if (!it->is_array()) return wrong(at + ".problems", "an array of strings");
+      for (std::size_t k = 0; k < it->size(); ++k)
+        if (!(*it)[k].is_string()) return wrong(at + ".problems[" + std::to_string(k) + "]", "a string");
+      if (!it->empty()) m.first_problem = (*it)[0].get<std::string>();
+    }
+    r.processes.push_back(std::move(m));
+  }
+  // Processes whose plan could not be read (a report from an older gpuaff has no such list).
+  if (auto it = j.find("invalid_plans"); it != j.end()) {
+    if (!it->is_array()) return wrong("invalid_plans", "an array");
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const std::string at = "invalid_plans[" + std::to_string(i) + "]";
+      const auto& b = (*it)[i];
+      if (!b.is_object()) return wrong(at, "an object");
+      long long pid = 0;
+      std::string shown = "?";
+      if (auto p = b.find("pid"); p != b.end()) {
+        if (!integer(*p, 0, std::numeric_limits<int>::max(), pid)) return wrong(at + ".pid", "a process id");
+        shown = std::to_string(pid);
+      }
+      std::string problem;
+      if (auto p = b.find("problem"); p != b.end()) {
+        if (!p->is_string()) return wrong(at + ".problem", "a string");
+        problem = p->get<std::string>();
+      }
+      r.invalid_plans.emplace_back(std::move(shown), std::move(problem));
+    }
+  }
+  if (auto it = j.find("gpu_rails"); it != j.end()) {
+    if (!it->is_object()) return wrong("gpu_rails", "an object of GPU index to NIC set");
+    for (const auto& [g, rail] : it->items()) {
+      if (!rail.is_string()) return wrong("gpu_rails." + g, "a string");
+      r.gpu_rails.emplace_back(g, rail.get<std::string>());
+    }
+  }
+  return r;
+}
+
 /// One table by node and rank from several nodes' --all --format json
 /// reports, and whether each GPU index has the same NIC set on every node.
 /// Exit 7 when a process is off or a GPU index changes rail between nodes.
+/// The same node twice (one report given twice, or two of one host) is a
+/// usage error naming both files: merged, it would compare the node with
+/// itself and count it twice.
 int run_merge(const std::vector<std::string>& files) {
-  std::vector<J> reports;
+  std::vector<MergedReport> reports;
+  std::map<std::string, std::string> file_of_node;
   for (const auto& f : files) {
-    std::string text;
-    if (int e = detail::read_whole_file(f, text); e != 0)
-      return report_error(make_sys_error(Errc::io_error, e, "--merge: cannot read " + safe(f)));
-    J j = J::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("node") || !j["node"].is_string() || !j.contains("processes") ||
-        !j["processes"].is_array())
-      return report_error(make_error(Errc::parse_error, "--merge: ", safe(f), " is not the output of gpuaff doctor --all "
-                                     "--format json (an object with node and processes)"));
-    reports.push_back(std::move(j));
+    auto r = read_merge_report(f);
+    if (!r) return report_error(r.error());
+    auto [at, fresh] = file_of_node.emplace(r->node, f);
+    if (!fresh)
+      return report_error(make_error(Errc::invalid_argument, "--merge: ", safe(at->second), " and ", safe(f),
+                                     " are both the report of node '", safe(r->node),
+                                     "'; give each node's report once"));
+    reports.push_back(std::move(*r));
   }
-  std::sort(reports.begin(), reports.end(), [](const J& a, const J& b) { return a["node"] < b["node"]; });
+  std::sort(reports.begin(), reports.end(), [](const MergedReport& a, const MergedReport& b) { return a.node < b.node; });
   std::vector<std::vector<std::string>> rows{{"node", "rank", "gpu", "pid", "verdict", "problems"}};
   bool all_healthy = true;
-  for (const auto& r : reports) {
-    std::vector<const J*> procs;
-    for (const auto& p : r["processes"]) procs.push_back(&p);
-    std::sort(procs.begin(), procs.end(), [](const J* a, const J* b) {
-      return a->value("gpu_source", std::string()) < b->value("gpu_source", std::string());
-    });
-    for (const J* p : procs) {
-      bool healthy = p->value("healthy", false);
-      all_healthy = all_healthy && healthy;
-      std::string first = p->contains("problems") && (*p)["problems"].is_array() && !(*p)["problems"].empty() &&
-                                  (*p)["problems"][0].is_string()
-                              ? (*p)["problems"][0].get<std::string>()
-                              : std::string();
-      rows.push_back({safe(r["node"].get<std::string>()), safe(p->value("gpu_source", std::string("?"))),
-                      std::to_string(p->value("gpu", -1)), std::to_string(p->value("pid", 0)),
-                      healthy ? "healthy" : "NOT healthy", safe(first.substr(0, 100))});
+  for (auto& r : reports) {
+    std::stable_sort(r.processes.begin(), r.processes.end(),
+                     [](const MergedProcess& a, const MergedProcess& b) { return a.gpu_source < b.gpu_source; });
+    for (const auto& p : r.processes) {
+      all_healthy = all_healthy && p.healthy;
+      rows.push_back({safe(r.node), p.gpu_source.empty() ? std::string("?") : safe(p.gpu_source),
+                      std::to_string(p.gpu), std::to_string(p.pid), p.healthy ? "healthy" : "NOT healthy",
+                      safe(p.first_problem.substr(0, 100))});
     }
-    // Processes whose plan could not be read (a report from an older gpuaff has no such list).
-    if (r.contains("invalid_plans") && r["invalid_plans"].is_array()) {
-      for (const auto& b : r["invalid_plans"]) {
-        all_healthy = false;
-        std::string pid = b.contains("pid") && b["pid"].is_number_integer() ? std::to_string(b["pid"].get<long long>()) : "?";
-        std::string problem = b.contains("problem") && b["problem"].is_string() ? b["problem"].get<std::string>() : "";
-        rows.push_back({safe(r["node"].get<std::string>()), "-", "-", pid, "NOT healthy", safe(problem.substr(0, 100))});
-      }
+    for (const auto& [pid, problem] : r.invalid_plans) {
+      all_healthy = false;
+      rows.push_back({safe(r.node), "-", "-", pid, "NOT healthy", safe(problem.substr(0, 100))});
     }
   }
   std::string out = render_table(rows, "  ");
   // GPU index -> node -> NIC set
   std::map<std::string, std::map<std::string, std::string>> rails;
   for (const auto& r : reports)
-    if (r.contains("gpu_rails") && r["gpu_rails"].is_object())
-      for (const auto& [g, rail] : r["gpu_rails"].items())
-        if (rail.is_string()) rails[g][r["node"].get<std::string>()] = rail.get<std::string>();
+    for (const auto& [g, rail] : r.gpu_rails) rails[g][r.node] = rail;
   bool same_rails = true;
   for (const auto& [g, by_node] : rails) {
     std::map<std::string, std::vector<std::string>> nodes_of;

@@ -9,12 +9,21 @@
 //
 // Read: ustar (POSIX.1-1988) and GNU headers, with pax extended headers
 // (path, linkpath: what record writes for long names) and GNU long names.
-// Members are regular files, folders and symbolic links; a hard link, FIFO
-// or device is kept as "other" (reading it fails as a FIFO in a directory
-// root does). Refused, naming the file and what to do: a file that is not a
-// tar, a header whose checksum is wrong, a member that ends past the end of
-// the file, a member name with a ".." component, an archive above
-// max_archive_read bytes.
+// Members are regular files, folders and symbolic links; a hard link to an
+// earlier regular member reads as that member did when the link came (GNU
+// tar's unpacking gives both names one inode); a FIFO or device is kept as
+// "other" (reading it fails as a FIFO in a directory root does). Refused,
+// naming the file and what to do: a file that is not a tar, a header whose
+// checksum is wrong, a member that ends past the end of the file, an archive
+// without its two zero end blocks (cut short), a member name with a ".."
+// component, a hard link to anything but an earlier regular member, and
+// what passes one of ArchiveLimits (an archive above max_archive_read bytes,
+// too many members, a name too long or too deep, more content than a
+// recording holds).
+//
+// Memory and time are linear in the file's size: the tree holds one entry
+// per path component (its name, not its whole path), and file contents are
+// views into the one copy of the file.
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
@@ -22,10 +31,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,48 +53,82 @@ namespace detail {
 /// The largest tar file read as a root: `gpuaff record` writes at most 256 MiB.
 inline constexpr std::uint64_t max_archive_read = std::uint64_t{256} << 20;
 
+/// What a tar root may hold; each refusal names the limit and the file. The
+/// defaults hold a recording of the largest machines many times over.
+struct ArchiveLimits {
+  /// Entries of the tree: members, and the folders their names imply.
+  std::uint64_t max_members = 262144;
+  /// Folders above a member (sysfs goes about 20 deep).
+  std::size_t max_depth = 128;
+  /// Bytes of a member's name or a link's target, as tar and the kernel (PATH_MAX).
+  std::size_t max_name = 4096;
+  /// Bytes of all files together, a hard link counting as the file again.
+  std::uint64_t max_total_size = max_archive_read;
+};
+
 class ArchiveTree {
  public:
   struct Node {
     enum class Kind { file, directory, symlink, other };
     Kind kind = Kind::directory;
-    std::string data;  ///< a file's content, a symlink's target
+    std::string_view data;  ///< a file's content, a symlink's target (owned by the tree)
     unsigned mode = 0755;
   };
 
+  ArchiveTree() : bytes_(std::make_unique<std::string>()), entries_(1) {}
+
   /// Reads the tar file at `path`.
   /// Errors: Errc::io_error (cannot be opened or read, not a regular file, too
-  /// large), Errc::parse_error (not a tar, a bad header, a truncated member, a
-  /// member name with ".."), each naming the file.
-  static Result<ArchiveTree> read(const std::string& path) {
-    std::string bytes;
-    GPUAFF_TRY_VOID(read_file(path, bytes));
+  /// large), Errc::parse_error (not a tar, a bad header, a truncated member or
+  /// archive, a member name with "..", a hard link to anything but an earlier
+  /// regular member), Errc::out_of_range (past one of `limits`), each naming the file.
+  static Result<ArchiveTree> read(const std::string& path, const ArchiveLimits& limits = {}) {
     ArchiveTree tree;
-    GPUAFF_TRY_VOID(tree.parse(path, bytes));
+    GPUAFF_TRY_VOID(read_file(path, *tree.bytes_));
+    GPUAFF_TRY_VOID(tree.parse(path, limits));
     return tree;
   }
 
   /// The node at a normalised root-relative path ("" is the root), or nullptr.
   const Node* find(std::string_view rel) const {
-    auto it = nodes_.find(rel);
-    return it == nodes_.end() ? nullptr : &it->second;
+    std::size_t at = walk(rel);
+    return at == npos ? nullptr : &entries_[at].node;
   }
 
   /// The names directly inside the folder `rel` (normalised), in order.
   std::vector<std::string> children(std::string_view rel) const {
-    std::string prefix(rel);
-    if (!prefix.empty()) prefix += '/';
     std::vector<std::string> out;
-    for (auto it = nodes_.lower_bound(prefix); it != nodes_.end(); ++it) {
-      std::string_view name = it->first;
-      if (name.substr(0, prefix.size()) != prefix) break;
-      name.remove_prefix(prefix.size());
-      if (!name.empty() && name.find('/') == std::string_view::npos) out.emplace_back(name);
-    }
+    std::size_t at = walk(rel);
+    if (at == npos) return out;
+    out.reserve(entries_[at].children.size());
+    for (const auto& [name, child] : entries_[at].children) out.emplace_back(name);
     return out;
   }
 
  private:
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  /// One path component: its node and the entries below it, by name.
+  struct Entry {
+    Node node;
+    std::map<std::string, std::size_t, std::less<>> children;
+  };
+
+  /// The entry of a normalised path, or npos; the components are taken as
+  /// stored, never through a link (RootResolver follows links).
+  std::size_t walk(std::string_view rel) const {
+    std::size_t at = 0;
+    while (!rel.empty()) {
+      std::size_t slash = rel.find('/');
+      std::string_view c = rel.substr(0, slash);
+      auto it = entries_[at].children.find(c);
+      if (it == entries_[at].children.end()) return npos;
+      at = it->second;
+      rel = slash == std::string_view::npos ? std::string_view{} : rel.substr(slash + 1);
+    }
+    return at;
+  }
+
   static constexpr std::size_t block = 512;
 
   static Result<void> read_file(const std::string& path, std::string& out) {
@@ -176,27 +222,60 @@ class ArchiveTree {
     return true;
   }
 
-  /// Adds `rel` and the folders above it.
-  Node& add(const std::string& rel, Node node) {
-    for (std::size_t slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1))
-      nodes_.try_emplace(rel.substr(0, slash));
-    return nodes_[rel] = std::move(node);
+  /// The entry of `rel` (normalised, not empty), made with the folders above
+  /// it where missing; npos past the member limit.
+  std::size_t add(std::string_view rel, std::uint64_t max_members) {
+    std::size_t at = 0;
+    while (true) {
+      std::size_t slash = rel.find('/');
+      std::string_view c = rel.substr(0, slash);
+      auto it = entries_[at].children.find(c);
+      if (it == entries_[at].children.end()) {
+        if (entries_.size() > max_members) return npos;  // the root is not a member
+        std::size_t next = entries_.size();
+        entries_.emplace_back();
+        entries_[at].children.emplace(std::string(c), next);
+        at = next;
+      } else {
+        at = it->second;
+      }
+      if (slash == std::string_view::npos) return at;
+      rel.remove_prefix(slash + 1);
+    }
   }
 
-  Result<void> parse(const std::string& path, std::string_view bytes) {
+  /// The first bytes of a name, for a message (a name may be 200 KB).
+  static std::string shown(std::string_view name) {
+    constexpr std::size_t most = 80;
+    return name.size() <= most ? escape_control(name) : escape_control(name.substr(0, most)) + "...";
+  }
+
+  Result<void> parse(const std::string& path, const ArchiveLimits& limits) {
+    const std::string_view bytes = *bytes_;
     auto bad = [&](std::size_t at, std::string_view what) {
       return fail(Errc::parse_error, "root '", path, "' is not a tar file gpuaff can read: ", what, " at byte ", at,
                   "; name a directory, or a FILE.tar written by gpuaff record (out=FILE.tar)");
     };
-    nodes_.try_emplace(std::string());  // the root
+    auto too_much = [&](auto... what) {
+      return fail(Errc::out_of_range, "root '", path, "' ", what...,
+                  ", more than a recording holds; name a directory, or a FILE.tar written by gpuaff record "
+                  "(out=FILE.tar)");
+    };
     std::string long_name, long_link, pax_path, pax_link;
+    std::uint64_t total = 0;
     std::size_t at = 0;
     bool ended = false;
     while (at + block <= bytes.size()) {
       std::string_view h = bytes.substr(at, block);
       if (h.find_first_not_of('\0') == std::string_view::npos) {
-        ended = true;  // two zero blocks end an archive; one is enough to stop
-        break;
+        // Two zero blocks end an archive; a lone one is a file cut short (or damaged).
+        if (at + 2 * block <= bytes.size() &&
+            bytes.substr(at + block, block).find_first_not_of('\0') == std::string_view::npos) {
+          ended = true;
+          break;
+        }
+        return bad(at, at + 2 * block <= bytes.size() ? "a lone zero block (the file is cut short or damaged)"
+                                                       : "one end block of two (the file is cut short)");
       }
       // The checksum: the header's bytes summed with its own field read as spaces.
       long long stored = octal(h.substr(148, 8));
@@ -210,6 +289,7 @@ class ArchiveTree {
       if (static_cast<std::uint64_t>(size) > bytes.size() - data_at)
         return bad(at, "a member that ends past the end of the file (the file is cut short)");
       std::string_view data = bytes.substr(data_at, static_cast<std::size_t>(size));
+      std::size_t header_at = at;
       at = data_at + (static_cast<std::size_t>(size) + block - 1) / block * block;
       char type = h[156];
       if (type == 'L' || type == 'K') {  // GNU: the next member's long name or link target
@@ -224,46 +304,80 @@ class ArchiveTree {
       std::string name = text(h.substr(0, 100));
       if (h.substr(257, 6) == std::string_view("ustar\0", 6) && h[345] != '\0')
         name = text(h.substr(345, 155)) + "/" + name;
-      if (!long_name.empty()) name = long_name;
-      if (!pax_path.empty()) name = pax_path;
-      std::string target = !pax_link.empty() ? pax_link : !long_link.empty() ? long_link : text(h.substr(157, 100));
+      if (!long_name.empty()) name = std::move(long_name);
+      if (!pax_path.empty()) name = std::move(pax_path);
+      std::string target = !pax_link.empty() ? std::move(pax_link) : !long_link.empty() ? std::move(long_link)
+                                                                                          : text(h.substr(157, 100));
       long_name.clear();
       long_link.clear();
       pax_path.clear();
       pax_link.clear();
+      if (name.size() > limits.max_name)
+        return too_much("holds a member whose name is longer than ", limits.max_name, " bytes ('", shown(name),
+                        "', at byte ", header_at, ")");
+      if ((type == '1' || type == '2') && target.size() > limits.max_name)
+        return too_much("holds the link '", shown(name), "', whose target is longer than ", limits.max_name,
+                        " bytes");
       std::string rel;
       if (!normalise(name, rel))
-        return fail(Errc::parse_error, "root '", path, "' holds the member '", escape_control(name),
+        return fail(Errc::parse_error, "root '", path, "' holds the member '", shown(name),
                     "', which climbs out of the root with '..'; record the machine again with gpuaff record");
+      if (rel.empty()) continue;  // "./" itself
+      if (static_cast<std::size_t>(std::count(rel.begin(), rel.end(), '/')) > limits.max_depth)
+        return too_much("holds the member '", shown(rel), "', more than ", limits.max_depth, " folders deep");
       Node node;
       long long mode = octal(h.substr(100, 8));
       node.mode = mode < 0 ? 0644u : static_cast<unsigned>(mode) & 07777u;
       switch (type) {
         case '0': case '\0': case '7':
           node.kind = Node::Kind::file;
-          node.data = std::string(data);
+          node.data = data;
+          total += data.size();
           break;
+        case '1': {  // a hard link: an earlier regular member, by its name as stored
+          std::string to;
+          std::size_t found = normalise(target, to) && !to.empty() ? walk(to) : npos;
+          if (found == npos || entries_[found].node.kind != Node::Kind::file)
+            return fail(Errc::parse_error, "root '", path, "' holds the hard link '", shown(name), "' to '",
+                        shown(target), "', which is not an earlier regular member of it (GNU tar would not unpack "
+                        "it); record the machine again with gpuaff record");
+          for (std::size_t slash = to.find('/'); slash != std::string::npos; slash = to.find('/', slash + 1))
+            if (find(std::string_view(to).substr(0, slash))->kind != Node::Kind::directory)
+              return fail(Errc::parse_error, "root '", path, "' holds the hard link '", shown(name), "' to '",
+                          shown(target), "', which is not an earlier regular member of it (its path goes through "
+                          "a link or a file); record the machine again with gpuaff record");
+          node = entries_[found].node;
+          total += node.data.size();
+          break;
+        }
         case '5':
           node.kind = Node::Kind::directory;
           break;
         case '2':
           node.kind = Node::Kind::symlink;
-          node.data = std::move(target);
+          node.data = targets_.emplace_back(std::move(target));
           break;
-        default:  // a hard link, FIFO, device: present, never read
+        default:  // a FIFO, device: present, never read
           node.kind = Node::Kind::other;
           break;
       }
-      if (rel.empty()) continue;  // "./" itself
-      add(rel, std::move(node));
+      if (total > limits.max_total_size)
+        return too_much("holds more than ", limits.max_total_size, " bytes of files (hard links counted again)");
+      std::size_t entry = add(rel, limits.max_members);
+      if (entry == npos)
+        return too_much("holds more than ", limits.max_members,
+                        " members (files, folders, links, and the folders their names imply)");
+      entries_[entry].node = node;
     }
-    if (!ended && at < bytes.size()) return bad(at, "a partial header (the file is cut short)");
     if (!ended && bytes.empty()) return bad(0, "an empty file");
+    if (!ended && at < bytes.size()) return bad(at, "a partial header (the file is cut short)");
+    if (!ended) return bad(at, "no end blocks after the last member (the file is cut short)");
     return {};
   }
 
-  // Sorted by path, so that a folder's members are one range (children()).
-  std::map<std::string, Node, std::less<>> nodes_;
+  std::unique_ptr<std::string> bytes_;  // the file; file nodes view it (a pointer: moves keep the views valid)
+  std::deque<std::string> targets_;     // link targets; a deque never moves them
+  std::vector<Entry> entries_;          // [0] is the root
 };
 
 }  // namespace detail

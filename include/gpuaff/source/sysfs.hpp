@@ -55,8 +55,7 @@
 // | pci/DEV/{device,numa_node}                    | GPUs and extra_pci devices        | device 0; numa_node -1                      |
 // | pci/DEV/local_cpulist                         | GPUs and extra_pci devices        | local_cpus; none (or empty, noted):         |
 // |                                               |                                   | has_local_cpus = false                      |
-// |                                               |                                   | (and an error if numa_node names a node the |
-// |                                               |                                   | tree lacks: the device is placed by it)     |
+// | (node/nodeN of a device's numa_node)          | GPUs and extra_pci devices        | error naming it and the numa_node file      |
 // | proc/driver/nvidia/gpus (directory listing)   | always                            | every NVIDIA GPU is the process's           |
 // | proc/driver/nvidia/gpus/BDF/information       | NVIDIA GPUs                       | no UUID                                     |
 // | the same, its `Device Minor:` line; then       | probe_device_nodes: every GPU the | the GPU stays the process's (noted)         |
@@ -815,10 +814,9 @@ inline Result<std::vector<std::pair<PciAddress, std::string>>> list_pci_devices(
 /// Where a GPU or `extra` device is: its numa_node (a node merged for listing
 /// the same CPUs as another reads as that one) and, where the node does not
 /// place it or with full detail, its local CPUs. A device whose numa_node
-/// names a node the tree does not have is placed by its local CPUs (numa_node
-/// becomes -1, noted): the kernel's local_cpulist of a device is its node's
-/// cpulist, so it carries the same answer; without local CPUs it is an error
-/// rather than a binding to every CPU. A memory-only node is noted.
+/// names a node the tree does not have is an error naming the node and the
+/// numa_node file (a cut recording), never placed by its local CPUs. A
+/// memory-only node is noted.
 inline Result<void> place_pci_device(SysfsReader& r, Topology& t, PciDevice& d, const std::string& dir, bool extra,
                                      SysfsDetail detail) {
   std::string s;
@@ -838,14 +836,22 @@ inline Result<void> place_pci_device(SysfsReader& r, Topology& t, PciDevice& d, 
     return r.bad(Errc::parse_error, dir + "numa_node", "names NUMA node ", d.numa_node,
                  ", but the tree has no sys/devices/system/node: the kernel that wrote it has NUMA, so the recording "
                  "lost its node tree and the device's CPUs are unknown; record the root again");
-  bool lost_node = d.numa_node >= 0 && t.find_node(d.numa_node) == nullptr;
+  // A node the device names that the tree lacks: the recording was cut (or
+  // damaged) before it, and the device's own node is what its binding depends
+  // on. No guess from its local CPUs, which would bind it as the nodes the
+  // tree kept (docs/contract.md section 1).
+  if (d.numa_node >= 0 && (d.is_gpu() || extra) && t.find_node(d.numa_node) == nullptr) {
+    std::string node_dir = std::string(sysfs_node) + std::string("node") + std::to_string(d.numa_node);
+    return r.bad(Errc::parse_error, node_dir, "is missing, but ", r.shown(dir + "numa_node"), " names node ",
+                 d.numa_node, ": the recording is cut short or damaged; record the machine again with `gpuaff record`");
+  }
   if (const NumaNode* n = d.numa_node >= 0 ? t.find_node(d.numa_node) : nullptr;
       n != nullptr && n->memory_only() && (d.is_gpu() || extra))
     t.notes.push_back(dir + std::string("numa_node names node ") + std::to_string(d.numa_node) + std::string(", whose ") + std::string(sysfs_node) +
                       std::string("node") + std::to_string(d.numa_node) + "/cpulist lists no CPU (a memory-only node): the device "
                       "is placed as one on a memory-only node");
   // Binding detail: a known node places the device; local CPUs only help with -1.
-  if (detail == SysfsDetail::full || d.numa_node < 0 || lost_node) {
+  if (detail == SysfsDetail::full || d.numa_node < 0) {
     GPUAFF_TRY(auto local, r.list_or_mask(dir, {"local_cpulist", "local_cpus"}, Empty::allowed, s));
     if (local && local->cpus.empty()) {
       // The kernel gives a device without a node every CPU: an empty list says nothing.
@@ -854,17 +860,6 @@ inline Result<void> place_pci_device(SysfsReader& r, Topology& t, PciDevice& d, 
       d.local_cpus = local->cpus & t.online;
       d.has_local_cpus = true;
     }
-  }
-  if (lost_node) {
-    std::string node_dir = std::string(sysfs_node) + std::string("node") + std::to_string(d.numa_node);
-    if (!d.has_local_cpus || d.local_cpus.empty())
-      return r.bad(Errc::not_found, node_dir, "is not among the nodes of this tree, but ", r.shown(dir + "numa_node"),
-                   " names node ", d.numa_node, " and the device has no local_cpulist to place it by; record the "
-                   "tree again with `gpuaff record`");
-    t.notes.push_back(dir + std::string("numa_node names node ") + std::to_string(d.numa_node) + ", but " + node_dir +
-                      " is not among the nodes: device placed by its local_cpulist (" + d.local_cpus.to_list() +
-                      ") instead");
-    d.numa_node = -1;
   }
   return {};
 }
