@@ -6,6 +6,7 @@
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -39,6 +40,12 @@ def test_doctor_dict_is_the_cli_json():
     # (cores 14 and 15), so "roles" is in the document and each thread has a role.
     child = subprocess.Popen(["sleep", "30"])
     try:
+        # Until it sleeps: while the loader still maps pages, two reads differ.
+        for _ in range(500):
+            with open("/proc/%d/stat" % child.pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "S":
+                    break
+            time.sleep(0.01)
         options = dict(root=DGX_H100, gpu=1, policy="exclusive", roles="main=1,comm=1")
         py = gpuaff.doctor(child.pid, **options)
         cli = subprocess.run([TOOL, "doctor", "--pid", str(child.pid), "--root", DGX_H100, "--gpu", "1", "--policy",
@@ -61,4 +68,7 @@ def test_doctor_dict_is_the_cli_json():
     for key in ("problems", "notes"):
         assert len(py[key]) == len(js[key])
         py[key] = js[key] = []
+    # Resident pages are read twice, a moment apart: the same nodes, counts as they were then.
+    assert [str(n) for n in py["memory"]["pages_by_node"]] == list(js["memory"]["pages_by_node"])
+    py["memory"] = js["memory"] = {}
     same(py, js)
