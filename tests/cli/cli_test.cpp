@@ -14,6 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpuaff/detail/parse.hpp"
 #include "run_tool.hpp"
 #include "gpuaff/version.hpp"
 #include "support/check.hpp"
@@ -472,4 +477,39 @@ TEST_CASE("exec names the missing '--' when COMMAND's own option was read as gpu
   CHECK(r.one_error_line());
   CHECK(r.err.find("'-c' follows the command 'python3'") != std::string::npos);
   CHECK(r.err.find("-- python3 -c") != std::string::npos);
+}
+
+TEST_CASE("messages say what is so: a machine without GPUs, a process without a launcher, a shortened command") {
+  // build-machine-2cpu has no PCI device of a GPU class at all: that is said,
+  // not a hint that CUDA_VISIBLE_DEVICES hid them.
+  Run none = tool({"bind", "--root", fixture("build-machine-2cpu"), "--gpu", "0"});
+  CHECK(none.rc == 4);
+  CHECK(none.one_error_line());
+  CHECK(none.err.find("has no GPU at all") != std::string::npos);
+  CHECK(none.err.find("CUDA_VISIBLE_DEVICES") == std::string::npos);
+  // doctor --pid of a process that no launcher started: it guessed the GPU
+  // from the process's own rank variables, and blamed a --local-rank the
+  // user never passed when there was none.
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    char* argv[] = {const_cast<char*>("sleep"), const_cast<char*>("30"), nullptr};
+    char* envp[] = {const_cast<char*>("PATH=/usr/bin:/bin"), nullptr};
+    ::execve("/bin/sleep", argv, envp);
+    ::_exit(127);
+  }
+  Run guess = tool({"doctor", "--pid", std::to_string(child), "--root", fixture("dgx-h100")});
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  CHECK(guess.rc == 2);
+  CHECK(guess.one_error_line());
+  CHECK(guess.err.find("carries no GPUAFF_PLAN and none of LOCAL_RANK") != std::string::npos);
+  CHECK(guess.err.find("--local-rank") == std::string::npos);
+  CHECK(guess.err.find("pass --gpu N") != std::string::npos);
+  // A command shortened for a message ends with "...", which stays (it was
+  // stripped as a sentence's dots, so the command looked cut).
+  CHECK(gpuaff::detail::one_line("running 'python3 train.py --a-long-argumen...") ==
+        "running 'python3 train.py --a-long-argumen...");
+  CHECK(gpuaff::detail::one_line("done. ") == "done");
+  CHECK(gpuaff::detail::one_line("done.") == "done");
 }

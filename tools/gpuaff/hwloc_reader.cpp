@@ -8,5 +8,6 @@
 namespace gpuaff::cli {
 
 Readers cli_readers() { return Readers{.json = &read_json_topology, .hwloc = &read_hwloc_topology}; }
+std::string_view program_name() { return "gpuaff-hwloc"; }
 
 }  // namespace gpuaff::cli

@@ -424,10 +424,10 @@ int main(int argc, char** argv) try {
   // `gpuaff --version` answers before the command line's parser is built: it is
   // what an image build or a health check runs to see that the binary works.
   if (argc == 2 && std::string_view(argv[1]) == "--version") {
-    return write_result(std::string("gpuaff ") + gpuaff::version_string + "\n");
+    return write_result(std::string(gpuaff::cli::program_name()) + " " + gpuaff::version_string + "\n");
   }
   CLI::App app{"gpuaff binds GPU processes to the CPUs and NUMA memory closest to their GPU.", "gpuaff"};
-  app.set_version_flag("--version", std::string("gpuaff ") + gpuaff::version_string);
+  app.set_version_flag("--version", std::string(gpuaff::cli::program_name()) + " " + gpuaff::version_string);
   app.require_subcommand(1);
   const std::string exit_codes = gpuaff::cli::exit_codes_help();
   app.footer(std::string("Examples:\n"

@@ -9,5 +9,6 @@
 namespace gpuaff::cli {
 
 Readers cli_readers() { return Readers{.json = &read_json_topology}; }
+std::string_view program_name() { return "gpuaff"; }
 
 }  // namespace gpuaff::cli

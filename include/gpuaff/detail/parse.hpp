@@ -147,10 +147,14 @@ inline std::string escape_control(std::string_view text) {
 }
 
 /// The text as one line that is safe on a terminal (escape_control), without
-/// trailing dots and spaces: how every front end prints a message.
+/// trailing spaces and a sentence's final dot: how every front end prints a
+/// message. An ellipsis ("...") is kept: it says a quoted text was shortened.
 inline std::string one_line(std::string_view text) {
   std::string s = escape_control(text);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '.')) s.pop_back();
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  bool ellipsis = s.size() >= 3 && s.compare(s.size() - 3, 3, "...") == 0;
+  if (!ellipsis)
+    while (!s.empty() && (s.back() == ' ' || s.back() == '.')) s.pop_back();
   return s;
 }
 

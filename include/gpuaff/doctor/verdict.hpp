@@ -257,8 +257,17 @@ inline Result<Verdict> examine_process(int pid, const LaunchOptions& o, const Do
     notes.push_back(std::string("checked against the plan it was bound with (") + std::string(plan_variable) + ")");
   } else {
     LaunchOptions mine = o;
-    if (!mine.gpu && !mine.pci) mine.local_rank = true;  // its own rank variable
+    bool by_rank = !mine.gpu && !mine.pci;
+    if (by_rank) mine.local_rank = true;  // its own rank variable
     Environment env = environment_of(vars);
+    // Its GPU is guessed from its own launcher variables; without one the
+    // caller is told what the process lacks, not an option they never passed.
+    bool launched = std::any_of(local_rank_variables.begin(), local_rank_variables.end(),
+                                [&env](std::string_view v) { return env(v).has_value(); });
+    if (by_rank && !launched)
+      return fail(Errc::invalid_argument, "process ", pid, " carries no ", plan_variable, " and none of ",
+                  variable_list(local_rank_variables), " to tell its GPU (it was not started by gpuaff exec, "
+                  "gpuaff.bind or a launcher); pass gpu=N, the GPU it drives, and the policy it was meant to have");
     auto p = plan(mine, env, readers);
     if (!p) {
       Error err = p.error();

@@ -126,6 +126,12 @@ inline std::string visible_gpu_list(const Topology& topo) {
 [[gnu::cold]] inline Unexpected<Error> no_such_gpu(const Topology& topo, int gpu, const std::string& rank_source) {
   int count = static_cast<int>(topo.gpus.size());
   std::string why = rank_source.empty() ? std::string("gpu=") + std::to_string(gpu) : rank_source;
+  bool none_there = topo.host_gpus.empty() && topo.hidden_gpus.empty() &&
+                    std::none_of(topo.pci_devices.begin(), topo.pci_devices.end(), [](const PciDevice& d) { return d.is_gpu(); });
+  if (count == 0 && none_there) {
+    return fail(Errc::not_found, "no GPU ", gpu, " (", why, "): ", topo.origin.view(), " has no GPU at all (no PCI "
+                "device of a display or accelerator class from NVIDIA, AMD or Intel); name the device with pci=BDF");
+  }
   if (count == 0) {
     return fail(Errc::not_found, "no GPU is visible in ", topo.origin.view(), " (", why,
                 "); check CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES and visible_devices=LIST, or name a device "
