@@ -418,6 +418,36 @@ const char* const doctor_examples =
     "  gpuaff doctor --pid 4242                      against the plan gpuaff exec left in its GPUAFF_PLAN\n"
     "  gpuaff doctor --pid 4242 --gpu 3 --policy exclusive --format json\n";
 
+/// The usage mistakes said before the parser runs, which would otherwise
+/// report them as something else: no command or an unknown one, a flag with
+/// an empty '=', a value given to --help or --version, exec's unknown options
+/// before '--'. Returns exit_usage after printing, 0 when there is none.
+int early_usage_error(const CLI::App& app, const CLI::App& exec, int argc, char** argv) {
+  auto is_command = [&](const std::string& name) {
+    for (const CLI::App* sub : app.get_subcommands({}))
+      if (sub->check_name(name)) return true;
+    return false;
+  };
+  if (argc == 1) {
+    std::string line = "gpuaff: a command is needed: " + command_names(app) + "; see 'gpuaff --help'\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    return exit_usage;
+  }
+  if (argv[1][0] != '-' && !is_command(argv[1])) {
+    std::vector<std::string_view> names;
+    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    std::string_view guess = gpuaff::detail::closest(argv[1], names);
+    std::string line = "gpuaff: " + one_line(std::string("unknown command '") + argv[1] + "'; " +
+                                             (guess.empty() ? std::string() : "did you mean " + std::string(guess) + "? ") +
+                                             "use " + command_names(app) + " (see 'gpuaff --help')") + "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    return exit_usage;
+  }
+  if (int rc = empty_values(app, argc, argv); rc != 0) return rc;
+  if (int rc = help_values(argc, argv); rc != 0) return rc;
+  return exec_unknown_options(exec, argc, argv);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -467,29 +497,7 @@ int main(int argc, char** argv) try {
   record->footer(std::string(record_examples) + exit_codes);
   doctor->footer(std::string(doctor_examples) + exit_codes);
 
-  auto is_command = [&](const std::string& name) {
-    for (const CLI::App* sub : app.get_subcommands({}))
-      if (sub->check_name(name)) return true;
-    return false;
-  };
-  if (argc == 1) {
-    std::string line = "gpuaff: a command is needed: " + command_names(app) + "; see 'gpuaff --help'\n";
-    std::fwrite(line.data(), 1, line.size(), stderr);
-    return exit_usage;
-  }
-  if (argv[1][0] != '-' && !is_command(argv[1])) {
-    std::vector<std::string_view> names;
-    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
-    std::string_view guess = gpuaff::detail::closest(argv[1], names);
-    std::string line = "gpuaff: " + one_line(std::string("unknown command '") + argv[1] + "'; " +
-                                             (guess.empty() ? std::string() : "did you mean " + std::string(guess) + "? ") +
-                                             "use " + command_names(app) + " (see 'gpuaff --help')") + "\n";
-    std::fwrite(line.data(), 1, line.size(), stderr);
-    return exit_usage;
-  }
-  if (int rc = empty_values(app, argc, argv); rc != 0) return rc;
-  if (int rc = help_values(argc, argv); rc != 0) return rc;
-  if (int rc = exec_unknown_options(*exec, argc, argv); rc != 0) return rc;
+  if (int rc = early_usage_error(app, *exec, argc, argv); rc != 0) return rc;
   // Arguments no option takes are checked below, to say what was meant.
   for (CLI::App* sub : {bind, topo, exec, record, doctor}) sub->allow_extras();
   try {

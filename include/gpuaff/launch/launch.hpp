@@ -138,8 +138,7 @@ inline Launched launch(LaunchPlan plan, const LaunchOptions& o, const LaunchCall
     l.warnings.insert(l.warnings.end(), done->warnings.begin(), done->warnings.end());
     l.binding = std::move(*done);
   } else if (call.apply == LaunchApply::thread) {
-    auto online = where == PlannedOn::another_machine ? live_online_cpus() : Result<CpuSet>(CpuSet{});
-    auto there = online && !online->empty() ? check_cpus_exist(p, *online) : Result<void>();
+    auto there = check_planned_here(p, where);
     auto guard = there ? ScopedAffinity::create(p.cpus, p.memory(on_refused)) : Result<ScopedAffinity>(Unexpected<Error>(there.error()));
     if (!guard) {
       detail::refuse(l, guard.error(), LaunchStage::apply, o, call);

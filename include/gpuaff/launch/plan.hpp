@@ -684,11 +684,18 @@ enum class PlannedOn {
 /// Errors: those of check_cpus_exist and bind_process() (prefixed, for a plan
 /// from another machine, with where it came from); Errc::empty_result when the
 /// kernel narrowed the mask.
+/// A plan from another machine names that machine's CPU ids: checked against
+/// this machine's online CPUs (when they can be read) before it is applied.
+/// Errors: those of check_cpus_exist.
+inline Result<void> check_planned_here(const LaunchPlan& plan, PlannedOn where) {
+  if (where != PlannedOn::another_machine) return {};
+  if (auto online = live_online_cpus()) return check_cpus_exist(plan, *online);
+  return {};
+}
+
 inline Result<ProcessBinding> apply_plan(const LaunchPlan& plan, OnRefused on_refused, PlannedOn where) {
   bool foreign = where == PlannedOn::another_machine;
-  if (foreign) {
-    if (auto online = live_online_cpus()) GPUAFF_TRY_VOID(check_cpus_exist(plan, *online));
-  }
+  GPUAFF_TRY_VOID(check_planned_here(plan, where));
   auto applied = bind_process(plan.cpus, plan.memory(on_refused));
   if (!applied) {
     Error e = applied.error();

@@ -108,21 +108,23 @@ inline Result<void> keep_runtime_gpus(Topology& t, GpuVendor asked) {
         ++n;
     return n;
   };
+  std::string_view asked_name = asked == GpuVendor::nvidia ? "nvidia" : asked == GpuVendor::amd ? "amd" : "intel";
   if (asked != GpuVendor::automatic && devices_of(vendor) == 0) {
     std::string there;
     for (std::uint16_t v : {pci_vendor::nvidia, pci_vendor::amd, pci_vendor::intel})
       if (long n = devices_of(v); n > 0)
         there += std::string(there.empty() ? "" : ", ") + std::to_string(n) + " of " + std::string(runtime_of(v));
     if (there.empty()) there = "none";
-    return fail(Errc::not_found, "vendor=", asked == GpuVendor::nvidia ? "nvidia" : asked == GpuVendor::amd ? "amd" : "intel",
-                ": ", t.origin.view(), " has no GPU of that vendor (it has ", there, "); leave vendor= out or name "
+    return fail(Errc::not_found, "vendor=", asked_name, ": ", t.origin.view(), " has no GPU of that vendor (it has ", there, "); leave vendor= out or name "
                 "the vendor whose runtime the job uses");
   }
   if (asked != GpuVendor::automatic && std::none_of(host.begin(), host.end(), [vendor](const Gpu& g) { return g.pci.vendor == vendor; }))
-    return fail(Errc::not_found, "vendor=", asked == GpuVendor::nvidia ? "nvidia" : asked == GpuVendor::amd ? "amd" : "intel",
-                ": ", t.origin.view(), " numbers the GPUs of ", host.empty() ? std::string_view("no runtime") : runtime_of(host.front().pci.vendor),
+    return fail(Errc::not_found, "vendor=", asked_name, ": ", t.origin.view(), " numbers the GPUs of ", host.empty() ? std::string_view("no runtime") : runtime_of(host.front().pci.vendor),
                 " only (a JSON file lists one runtime's GPUs); read the machine itself, or write the file with that vendor= option");
-  if (vendor == 0) return {};
+  // The readers number one vendor's GPUs already; a reader plugged in by
+  // another program may not: only then is a list filtered (and copied).
+  auto other = [vendor](const Gpu& g) { return g.pci.vendor != vendor; };
+  if (vendor == 0 || std::none_of(host.begin(), host.end(), other)) return {};
   t.gpus = runtime_gpus(t.gpus, vendor);
   t.host_gpus = runtime_gpus(t.host_gpus, vendor);
   return {};
