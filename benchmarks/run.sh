@@ -41,38 +41,41 @@ bench=$build/benchmarks/gpuaff_bench
 
 # ---- row 6: compile time of a TU using gpuaff vs one using <vector> ------------------
 # The compiler's own CPU time (user + system) is taken, not wall time: on a
-# shared machine the wall time mostly measures the wait for a CPU.
+# shared machine the wall time mostly measures the wait for a CPU. Each round
+# compiles every TU once (every other round in the opposite order), so a
+# burst of load lands on all of them; medians over the rounds. Beside this
+# commit's headers, the same TUs against the headers of the third wave's last
+# commit ($base_commit), read from git, so the change is measured in one loop.
 cxx=${CXX:-$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")}
+base_commit=1b17af4b
 tus=$(mktemp -d)
 trap 'rm -rf "$tus"' EXIT
-cat >"$tus/with_gpuaff.cpp" <<'EOF'
-#include <gpuaff/gpuaff.hpp>
-gpuaff::Result<gpuaff::CpuSet> bind_first_gpu(const gpuaff::Topology& t) {
-  return gpuaff::bind(t, 0, gpuaff::NodePolicy{});
+tu() {  # tu NAME HEADER: a TU that includes HEADER and binds GPU 0 with NodePolicy
+  printf '#include <%s>\ngpuaff::Result<gpuaff::CpuSet> bind_first_gpu(const gpuaff::Topology& t) {\n  return gpuaff::bind(t, 0, gpuaff::NodePolicy{});\n}\n' \
+    "$2" >"$tus/$1.cpp"
 }
-EOF
-cat >"$tus/bindings.cpp" <<'EOF'
-#include <gpuaff/bindings.hpp>
-gpuaff::Result<gpuaff::CpuSet> bind_first_gpu(const gpuaff::Topology& t) {
-  return gpuaff::bind(t, 0, gpuaff::NodePolicy{});
-}
-EOF
-cat >"$tus/with_vector.cpp" <<'EOF'
-#include <vector>
-std::vector<int> first_cpus(int n) {
-  std::vector<int> v;
-  for (int i = 0; i < n; ++i) v.push_back(i);
-  return v;
-}
-EOF
-cpu_seconds() {  # prints the user+system seconds of compiling $1 (further arguments: extra flags)
+tu umbrella gpuaff/gpuaff.hpp      # row 6: the umbrella
+tu one gpuaff/policy/node.hpp      # row 6b: the light path, the one policy's header
+tu light gpuaff/bindings.hpp       # row 6e: every policy (information)
+printf '#include <vector>\nstd::vector<int> first_cpus(int n) {\n  std::vector<int> v;\n  for (int i = 0; i < n; ++i) v.push_back(i);\n  return v;\n}\n' \
+  >"$tus/vector.cpp"
+base_inc=""
+if git cat-file -e "$base_commit^{commit}" 2>/dev/null; then
+  base_inc=$tus/base
+  mkdir "$base_inc"
+  git archive "$base_commit" include | tar -x -C "$base_inc"
+  base_inc=$base_inc/include
+else
+  echo "run.sh: row 6: commit $base_commit is not in this clone; the 'before' columns are left out" >&2
+fi
+cpu_seconds() {  # prints the user+system seconds of compiling $2 against include folder $1 (further arguments: extra flags)
   local TIMEFORMAT='%3U %3S'
-  local t tu=$1
-  shift
-  t=$( { time "$cxx" -std=c++20 -O2 -Iinclude "$@" -c "$tu" -o /dev/null >/dev/null 2>&1 || echo FAILED; } 2>&1 )
+  local t inc=$1 tu=$2
+  shift 2
+  t=$( { time "$cxx" -std=c++20 -O2 -I"$inc" "$@" -c "$tu" -o /dev/null >/dev/null 2>&1 || echo FAILED; } 2>&1 )
   if [[ $t == *FAILED* ]]; then  # a TU that does not compile would time its error, not the header
-    echo "run.sh: row 6: $cxx cannot compile $(basename "$tu"):" >&2
-    "$cxx" -std=c++20 -O2 -Iinclude "$@" -c "$tu" -o /dev/null >&2 || true
+    echo "run.sh: row 6: $cxx cannot compile $(basename "$tu") against $inc:" >&2
+    "$cxx" -std=c++20 -O2 -I"$inc" "$@" -c "$tu" -o /dev/null >&2 || true
     exit 1
   fi
   awk -v t="$t" 'BEGIN { split(t, a, " "); printf "%.3f\n", a[1] + a[2] }'
@@ -92,31 +95,34 @@ for h in gpuaff bindings; do
   pch_seconds+=("$(awk -v t="$t" 'BEGIN { split(t, a, " "); printf "%.2f", a[1] + a[2] }')")
 done
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# One variant per entry: its name, the include folder, the TU, extra flags.
+variants=("vector include vector" "umbrella include umbrella" "one include one" "light include light"
+          "umbrella_pch include umbrella -Winvalid-pch -include $tus/pch/gpuaff.hxx"
+          "light_pch include light -Winvalid-pch -include $tus/pch/bindings.hxx")
+[[ -n $base_inc ]] && variants+=("base_umbrella $base_inc umbrella" "base_light $base_inc light")
+declare -A times=()
 echo "== row 6: compiling each test TU $compile_runs times, interleaved ($cxx -O2) =="
-g_times=() v_times=() p_times=() gp_times=() pp_times=()
-with_pch=(-Winvalid-pch -include)
 for ((i = 0; i < compile_runs; i++)); do
-  if ((i % 2 == 0)); then
-    g_times+=("$(cpu_seconds "$tus/with_gpuaff.cpp")"); v_times+=("$(cpu_seconds "$tus/with_vector.cpp")")
-    p_times+=("$(cpu_seconds "$tus/bindings.cpp")")
-    gp_times+=("$(cpu_seconds "$tus/with_gpuaff.cpp" "${with_pch[@]}" "$tus/pch/gpuaff.hxx")")
-    pp_times+=("$(cpu_seconds "$tus/bindings.cpp" "${with_pch[@]}" "$tus/pch/bindings.hxx")")
-  else
-    pp_times+=("$(cpu_seconds "$tus/bindings.cpp" "${with_pch[@]}" "$tus/pch/bindings.hxx")")
-    gp_times+=("$(cpu_seconds "$tus/with_gpuaff.cpp" "${with_pch[@]}" "$tus/pch/gpuaff.hxx")")
-    p_times+=("$(cpu_seconds "$tus/bindings.cpp")")
-    v_times+=("$(cpu_seconds "$tus/with_vector.cpp")"); g_times+=("$(cpu_seconds "$tus/with_gpuaff.cpp")")
+  order=("${variants[@]}")
+  if ((i % 2)); then
+    order=()
+    for ((k = ${#variants[@]} - 1; k >= 0; k--)); do order+=("${variants[k]}"); done
   fi
+  for v in "${order[@]}"; do
+    read -r name inc file flags <<<"$v"
+    # shellcheck disable=SC2086  # flags: separate words
+    times[$name]+="$(cpu_seconds "$inc" "$tus/$file.cpp" $flags) "
+  done
 done
-g_med=$(printf '%s\n' "${g_times[@]}" | median)
-v_med=$(printf '%s\n' "${v_times[@]}" | median)
-p_med=$(printf '%s\n' "${p_times[@]}" | median)
-gp_med=$(printf '%s\n' "${gp_times[@]}" | median)
-pp_med=$(printf '%s\n' "${pp_times[@]}" | median)
-echo "   gpuaff.hpp TU: ${g_times[*]} s; bindings.hpp TU: ${p_times[*]} s; <vector> TU: ${v_times[*]} s"
-echo "   with the header precompiled: gpuaff.hpp TU: ${gp_times[*]} s; bindings.hpp TU: ${pp_times[*]} s"
+compile="n=$compile_runs"
+[[ -n $base_inc ]] && compile+=",base=$base_commit"
+for v in "${variants[@]}"; do
+  read -r name _ <<<"$v"
+  echo "   $name: ${times[$name]}s"
+  # shellcheck disable=SC2086  # the times: separate words
+  compile+=",$name=$(printf '%s\n' ${times[$name]} | median)"
+done
 echo "   precompiling (once per build): gpuaff.hpp ${pch_seconds[0]} s, bindings.hpp ${pch_seconds[1]} s"
-compile="$g_med,$v_med,$compile_runs,$p_med,$gp_med,$pp_med"
 
 # ---- callgrind: instruction counts of rows 1 and 7 ----------------------------------
 instructions=""

@@ -102,58 +102,70 @@ class Error {
 };
 
 namespace detail {
-// A message's pieces: their length, and appending one cut to `keep` characters
-// (a text keeps its start and its end around "...").
-constexpr std::size_t part_size(std::string_view s) { return s.size(); }
-constexpr std::size_t part_size(const char* s) { return std::string_view(s).size(); }
-constexpr std::size_t part_size(char) { return 1; }
-template <std::size_t N>
-constexpr std::size_t part_size(const FixedString<N>& s) {
-  return s.size();
-}
-template <class I>
-  requires(std::is_integral_v<I> && !std::is_same_v<I, char> && !std::is_same_v<I, bool>)
-constexpr std::size_t part_size(I) {
-  return 20;  // at most
-}
+/// One piece of an error message: a text, or an integer written out. The
+/// builders below turn their arguments into pieces and hand them to one
+/// function, so each distinct argument list costs a few lines of code, not a
+/// copy of the cutting and appending (benchmarks row 6: the copies were most
+/// of the optimizer's time in a TU that binds).
+class MessagePart {
+ public:
+  constexpr MessagePart(std::string_view s) : text_(s), size_(s.size()) {}  // NOLINT
+  constexpr MessagePart(const char* s) : MessagePart(std::string_view(s)) {}  // NOLINT: a literal
+  template <class S>  // a std::string, or another class that converts to a string_view
+    requires(std::is_class_v<S> && std::is_convertible_v<const S&, std::string_view> &&
+             !std::is_same_v<S, std::string_view>)
+  constexpr MessagePart(const S& s) : MessagePart(std::string_view(s)) {}  // NOLINT
+  constexpr MessagePart(const char& c) : text_(&c, 1), size_(1) {}  // NOLINT
+  template <std::size_t N>
+  constexpr MessagePart(const FixedString<N>& s) : MessagePart(s.view()) {}  // NOLINT
+  template <class I>
+    requires(std::is_integral_v<I> && !std::is_same_v<I, char> && !std::is_same_v<I, bool>)
+  constexpr MessagePart(I v) : MessagePart(static_cast<long long>(v), integer_tag{}) {}  // NOLINT
 
-constexpr void append_part(Error::Message& m, std::string_view s, std::size_t keep) {
-  if (s.size() <= keep) {
-    m.append(s);
-    return;
+  constexpr std::string_view text() const {
+    return integer_ ? std::string_view(digits_.data() + first_digit_, digits_.size() - first_digit_) : text_;
   }
-  std::size_t head = (keep - 3) / 2;
-  m.append(s.substr(0, head));
-  m.append("...");
-  m.append(s.substr(s.size() - (keep - 3 - head)));
-}
-constexpr void append_part(Error::Message& m, const char* s, std::size_t keep) {
-  append_part(m, std::string_view(s), keep);
-}
-constexpr void append_part(Error::Message& m, char c, std::size_t) { m.push_back(c); }
-template <std::size_t N>
-constexpr void append_part(Error::Message& m, const FixedString<N>& s, std::size_t keep) {
-  append_part(m, s.view(), keep);
-}
-template <class I>
-  requires(std::is_integral_v<I> && !std::is_same_v<I, char> && !std::is_same_v<I, bool>)
-constexpr void append_part(Error::Message& m, I v, std::size_t) {
-  m.append_int(static_cast<long long>(v));
-}
+  /// The length the cutting counts.
+  constexpr std::size_t size() const { return size_; }
+  constexpr bool integer() const { return integer_; }
+
+ private:
+  struct integer_tag {};
+  // An integer is counted as 20 characters, at most, when cutting.
+  [[gnu::noinline]] constexpr MessagePart(long long v, integer_tag) : size_(20) {
+    unsigned long long u = v < 0 ? 0ULL - static_cast<unsigned long long>(v) : static_cast<unsigned long long>(v);
+    std::size_t n = digits_.size();
+    do {
+      digits_[--n] = static_cast<char>('0' + u % 10);
+      u /= 10;
+    } while (u != 0);
+    if (v < 0) digits_[--n] = '-';
+    first_digit_ = n;
+    integer_ = true;
+  }
+
+  std::string_view text_;
+  std::size_t size_ = 0;
+  std::array<char, 21> digits_{};
+  std::size_t first_digit_ = 0;
+  bool integer_ = false;
+};
+
+inline constexpr std::size_t max_message_parts = 32;
 
 /// The message of `parts`. When they would not fit, the longest pieces (a
 /// path of 5,000 characters, a file's garbage, another error's message) are
 /// cut in their middle until they do, so that what comes after them, usually
 /// the reason and what to do, is kept whole.
-template <class... Parts>
-constexpr Error::Message compose(const Parts&... parts) {
+[[gnu::noinline]] constexpr Error::Message compose(const MessagePart* parts, std::size_t count) {
   constexpr std::size_t least = 64;  // no piece is cut below this
-  std::array<std::size_t, sizeof...(Parts)> keep{part_size(parts)...};
+  constexpr std::size_t most_parts = max_message_parts;
+  std::array<std::size_t, most_parts> keep{};
   std::size_t total = 0;
-  for (std::size_t k : keep) total += k;
+  for (std::size_t i = 0; i < count && i < most_parts; ++i) total += keep[i] = parts[i].size();
   while (total > Error::max_message) {
     std::size_t longest = 0;
-    for (std::size_t i = 1; i < keep.size(); ++i)
+    for (std::size_t i = 1; i < count && i < most_parts; ++i)
       if (keep[i] > keep[longest]) longest = i;
     if (keep[longest] <= least) break;  // many short pieces: the end is cut, with "..."
     std::size_t cut = total - Error::max_message < keep[longest] - least ? total - Error::max_message
@@ -162,8 +174,18 @@ constexpr Error::Message compose(const Parts&... parts) {
     total -= cut;
   }
   Error::Message m;
-  std::size_t i = 0;
-  (append_part(m, parts, keep[i++]), ...);
+  for (std::size_t i = 0; i < count; ++i) {
+    std::string_view s = parts[i].text();
+    std::size_t k = i < most_parts ? keep[i] : s.size();
+    if (parts[i].integer() || s.size() <= k) {
+      m.append(s);
+      continue;
+    }
+    std::size_t head = (k - 3) / 2;  // a text keeps its start and its end around "..."
+    m.append(s.substr(0, head));
+    m.append("...");
+    m.append(s.substr(s.size() - (k - 3 - head)));
+  }
   return m;
 }
 }  // namespace detail
@@ -172,13 +194,17 @@ constexpr Error::Message compose(const Parts&... parts) {
 /// The error builders are cold: the optimizer keeps them off the paths that succeed.
 template <class... Parts>
 [[gnu::cold]] constexpr Error make_error(Errc code, const Parts&... parts) {
-  return Error(code, detail::compose(parts...).view());
+  static_assert(sizeof...(Parts) > 0 && sizeof...(Parts) <= detail::max_message_parts);
+  const detail::MessagePart list[] = {parts...};
+  return Error(code, detail::compose(list, sizeof...(Parts)).view());
 }
 
 /// Same, with the errno of a failed system call.
 template <class... Parts>
 [[gnu::cold]] constexpr Error make_sys_error(Errc code, int sys_errno, const Parts&... parts) {
-  return Error(code, detail::compose(parts...).view(), sys_errno);
+  static_assert(sizeof...(Parts) > 0 && sizeof...(Parts) <= detail::max_message_parts);
+  const detail::MessagePart list[] = {parts...};
+  return Error(code, detail::compose(list, sizeof...(Parts)).view(), sys_errno);
 }
 
 /// The std::unexpected of Result.

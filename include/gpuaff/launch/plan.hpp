@@ -25,6 +25,7 @@
 #include "gpuaff/launch/options.hpp"
 #include "gpuaff/policy/dispatch.hpp"
 #include "gpuaff/policy/locality.hpp"
+#include "gpuaff/policy/pci_target.hpp"
 #include "gpuaff/policy/roles.hpp"
 #include "gpuaff/policy/split.hpp"
 #include "gpuaff/policy/threads.hpp"

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "gpuaff/policy/bind.hpp"
 #include "gpuaff/policy/context.hpp"
 
 namespace gpuaff {

@@ -2,8 +2,8 @@
 #pragma once
 // Choosing a policy at run time (--policy NAME): the registry of built-in
 // policies, from which their names, parse_policy and the CLI's help are
-// derived; and the one gpuaff::bind every policy, built-in or user-written,
-// goes through.
+// derived; gpuaff::bind of a PolicySpec, bind_all and bind_table. The
+// gpuaff::bind every policy goes through: bind.hpp.
 
 #include "gpuaff/config.hpp"
 
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gpuaff/detail/suggest.hpp"
+#include "gpuaff/policy/bind.hpp"
 #include "gpuaff/policy/context.hpp"
 #include "gpuaff/policy/core_complex.hpp"
 #include "gpuaff/policy/exclusive.hpp"
@@ -45,26 +46,6 @@ struct PolicySpec {
 };
 
 namespace detail {
-
-/// gpuaff::bind on a context: the policy's result, checked: never empty,
-/// never outside the usable CPUs.
-template <class P>
-constexpr Result<CpuSet> bind_checked(BindingContext& ctx, int gpu, const P& policy) {
-  const Topology& topo = ctx.topology();
-  Result<CpuSet> result = [&]() -> Result<CpuSet> {
-    GPUAFF_TRY_VOID(ctx.check_gpu(gpu));
-    if constexpr (ContextPolicy<P>) return policy.evaluate(ctx, gpu);
-    else return policy.bind(topo, gpu, ctx.job());
-  }();
-  if (!result) return result;
-  const CpuSet& usable = ctx.usable();
-  if (result->empty())
-    return fail(Errc::empty_result, "the policy gives ", gpu_label(topo, gpu), " no CPU; an empty mask is never applied");
-  if (!result->is_subset_of(usable))
-    return fail(Errc::invalid_argument, "the policy gives ", gpu_label(topo, gpu), " CPUs ", cpulist_text(*result - usable),
-                " that are not allowed and online (usable: ", cpulist_text(usable), ")");
-  return result;
-}
 
 /// bind_checked with policy P made from a spec's NVIDIA options (the
 /// PyTorch modes take none).
@@ -207,26 +188,13 @@ constexpr Result<CpuSet> bind_spec(BindingContext& ctx, int gpu, const PolicySpe
 
 }  // namespace detail
 
-/// Binds GPU `gpu` with any BindingPolicy, or with the policy a PolicySpec
-/// names, and checks what the policy gives: never empty, never outside
-/// Topology::usable().
-/// Errors: the policy's own; Errc::empty_result for an empty set;
-/// Errc::invalid_argument when a (user-written) policy returns CPUs that are
-/// not allowed or not online.
-///
-/// Every parameter is a constrained forwarding reference so that an
-/// unqualified bind(topo, 0, ExclusivePolicy{}) under `using namespace std;`
-/// picks this function over std::bind (which takes forwarding references
-/// too, and would otherwise win on the topology's missing const).
-template <class Topo, class Gpu, class Policy, class Job = const JobOptions&>
+/// gpuaff::bind (policy/bind.hpp) with the policy a PolicySpec names.
+template <class Topo, class Gpu, class Spec, class Job = const JobOptions&>
   requires std::same_as<std::remove_cvref_t<Topo>, Topology> && std::convertible_to<Gpu, int> &&
-           (BindingPolicy<std::remove_cvref_t<Policy>> || std::same_as<std::remove_cvref_t<Policy>, PolicySpec>) &&
-           std::convertible_to<Job, const JobOptions&>
-constexpr Result<CpuSet> bind(Topo&& topo, Gpu&& gpu, Policy&& policy, Job&& job = JobOptions{}) {
+           std::same_as<std::remove_cvref_t<Spec>, PolicySpec> && std::convertible_to<Job, const JobOptions&>
+constexpr Result<CpuSet> bind(Topo&& topo, Gpu&& gpu, Spec&& spec, Job&& job = JobOptions{}) {
   BindingContext ctx(topo, job);
-  int g = static_cast<int>(gpu);
-  if constexpr (std::same_as<std::remove_cvref_t<Policy>, PolicySpec>) return detail::bind_spec(ctx, g, policy);
-  else return detail::bind_checked(ctx, g, policy);
+  return detail::bind_spec(ctx, static_cast<int>(gpu), spec);
 }
 
 /// The binding of every participating GPU (0..nproc-1, or every visible GPU),

@@ -20,6 +20,7 @@
 #include <optional>
 #include <vector>
 
+#include "gpuaff/policy/bind.hpp"
 #include "gpuaff/policy/context.hpp"
 
 namespace gpuaff {

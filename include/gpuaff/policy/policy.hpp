@@ -14,6 +14,7 @@
 #include "gpuaff/topology.hpp"
 #include "gpuaff/policy/common.hpp"
 #include "gpuaff/policy/locality.hpp"
+#include "gpuaff/policy/pci_target.hpp"
 #include "gpuaff/policy/cores.hpp"
 #include "gpuaff/policy/context.hpp"
 #include "gpuaff/policy/node.hpp"

@@ -28,6 +28,7 @@
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/detail/parse.hpp"
 #include "gpuaff/detail/suggest.hpp"
+#include "gpuaff/policy/priority.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/topology.hpp"
 

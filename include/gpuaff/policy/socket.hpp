@@ -5,6 +5,7 @@
 
 #include "gpuaff/config.hpp"
 
+#include "gpuaff/policy/bind.hpp"
 #include "gpuaff/policy/context.hpp"
 
 namespace gpuaff {

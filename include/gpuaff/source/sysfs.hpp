@@ -127,6 +127,7 @@
 
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/os/thread_mask.hpp"
+#include "gpuaff/policy/priority.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/source.hpp"
 #include "gpuaff/source/nics.hpp"

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Binding a PCI device that is not a visible GPU (a NIC, a GPU hidden by
+// CUDA_VISIBLE_DEVICES): with_pci_target. Its own header because it copies a
+// whole Topology, which a TU that only binds GPUs need not compile.
+
+#include "gpuaff/config.hpp"
+
+#include <cstddef>
+
+#include "gpuaff/result.hpp"
+#include "gpuaff/topology.hpp"
+
+namespace gpuaff {
+inline namespace v0 {
+
+/// Makes PCI device `address` bindable. A visible GPU keeps the topology as
+/// it is (so the GPUs sharing its node still count) and `*gpu_index` becomes
+/// its index. Any other device the topology holds (a NIC, a GPU hidden by
+/// CUDA_VISIBLE_DEVICES) becomes the single GPU of a copy of the topology,
+/// with index 0: bind it with JobOptions::nproc 0 or 1.
+/// Errors: Errc::not_found when the topology does not hold the device (the
+/// reader loads non-GPU devices only when asked: SysfsOptions::extra_pci).
+constexpr Result<Topology> with_pci_target(const Topology& topo, PciAddress address, int* gpu_index) {
+  for (std::size_t i = 0; i < topo.gpus.size(); ++i) {
+    if (topo.gpus[i].address() == address) {
+      if (gpu_index != nullptr) *gpu_index = static_cast<int>(i);
+      return topo;
+    }
+  }
+  const PciDevice* d = topo.find_pci(address);
+  if (d == nullptr)
+    return fail(Errc::not_found, "PCI device ", address.to_string(), " is not in the topology of ", topo.origin.view(),
+                "; check the address with lspci -D");
+  Topology out = topo;
+  out.gpus.clear();
+  Gpu g;
+  g.index = 0;
+  g.pci = *d;
+  out.gpus.push_back(g);
+  if (gpu_index != nullptr) *gpu_index = 0;
+  return out;
+}
+
+}  // namespace v0
+}  // namespace gpuaff
