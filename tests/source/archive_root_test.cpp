@@ -8,6 +8,7 @@
 #include <gpuaff/detail/fs.hpp>
 #include <gpuaff/policy/dispatch.hpp>
 #include <gpuaff/record/archive.hpp>
+#include <gpuaff/source/archive.hpp>
 #include <gpuaff/source/json.hpp>
 #include <gpuaff/source/sysfs.hpp>
 
@@ -306,4 +307,26 @@ TEST_CASE("a tar cut at a member boundary, or missing its end, is refused as cut
   auto t = load(tree.path("cut-root.tar"));
   REQUIRE_FALSE(t);
   CHECK(t.error().message().find("cut short") != std::string_view::npos);
+}
+
+TEST_CASE("a program without the archive reader refuses a file root, naming the header, and reads nothing") {
+  // <gpuaff/source/archive.hpp> installs the tar reader for the whole program
+  // (this test includes it); a program built on the umbrella alone has none.
+  // Without it, a tar root is an error that says what is missing and what to
+  // do instead, never an empty machine.
+  gpuaff_test::TempTree out;
+  std::string tar = write_tar_of(gpuaff_test::fixture("p4d.24xlarge"), out.path("p4d.tar"));
+  REQUIRE(static_cast<bool>(gpuaff::detail::file_root_reader));
+  auto installed = gpuaff::detail::file_root_reader;
+  gpuaff::detail::file_root_reader = nullptr;
+  auto without = load(tar);
+  gpuaff::detail::file_root_reader = installed;
+  REQUIRE_FALSE(without);
+  CHECK(without.error().code() == gpuaff::Errc::unsupported);
+  std::string message(without.error().message());
+  CHECK(message.find(tar) != std::string::npos);
+  CHECK(message.find("<gpuaff/source/archive.hpp>") != std::string::npos);
+  CHECK(message.find("tar -xf") != std::string::npos);
+  auto with = load(tar);  // the reader back: the same file reads
+  CHECK(with.has_value());
 }

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "gpuaff/detail/errno.hpp"
+#include "gpuaff/detail/file_tree.hpp"
 #include "gpuaff/detail/parse.hpp"
 #include "gpuaff/result.hpp"
 
@@ -66,14 +67,9 @@ struct ArchiveLimits {
   std::uint64_t max_total_size = max_archive_read;
 };
 
-class ArchiveTree {
+class ArchiveTree final : public FileTree {
  public:
-  struct Node {
-    enum class Kind { file, directory, symlink, other };
-    Kind kind = Kind::directory;
-    std::string_view data;  ///< a file's content, a symlink's target (owned by the tree)
-    unsigned mode = 0755;
-  };
+  using Node = FileTreeNode;
 
   ArchiveTree() : bytes_(std::make_unique<std::string>()), entries_(1) {}
 
@@ -90,13 +86,13 @@ class ArchiveTree {
   }
 
   /// The node at a normalised root-relative path ("" is the root), or nullptr.
-  const Node* find(std::string_view rel) const {
+  const Node* find(std::string_view rel) const override {
     std::size_t at = walk(rel);
     return at == npos ? nullptr : &entries_[at].node;
   }
 
   /// The names directly inside the folder `rel` (normalised), in order.
-  std::vector<std::string> children(std::string_view rel) const {
+  std::vector<std::string> children(std::string_view rel) const override {
     std::vector<std::string> out;
     std::size_t at = walk(rel);
     if (at == npos) return out;

@@ -31,7 +31,7 @@
 #include <utility>
 #include <vector>
 
-#include "gpuaff/detail/archive_tree.hpp"
+#include "gpuaff/detail/file_tree.hpp"
 #include "gpuaff/detail/errno.hpp"
 #include "gpuaff/detail/parse.hpp"
 
@@ -320,8 +320,8 @@ class RootResolver {
     while (!root_.empty() && root_.back() == '/') root_.pop_back();
   }
 
-  /// Resolves in `tree` (a tar root held in memory) instead of the directory.
-  void use_archive(const ArchiveTree* tree) {
+  /// Resolves in `tree` (a root held in memory: a tar file) instead of the directory.
+  void use_archive(const FileTree* tree) {
     archive_ = tree;
     cache_.clear();
   }
@@ -408,7 +408,7 @@ class RootResolver {
       }
       host += c;
       // What is there: from the archive, or lstat and readlink in the directory.
-      const ArchiveTree::Node* node = nullptr;
+      const FileTreeNode* node = nullptr;
       struct stat st {};
       bool missing = false;
       if (archive_ != nullptr) {
@@ -425,7 +425,7 @@ class RootResolver {
         pending.clear();
         continue;
       }
-      bool link = node != nullptr ? node->kind == ArchiveTree::Node::Kind::symlink : S_ISLNK(st.st_mode);
+      bool link = node != nullptr ? node->kind == FileTreeNode::Kind::symlink : S_ISLNK(st.st_mode);
       if (!link) {
         done.push_back(std::move(c));
         continue;
@@ -447,7 +447,7 @@ class RootResolver {
   }
 
   std::string root_;
-  const ArchiveTree* archive_ = nullptr;
+  const FileTree* archive_ = nullptr;
   // Directory -> its resolved path, sorted by directory: a few hundred entries
   // at most, and a sorted vector keeps <unordered_map>'s instantiations out of
   // every translation unit of the umbrella header (benchmarks row 6).
@@ -532,15 +532,18 @@ class RootDir {
   RootDir(const std::string& root, bool live) : live_(live), resolver_(live ? std::string() : root) {
     struct stat st {};
     if (!live && ::stat(root.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-      auto tree = ArchiveTree::read(root);
+      Result<FileTree*> tree = file_root_reader != nullptr
+                                   ? file_root_reader(root)
+                                   : fail(Errc::unsupported, root,
+                                          " is a file, not a folder: this program reads recorded archives only with "
+                                          "<gpuaff/source/archive.hpp> included; unpack it (tar -xf) and pass the folder");
       if (tree) {
-        archive_ = std::move(*tree);
-        resolver_.use_archive(&*archive_);
+        archive_ = *tree;
       } else {
         archive_error_ = tree.error();
-        archive_ = ArchiveTree{};  // an empty root: every read says "missing" after the error
-        resolver_.use_archive(&*archive_);
+        archive_ = new EmptyFileTree();  // every read says "missing" after the error
       }
+      resolver_.use_archive(archive_);
       return;
     }
     if (!live) root_fd_ = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -550,13 +553,14 @@ class RootDir {
   RootDir& operator=(const RootDir&) = delete;
   ~RootDir() {
     if (root_fd_ >= 0) ::close(root_fd_);
+    delete archive_;
   }
 
   bool live() const { return live_; }
   /// The resolver of this root, for walks that need the links on the way.
   RootResolver& resolver() { return resolver_; }
   /// The root is a tar file read into memory.
-  bool archive() const { return archive_.has_value(); }
+  bool archive() const { return archive_ != nullptr; }
   /// Why the tar file could not be read, or nullptr: check it before reading.
   const Error* archive_error() const { return archive_error_ ? &*archive_error_ : nullptr; }
 
@@ -592,10 +596,10 @@ class RootDir {
     out.clear();
     if (archive_) {
       int err = 0;
-      const ArchiveTree::Node* node = archive_node(rel, true, &err);
+      const FileTreeNode* node = archive_node(rel, true, &err);
       if (node == nullptr) return err != 0 ? err : ENOENT;
-      if (node->kind == ArchiveTree::Node::Kind::directory) return EISDIR;
-      if (node->kind != ArchiveTree::Node::Kind::file) return not_regular_file;
+      if (node->kind == FileTreeNode::Kind::directory) return EISDIR;
+      if (node->kind != FileTreeNode::Kind::file) return not_regular_file;
       if (node->data.size() > max_small_file) return EFBIG;
       if (mode != nullptr) *mode = static_cast<mode_t>(node->mode);
       out = node->data;
@@ -615,9 +619,9 @@ class RootDir {
     if (archive_) {
       std::string path;
       if (int err = resolver_.resolve(rel, path); err != 0) return err;
-      const ArchiveTree::Node* node = archive_->find(path);
+      const FileTreeNode* node = archive_->find(path);
       if (node == nullptr) return ENOENT;
-      if (node->kind != ArchiveTree::Node::Kind::directory) return ENOTDIR;
+      if (node->kind != FileTreeNode::Kind::directory) return ENOTDIR;
       names = archive_->children(path);
       return 0;
     }
@@ -629,8 +633,8 @@ class RootDir {
   /// The path names a directory (symlinks followed inside the root).
   bool is_directory(std::string_view rel) {
     if (archive_) {
-      const ArchiveTree::Node* node = archive_node(rel, true);
-      return node != nullptr && node->kind == ArchiveTree::Node::Kind::directory;
+      const FileTreeNode* node = archive_node(rel, true);
+      return node != nullptr && node->kind == FileTreeNode::Kind::directory;
     }
     return opens(rel, O_RDONLY | O_DIRECTORY);
   }
@@ -644,7 +648,7 @@ class RootDir {
   /// The tar root's node at `rel`: its folders resolved, the last component
   /// followed when it is a link and `follow` is true; nullptr when missing, or
   /// when the links loop (`err`, optional, gets ELOOP).
-  const ArchiveTree::Node* archive_node(std::string_view rel, bool follow, int* err = nullptr) {
+  const FileTreeNode* archive_node(std::string_view rel, bool follow, int* err = nullptr) {
     std::string path;
     int e = 0;
     if (follow) {
@@ -726,7 +730,7 @@ class RootDir {
 
   bool live_;
   RootResolver resolver_;
-  std::optional<ArchiveTree> archive_;
+  FileTree* archive_ = nullptr;  // owned: a file root read into memory
   std::optional<Error> archive_error_;
   std::string host_;
   int root_fd_ = -1;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "gpuaff/detail/fs.hpp"
+#include "gpuaff/source/archive.hpp"
 #include "gpuaff/record/hwloc_files.hpp"
 #include "gpuaff/record/root_copy.hpp"
 #include "gpuaff/result.hpp"

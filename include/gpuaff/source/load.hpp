@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gpuaff/result.hpp"
+#include "gpuaff/source/archive.hpp"
 #include "gpuaff/source/sysfs.hpp"
 #include "gpuaff/source/visible.hpp"
 #include "gpuaff/topology.hpp"
