@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The front door: from what a user asks (LaunchOptions, launch/options.hpp)
-// and the process's environment to a checked plan, in the library. The CLI's
-// bind, exec and doctor and the Python module are thin over these functions:
+// and the process's environment to a checked plan, in the library. The way
+// out, from options to a bound process (what exec, the SPANK plugin and
+// Python's bind call), is gpuaff::launch (launch/launch.hpp), built on these:
 //
 //   LaunchOptions o;                                // or set_option(o, "policy", "exclusive"), ...
 //   o.local_rank = true;
 //   LaunchStage stage;
 //   auto p = gpuaff::plan(o, process_environment(), Readers{}, &stage);
-//   if (p) apply_plan(*p, ...); else if (usage_mistake(p.error(), stage)) ...
+//   if (!p && usage_mistake(p.error(), stage)) ...  // a plan to look at: topo, bind --dry-run
 //
 // Every failure says at which stage it happened, so that a caller can tell a
 // usage mistake (a bad option, a malformed or wrong visibility list) from
