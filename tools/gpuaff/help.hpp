@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -112,6 +113,12 @@ inline std::string example_command(std::string_view command, std::size_t width) 
     if (command[i] == '"') quoted = !quoted;
     words.back() += command[i];
   }
+  // An option and its value stay on one line: "--policy exclusive".
+  for (std::size_t w = 0; w + 1 < words.size(); ++w)
+    if (words[w].size() > 2 && words[w].rfind("--", 0) == 0 && words[w + 1][0] != '-') {
+      words[w] += " " + words[w + 1];
+      words.erase(words.begin() + static_cast<std::ptrdiff_t>(w) + 1);
+    }
   std::string out = "    ";
   std::size_t col = out.size();
   for (std::size_t w = 0; w < words.size(); ++w) {
@@ -144,7 +151,9 @@ inline std::string help_text(std::string_view command, std::size_t width) {
                           ": binds GPU processes to the CPUs and NUMA memory closest to their GPU.",
                       width, "", 0);
   } else {
-    out += wrap_words(program + " " + std::string(info->name) + ": " + std::string(info->summary) + ".", width, "", 0);
+    std::string summary(info->summary);  // "Print the CPUs ..." as the rest of a sentence
+    if (!summary.empty() && summary[0] >= 'A' && summary[0] <= 'Z') summary[0] = static_cast<char>(summary[0] - 'A' + 'a');
+    out += wrap_words(program + " " + std::string(info->name) + ": " + summary + ".", width, "", 0);
   }
   out += '\n' + wrap_words(program + " " + std::string(h->usage), width, "Usage: ", 7 + program.size() + 1);
   if (info == nullptr) {
