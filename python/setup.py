@@ -91,7 +91,8 @@ setup(
     classifiers=["License :: OSI Approved :: Apache Software License"],
     packages=["gpuaff"],
     package_dir={"gpuaff": os.path.join("gpuaff")},
-    package_data={"gpuaff": ["py.typed", "*.pyi"]},
+    # fixtures/: what tools/package.sh copies in (recorded machines to try it on); none in a source build
+    package_data={"gpuaff": ["py.typed", "*.pyi", "fixtures/*"]},
     ext_modules=[
         Pybind11Extension(
             "gpuaff._gpuaff",

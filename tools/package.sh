@@ -6,9 +6,12 @@
 #                                  FROM scratch included (docs/deployments.md)
 #   dist/gpuaff-V-cp3X-cp3X-linux_x86_64.whl
 #                                  the Python module, with the static tool as the
-#                                  `gpuaff` command (and `python -m gpuaff`)
+#                                  `gpuaff` command (and `python3 -m gpuaff`) and
+#                                  a few fixtures (gpuaff/fixtures/)
 #   dist/gpuaff_V-1_ARCH.deb       the tool (the same static file), man page, bash
-#                                  completion, headers, CMake package, pkg-config file
+#                                  completion, headers, CMake package, pkg-config file,
+#                                  the docs (/usr/share/doc/gpuaff) and a few fixtures
+#                                  (/usr/share/gpuaff/fixtures), where the man page says
 #   dist/gpuaff-hwloc_V-1_ARCH.deb gpuaff-hwloc (needs libhwloc)
 #   dist/gpuaff-slurm_V-1_ARCH.deb the Slurm SPANK plugin, where slurm/spank.h is
 #                                  (Debian: libslurm-dev), for that Slurm release
@@ -54,6 +57,11 @@ rm -rf "$tree"
 mkdir -p "$tree"
 cp -r include python LICENSE "$tree/"  # python/LICENSE is a link to ../LICENSE
 rm -rf "$tree/python/build" "$tree"/python/*.egg-info
+# The fixtures the .deb installs (tools/gpuaff/CMakeLists.txt lists them), inside
+# the package: gpuaff topo --root "$(dirname "$(python3 -c 'import gpuaff; print(gpuaff.__file__)')")/fixtures/dgx-h100.tar.xz"
+rm -rf build/package/doc-install
+quiet cmake --install build/package --component doc --prefix "$PWD/build/package/doc-install"
+cp -r build/package/doc-install/share/gpuaff/fixtures "$tree/python/gpuaff/fixtures"
 GPUAFF_CLI=$PWD/dist/gpuaff quiet "$python" -m pip wheel --no-build-isolation --no-index --no-deps -w dist "$tree/python"
 
 ls -l dist

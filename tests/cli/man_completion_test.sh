@@ -54,5 +54,27 @@ $files/a;b
 $files/my node.tar"
 [[ $(LC_ALL=C sort <<<"$got") == $(LC_ALL=C sort <<<"$expected") ]] ||
   { echo "FAIL: file names completed as:"; echo "$got"; fail=1; }
+# The man page's local-rank variables are the ones --local-rank reads, in the
+# order it reads them: found by running it, each variable set to a different
+# rank, dropping the one that won each time.
+listed=$(awk '/^\.SH ENVIRONMENT/ {on = 1} on && /^\.TP/ {getline; if ($0 ~ /LOCAL_RANK/) {print; exit}}' "$man" |
+  sed 's/^\.B //; s/\\f[BR]//g; s/\\-/-/g; s/, / /g')
+json=$(dirname "$0")/../../fixtures/dgx-h100.json
+mapfile -t named < <(env -i PATH="$PATH" "$gpuaff" exec --topology "$json" --local-rank --dry-run -- true 2>&1 |
+  sed -n 's/.*none of \(.*\) is set.*/\1/p' | tr -d ',' | tr ' ' '\n')
+((${#named[@]} >= 4)) || { echo "FAIL: exec --local-rank without a launcher names no variables"; fail=1; }
+remaining=("${named[@]}") order=""
+while ((${#remaining[@]} > 0)); do
+  vars=() rank=0
+  for v in "${remaining[@]}"; do vars+=("$v=$rank"); rank=$((rank + 1)); done
+  gpu=$(env -i PATH="$PATH" "${vars[@]}" "$gpuaff" exec --topology "$json" --local-rank --dry-run -- true |
+    sed -n 's/^  "gpu": \([0-9]*\),$/\1/p')
+  [[ -n $gpu && $gpu -lt ${#remaining[@]} ]] || { echo "FAIL: exec --local-rank with ${vars[*]} gave GPU '$gpu'"; fail=1; break; }
+  order+="${order:+ }${remaining[gpu]}"
+  unset 'remaining[gpu]'
+  remaining=("${remaining[@]}")
+done
+[[ $listed == "$order" ]] ||
+  { echo "FAIL: the man page lists the local-rank variables '$listed'; --local-rank reads '$order'"; fail=1; }
 ((fail == 0)) && echo "man page and completion list every flag of every command"
 exit $fail

@@ -9,7 +9,7 @@
 #      compiler): `gpuaff`, `python -m gpuaff` and `import gpuaff`, and its
 #      license (Apache-2.0, LICENSE inside); the .deb files' copyright (Apache-2.0)
 #   3. the .deb files with apt (root only; skipped otherwise): the tool, its man
-#      page and bash completion, a consumer built with find_package from /usr,
+#      page (and the docs and fixtures it names) and bash completion, a consumer built with find_package from /usr,
 #      and, where it was built and Slurm is installed, gpuaff-slurm's plugin in
 #      Slurm's plugin directory; then removed, leaving none of their files
 # Usage: tests/packaging/packaging_test.sh FIXTURES_DIR   (BUILD/fixtures)
@@ -63,6 +63,10 @@ clean=(env -i "PATH=$venv/bin" "HOME=$work" "TMPDIR=$work")
 [[ $(head -c 4 "$venv/bin/gpuaff" | od -An -c | tr -d ' ') == '177ELF' ]] || fail "venv/bin/gpuaff is not the binary"
 got=$("${clean[@]}" gpuaff bind --root "$machine" --gpu 3 --policy exclusive) || fail "the wheel's gpuaff did not run"
 [[ $got == "$expected" ]] || fail "wheel gpuaff: '$got', not $expected"
+shipped=$("${clean[@]}" "$venv/bin/python" -c "import gpuaff, os; print(os.path.dirname(gpuaff.__file__))")/fixtures
+got=$("${clean[@]}" gpuaff bind --root "$shipped/dgx-h100.tar.xz" --gpu 3 --policy exclusive) ||
+  fail "the wheel's fixture $shipped/dgx-h100.tar.xz did not read"
+[[ $got == "$expected" ]] || fail "wheel gpuaff on its own fixture: '$got', not $expected"
 out=$("${clean[@]}" "$venv/bin/python" -m gpuaff --version) || fail "python -m gpuaff --version failed"
 grep -q '^gpuaff [0-9]' <<<"$out" || fail "python -m gpuaff --version printed '$out'"
 got=$("${clean[@]}" "$venv/bin/python" -c "import gpuaff; print(gpuaff.plan(gpu=3, policy='exclusive', root='$machine').cpulist)") ||
@@ -108,6 +112,14 @@ grep -q '^gpuaff' <<<"$out" || fail "/usr/bin/gpuaff-hwloc --version printed '$o
 [[ -f /usr/share/man/man1/gpuaff.1.gz ]] || fail "no man page"
 out=$(zcat /usr/share/man/man1/gpuaff.1.gz) || fail "the man page is not gzip"
 grep -qF '.BI \-\-policy' <<<"$out" || fail "the man page lacks --policy"
+# What the man page's FILES section names is installed: the docs and the fixtures.
+named=$(awk '/^\.SH FILES/ {on = 1; next} /^\.SH/ {on = 0} on && /^\.I / {print $2}' <<<"$out" | sed 's/\\-/-/g')
+[[ $(wc -l <<<"$named") -ge 2 ]] || fail "the man page's FILES section names '$named'"
+for path in $named; do [[ -e $path ]] || fail "the man page names $path, which the package did not install"; done
+[[ -f /usr/share/doc/gpuaff/docs/cli.md ]] || fail "no /usr/share/doc/gpuaff/docs/cli.md"
+got=$(/usr/bin/gpuaff bind --root /usr/share/gpuaff/fixtures/dgx-h100.tar.xz --gpu 3 --policy exclusive) ||
+  fail "the installed fixture did not read"
+[[ $got == "$expected" ]] || fail "installed gpuaff on the installed fixture: '$got', not $expected"
 got=$(bash -c 'source /usr/share/bash-completion/completions/gpuaff
   COMP_WORDS=(gpuaff bind --pol); COMP_CWORD=2; _gpuaff; echo "${COMPREPLY[*]}"
   COMP_WORDS=(gpuaff exec --policy ex); COMP_CWORD=3; _gpuaff; echo "${COMPREPLY[*]}"')

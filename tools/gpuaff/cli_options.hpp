@@ -60,7 +60,7 @@ inline constexpr std::array<OptionInfo, 15> cli_options{{
      "the least fraction of resident pages on the GPU's memory node(s) that counts as healthy"},
     {"out", "--out", "DIR|FILE.tar", OptionType::path, for_record, "",
      "the directory to write (created), or FILE.tar: one tar file (required)"},
-    {"root", "--root", "DIR", OptionType::path, for_record, "/", "the root to record (default: this machine)"},
+    {"root", "--root", "DIR", OptionType::path, for_record, "/", "the root to record; / is this machine"},
     {"pci", "--pci", "BDF", OptionType::text, for_record, "",
      "also record these non-GPU devices (e.g. the NIC used with --pci); may be repeated"},
     {"force", "--force", "", OptionType::flag, for_record, "",

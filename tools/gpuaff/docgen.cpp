@@ -3,9 +3,11 @@
 // tables the command line is registered from (cli_options.hpp's commands and
 // options, the library's launch_options, the policy registry, the exit codes),
 // so that neither can drift from the tool. Run by the build; not installed.
-//   gpuaff-docgen man    > gpuaff.1
+//   gpuaff-docgen man DOCDIR FIXTUREDIR > gpuaff.1   (where the install puts them)
 //   gpuaff-docgen bash   > gpuaff        (share/bash-completion/completions/)
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -14,6 +16,7 @@
 #include "cli_options.hpp"
 #include "exit_codes.hpp"
 #include "policies.hpp"
+#include "gpuaff/launch/launcher.hpp"
 #include "gpuaff/policy/dispatch.hpp"
 #include "gpuaff/version.hpp"
 
@@ -61,7 +64,17 @@ std::string roff(std::string_view text) {
   return out;
 }
 
-std::string man_page() {
+/// "\\fBA\\fR, \\fBB\\fR": names in bold, for a .TP tag.
+template <std::size_t N>
+std::string bold_list(const std::array<std::string_view, N>& names) {
+  std::string out;
+  for (std::string_view n : names) cat(out, out.empty() ? "" : ", ", "\\fB", roff(n), "\\fR");
+  return out;
+}
+
+/// The man page; `docdir` and `fixturedir` are where the install puts the
+/// documentation and the fixtures.
+std::string man_page(std::string_view docdir, std::string_view fixturedir) {
   std::string m;
   cat(m, ".TH GPUAFF 1 \"\" \"gpuaff ", gpuaff::version_string, "\" \"User Commands\"\n");
   m += ".SH NAME\ngpuaff \\- bind GPU processes to the CPUs and NUMA memory closest to their GPU\n";
@@ -101,15 +114,37 @@ std::string man_page() {
     cat(m, ".TP\n.B ", std::to_string(e.code), "\n", roff(e.meaning), "\n");
   m += ".SH ENVIRONMENT\n"
        ".TP\n.B CUDA_VISIBLE_DEVICES\\fR, \\fBHIP_VISIBLE_DEVICES\\fR, \\fBROCR_VISIBLE_DEVICES\n"
-       "The GPUs the process may use; \\-\\-gpu N counts among them.\n"
-       ".TP\n.B LOCAL_RANK\\fR, \\fBOMPI_COMM_WORLD_LOCAL_RANK\\fR, \\fBSLURM_LOCALID\\fR, \\fBMPI_LOCALRANKID\n"
-       "The rank on this node, read with \\-\\-local\\-rank.\n"
-       ".TP\n.B GPUAFF_PLAN\n"
-       "Set by gpuaff exec for the command: the plan that was applied, which gpuaff doctor \\-\\-pid checks.\n";
+       "The GPUs the process may use; \\-\\-gpu N counts among them (\\-\\-visible\\-devices overrides them).\n";
+  // The launcher variables in the order the library reads them (launch/launcher.hpp).
+  cat(m, ".TP\n", bold_list(gpuaff::local_rank_variables), "\n",
+      "The rank on this node, read with \\-\\-local\\-rank: the first of these that is set, in this order "
+      "(torchrun, Slurm, Open MPI, MPICH and Intel MPI, PMI, HPE PALS); a later one is never read instead of a "
+      "malformed earlier one.\n");
+  std::array<std::string_view, gpuaff::local_size_variables.size() + 2> sizes{};
+  std::copy(gpuaff::local_size_variables.begin(), gpuaff::local_size_variables.end(), sizes.begin());
+  sizes[sizes.size() - 2] = gpuaff::slurm_step_tasks_per_node_variable;
+  sizes[sizes.size() - 1] = gpuaff::slurm_tasks_per_node_variable;
+  cat(m, ".TP\n", bold_list(sizes), "\n",
+      "The job's processes on this node, which stand for \\-\\-nproc under \\-\\-local\\-rank: the first that is "
+      "set, in this order; Slurm's task lists are read at the entry of this node (", roff(gpuaff::slurm_node_id_variable),
+      ").\n");
+  m += ".TP\n.B GPUAFF_PLAN\n"
+       "Set by gpuaff exec for the command: the plan that was applied, which gpuaff doctor \\-\\-pid checks.\n"
+       ".TP\n.B COLUMNS\n"
+       "The width \\-\\-help wraps to (else the terminal's, or 80 columns when the output is not a terminal).\n"
+       ".TP\n.B NO_COLOR\n"
+       "When set and not empty, gpuaff topo draws its picture without colour (\\-\\-color auto).\n";
+  m += ".SH FILES\n";
+  cat(m, ".TP\n.I ", roff(docdir), "\n",
+      "README.md and docs/*.md: every command, flag and exit code (cli.md), the policies, deployments (Docker, "
+      "Kubernetes, Slurm, MPI, torchrun, Ray), doctor, NICs and GPU memory, placement.\n");
+  cat(m, ".TP\n.I ", roff(fixturedir), "\n",
+      "Recorded and modelled machines to try gpuaff without their GPUs, each a compressed root read as it is, with "
+      "its topo \\-\\-format json beside it: gpuaff topo \\-\\-root ", roff(fixturedir), "/dgx\\-h100.tar.xz\n");
   m += ".SH EXAMPLES\n.nf\n"
        "gpuaff topo\n"
        "gpuaff bind \\-\\-gpu 3 \\-\\-policy exclusive\n"
-       "torchrun \\-\\-nproc\\-per\\-node 8 \\-\\-no\\-python gpuaff exec \\-\\-local\\-rank \\-\\- python train.py\n"
+       "torchrun \\-\\-nproc\\-per\\-node 8 \\-\\-no\\-python gpuaff exec \\-\\-local\\-rank \\-\\- python3 train.py\n"
        "gpuaff doctor \\-\\-pid 4242\n"
        ".fi\n";
   m += ".SH SEE ALSO\n.BR numactl (8),\n.BR taskset (1),\n.BR cpuset (7)\n";
@@ -195,14 +230,14 @@ std::string bash_completion() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string_view what = argc == 2 ? argv[1] : "";
+  std::string_view what = argc >= 2 ? argv[1] : "";
   std::string text;
-  if (what == "man") {
-    text = man_page();
+  if (what == "man" && argc == 4) {
+    text = man_page(argv[2], argv[3]);
   } else if (what == "bash") {
     text = bash_completion();
   } else {
-    std::fputs("usage: gpuaff-docgen man|bash\n", stderr);
+    std::fputs("usage: gpuaff-docgen man DOCDIR FIXTUREDIR | gpuaff-docgen bash\n", stderr);
     return 2;
   }
   if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {

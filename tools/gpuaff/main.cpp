@@ -28,6 +28,7 @@
 #include "gpuaff/detail/suggest.hpp"
 #include "exit_codes.hpp"
 #include "gpuaff/version.hpp"
+#include "help.hpp"
 #include "output.hpp"
 #include "policies.hpp"
 
@@ -381,43 +382,6 @@ int doctor_command(const Given& given) {
   return run_doctor(args);
 }
 
-const char* const bind_examples =
-    "Examples:\n"
-    "  gpuaff bind --gpu 0                              CPUs of GPU 0's NUMA node\n"
-    "  gpuaff bind --gpu 3 --policy exclusive            GPU 3's share of its node's cores\n"
-    "  gpuaff bind --pci 0000:17:00.0 --format numactl   numactl's --physcpubind=...\n"
-    "  gpuaff bind --gpu all                             every GPU, one line each\n"
-    "  gpuaff bind --gpu 1 --policy unique-contiguous --smt one --nproc 4\n"
-    "  gpuaff bind --topology fixtures/dgx-h100.json --gpu 7 --format json   a recorded machine (from the source tree)\n"
-    "  eval \"$(gpuaff bind --gpu 2 --nic-env --format env)\"   export GPU 2's NIC set (UCX, NVSHMEM)\n";
-const char* const topo_examples =
-    "Examples:\n"
-    "  gpuaff topo                                  this machine\n"
-    "  gpuaff topo --topology fixtures/p4d.24xlarge.json   a recorded machine (from the source tree)\n"
-    "  gpuaff topo --root /tmp/node17                a root written by gpuaff record --out /tmp/node17\n"
-    "  gpuaff topo --policy unique-contiguous --nproc 4\n"
-    "  gpuaff topo --format json > machine.json      then: gpuaff bind --topology machine.json ...\n";
-const char* const exec_examples =
-    "Examples:\n"
-    "  gpuaff exec --gpu 0 -- ./trainer --epochs 3\n"
-    "  torchrun --nproc-per-node 8 --no-python gpuaff exec --local-rank --policy exclusive -- python train.py\n"
-    "  srun --ntasks-per-node 8 --cpu-bind=none gpuaff exec --local-rank -- ./trainer\n"
-    "  mpirun -np 8 --bind-to none gpuaff exec --local-rank --policy core-complex -- ./trainer\n"
-    "  mpirun -np 8 gpuaff exec --local-rank --baseline cgroup -- ./trainer\n"
-    "  gpuaff exec --gpu 0 --dry-run -- ./trainer      show the plan, run nothing\n"
-    "COMMAND is run with execvp (PATH is searched; no shell, no temporary files). It finds the applied plan in\n"
-    "GPUAFF_PLAN, which gpuaff doctor --pid checks.\n";
-const char* const record_examples =
-    "Examples:\n"
-    "  gpuaff record --out /tmp/node17 && tar czf node17.tgz -C /tmp node17\n"
-    "  gpuaff topo --root /tmp/node17                 replay it anywhere\n"
-    "  gpuaff record --out node17.tar                 one file for a bug report\n"
-    "  gpuaff topo --root node17.tar                  replays it, read as it is (never unpacked)\n";
-const char* const doctor_examples =
-    "Examples:\n"
-    "  gpuaff doctor --pid 4242                      against the plan gpuaff exec left in its GPUAFF_PLAN\n"
-    "  gpuaff doctor --pid 4242 --gpu 3 --policy exclusive --format json\n";
-
 /// The usage mistakes said before the parser runs, which would otherwise
 /// report them as something else: no command or an unknown one, a flag with
 /// an empty '=', a value given to --help or --version, exec's unknown options
@@ -459,14 +423,11 @@ int main(int argc, char** argv) try {
   CLI::App app{"gpuaff binds GPU processes to the CPUs and NUMA memory closest to their GPU.", "gpuaff"};
   app.set_version_flag("--version", std::string(gpuaff::cli::program_name()) + " " + gpuaff::version_string);
   app.require_subcommand(1);
-  const std::string exit_codes = gpuaff::cli::exit_codes_help();
-  app.footer(std::string("Examples:\n"
-                         "  gpuaff topo                               this machine, GPUs, nodes, bindings\n"
-                         "  gpuaff bind --gpu 0 --policy exclusive     CPUs for GPU 0, one line\n"
-                         "  torchrun --nproc-per-node 8 --no-python gpuaff exec --local-rank -- python train.py\n"
-                         "  gpuaff record --out /tmp/machine           record this machine for a bug report\n"
-                         "Run 'gpuaff <command> --help' for each command's options.\n") +
-             exit_codes);
+  // Every --help is written from the tables (help.hpp), wrapped to the
+  // terminal; set before the commands are added, which take it from here.
+  app.formatter_fn([](const CLI::App* a, const std::string&, CLI::AppFormatMode) {
+    return help_text(a->get_parent() == nullptr ? std::string_view() : std::string_view(a->get_name()), help_width());
+  });
 
   // Only the command that was named gets its options: building all five
   // commands' options is most of the parser's start-up, on every run of every rank.
@@ -491,11 +452,6 @@ int main(int argc, char** argv) try {
   CLI::App* doctor = doctor_given.app;
   ExecArgs exec_args;
   exec->add_option("command", exec_args.command, "the command and its arguments, after --")->type_name("COMMAND...");
-  bind->footer(std::string(bind_examples) + policies_table() + exit_codes);
-  topo->footer(std::string(topo_examples) + exit_codes);
-  exec->footer(std::string(exec_examples) + policies_table() + exit_codes);
-  record->footer(std::string(record_examples) + exit_codes);
-  doctor->footer(std::string(doctor_examples) + exit_codes);
 
   if (int rc = early_usage_error(app, *exec, argc, argv); rc != 0) return rc;
   // Arguments no option takes are checked below, to say what was meant.

@@ -24,7 +24,4 @@ inline std::string policies_help() {
   return pytorch + " (PyTorch numa binding); " + nvidia + " (NVIDIA gpu_affinity modes)";
 }
 
-/// One line per policy with what it does, for the commands' --help footers.
-inline std::string policies_table() { return "Policies:\n" + std::string(policy_help().view()); }
-
 }  // namespace gpuaff::cli

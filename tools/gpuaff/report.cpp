@@ -10,6 +10,7 @@
 #include "gpuaff/detail/parse.hpp"
 #include "gpuaff/source/visible.hpp"
 #include "gpuaff/version.hpp"
+#include "wrap.hpp"
 
 namespace gpuaff::cli {
 namespace {
@@ -321,7 +322,10 @@ std::string render_report(const Topology& topo, const ReportOptions& o) {
   out += numa_nodes_section(topo, o);
   out += '\n' + bindings_table(topo, o);
   out += '\n' + picture(topo, o);
-  return out;
+  // Long cpulists, NIC lists and notes (1152 CPUs, 16 NICs, 64 partitions)
+  // continue on lines of their own, so that the report fits a bug tracker and
+  // a terminal beside another.
+  return wrap_lines(out, report_width);
 }
 
 }  // namespace gpuaff::cli

@@ -39,7 +39,10 @@ struct ReportOptions {
 /// A fixed-width table, each line starting with `indent`: the first row is the header.
 std::string render_table(const std::vector<std::vector<std::string>>& rows, std::string_view indent);
 
-/// The whole report, ending in a newline.
+/// The widest line of the report, in columns.
+inline constexpr std::size_t report_width = 120;
+
+/// The whole report, ending in a newline, no line wider than report_width.
 std::string render_report(const Topology& topo, const ReportOptions& options);
 
 // report_nics.cpp

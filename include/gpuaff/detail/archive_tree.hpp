@@ -7,6 +7,11 @@
 // in a directory: absolute targets start at the archive's root and ".." stops
 // there.
 //
+// The tar may be compressed with xz or gzip (fixtures/NAME.tar.xz as shipped):
+// it is decoded in memory (detail/decompress.hpp), told by its magic number,
+// not its name, and its decoded size is held to the same limit as a tar
+// file's, so that a compression bomb is refused, not unpacked.
+//
 // Read: ustar (POSIX.1-1988) and GNU headers, with pax extended headers
 // (path, linkpath: what record writes for long names) and GNU long names.
 // Members are regular files, folders and symbolic links; a hard link to an
@@ -42,6 +47,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpuaff/detail/decompress.hpp"
 #include "gpuaff/detail/errno.hpp"
 #include "gpuaff/detail/file_tree.hpp"
 #include "gpuaff/detail/parse.hpp"
@@ -51,7 +57,8 @@ namespace gpuaff {
 inline namespace v0 {
 namespace detail {
 
-/// The largest tar file read as a root: `gpuaff record` writes at most 256 MiB.
+/// The largest tar file read as a root, compressed or decoded: `gpuaff record`
+/// writes at most 256 MiB.
 inline constexpr std::uint64_t max_archive_read = std::uint64_t{256} << 20;
 
 /// What a tar root may hold; each refusal names the limit and the file. The
@@ -73,14 +80,16 @@ class ArchiveTree final : public FileTree {
 
   ArchiveTree() : bytes_(std::make_unique<std::string>()), entries_(1) {}
 
-  /// Reads the tar file at `path`.
+  /// Reads the tar file at `path`, plain or compressed with xz or gzip.
   /// Errors: Errc::io_error (cannot be opened or read, not a regular file, too
-  /// large), Errc::parse_error (not a tar, a bad header, a truncated member or
+  /// large), Errc::out_of_range (decodes to more than max_archive_read bytes),
+  /// Errc::parse_error (damaged compressed data, not a tar, a bad header, a truncated member or
   /// archive, a member name with "..", a hard link to anything but an earlier
   /// regular member), Errc::out_of_range (past one of `limits`), each naming the file.
   static Result<ArchiveTree> read(const std::string& path, const ArchiveLimits& limits = {}) {
     ArchiveTree tree;
     GPUAFF_TRY_VOID(read_file(path, *tree.bytes_));
+    GPUAFF_TRY_VOID(tree.decompress(path));
     GPUAFF_TRY_VOID(tree.parse(path, limits));
     return tree;
   }
@@ -153,6 +162,23 @@ class ArchiveTree final : public FileTree {
                   "gpuaff record (out=FILE.tar)");
     if (err != 0)
       return unexpected(make_sys_error(Errc::io_error, err, "root '", path, "' cannot be read (", errno_text(err), ")"));
+    return {};
+  }
+
+  /// The file's bytes decoded in place when they are xz or gzip data.
+  Result<void> decompress(const std::string& path) {
+    Compression kind = compression_of(*bytes_);
+    if (kind == Compression::none) return {};
+    const char* name = kind == Compression::xz ? "xz" : "gzip";
+    auto decoded = std::make_unique<std::string>();
+    DecodeFailure f = detail::decompress(kind, *bytes_, *decoded, max_archive_read);
+    if (f.too_large)
+      return fail(Errc::out_of_range, "root '", path, "' (", name, ") decompresses to more than 256 MiB, more than a "
+                  "recording holds; name a FILE.tar, .tar.xz or .tar.gz written from gpuaff record (out=FILE.tar)");
+    if (f)
+      return fail(Errc::parse_error, "root '", path, "' is ", name, " data gpuaff cannot read: ", f.what,
+                  "; check it with '", name, " -t' and name an intact copy");
+    bytes_ = std::move(decoded);
     return {};
   }
 
@@ -250,7 +276,7 @@ class ArchiveTree final : public FileTree {
     const std::string_view bytes = *bytes_;
     auto bad = [&](std::size_t at, std::string_view what) {
       return fail(Errc::parse_error, "root '", path, "' is not a tar file gpuaff can read: ", what, " at byte ", at,
-                  "; name a directory, or a FILE.tar written by gpuaff record (out=FILE.tar)");
+                  "; name a directory, or a FILE.tar (or .tar.xz, .tar.gz) written from gpuaff record (out=FILE.tar)");
     };
     auto too_much = [&](auto... what) {
       return fail(Errc::out_of_range, "root '", path, "' ", what...,

@@ -261,8 +261,8 @@ inline constexpr unsigned every_plan_command = for_bind | for_exec | for_topo | 
 /// Every option of a launch, in the order --help and the docs show them.
 inline const std::array<OptionInfo, 33> launch_options{{
     {"root", "--root", "DIR|FILE.tar", OptionType::path, detail::every_plan_command, "this machine",
-     "read the machine from a recorded root: a directory laid out like /, or the FILE.tar gpuaff record writes "
-     "(read as it is, never unpacked)", detail::set_root},
+     "read the machine from a recorded root: a directory laid out like /, or the FILE.tar gpuaff record writes, "
+     "also compressed with xz or gzip as the fixtures ship (read as it is, never unpacked)", detail::set_root},
     {"topology", "--topology", "FILE.json", OptionType::path, detail::every_plan_command, "",
      "read the machine from a JSON file written by gpuaff topo --format json", detail::set_topology},
     {"source", "--source", "sysfs|hwloc", OptionType::text, detail::every_plan_command, "sysfs",

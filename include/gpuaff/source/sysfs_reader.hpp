@@ -50,10 +50,16 @@ inline Result<bool> is_live_root(const std::string& root) {
   if (root.empty())
     return fail(Errc::invalid_argument, "the topology root is empty; pass root=/ or a directory made by `gpuaff record`");
   struct stat st {};
-  if (::stat(root.c_str(), &st) != 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)))
+  if (::stat(root.c_str(), &st) != 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
+    // fixtures/NAME where the source tree has fixtures/NAME.tar.xz (the build unpacks it)
+    for (const char* suffix : {".tar.xz", ".tar.gz", ".tar"})
+      if (std::string archive = root + suffix; ::stat(archive.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        return fail(Errc::not_found, "topology root '", root, "' does not exist, and '", archive,
+                    "' does: pass root=", archive, " (read as it is, never unpacked)");
     return fail(Errc::not_found, "topology root '", root,
                 "' is neither a directory nor a file; pass root=/, a directory made by `gpuaff record`, or the "
-                "FILE.tar it writes");
+                "FILE.tar it writes (also as .tar.xz or .tar.gz)");
+  }
   return S_ISDIR(st.st_mode) && is_host_root(root);
 }
 
