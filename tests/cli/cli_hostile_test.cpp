@@ -418,6 +418,30 @@ TEST_CASE("topo's text holds no control byte from the recording: a GPU UUID with
   CHECK(r.out.find("GPU-\\x1b]0;owned\\x07-aaaa") != std::string::npos);
 }
 
+TEST_CASE("topo --topology FILE.json shows the file's notes escaped, as a recording's text") {
+  // The notes of a JSON topology are its author's text: a terminal escape or
+  // a bidi override in one must not reach the terminal as it is.
+  Run json = tool({"topo", "--root", gpuaff_test::fixture("dgx-h100"), "--format", "json"});
+  REQUIRE(json.rc == 0);
+  std::size_t at = json.out.find("\"notes\": [");
+  REQUIRE(at != std::string::npos);
+  std::string rest = json.out.substr(at + 10);
+  std::string text = json.out.substr(0, at) + "\"notes\": [\"title \\u001b]0;owned\\u0007 here\", \"\\u202eevil\"" +
+                     (rest.find_first_not_of(" \n") != std::string::npos && rest[rest.find_first_not_of(" \n")] == ']'
+                          ? ""
+                          : ", ") +
+                     rest;
+  fs::path dir = cli_test::temp_dir("json-notes");
+  cli_test::write_file(dir / "t.json", text);
+  Run r = tool({"topo", "--topology", (dir / "t.json").string()});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(!has_control_byte(r.out));
+  CHECK(r.out.find("  - title \\x1b]0;owned\\x07 here\n") != std::string::npos);
+  CHECK(r.out.find("  - \\xe2\\x80\\xaeevil\n") != std::string::npos);
+  CHECK(r.out.find("\xe2\x80\xae") == std::string::npos);
+}
+
 TEST_CASE("--flag=true and --flag=false on a flag mean what they say; any other value is refused naming the flag") {
   // Each of these was once read as the flag given: --force=false overwrote a
   // non-empty folder, --nic-env=false exported NIC variables, --dry-run=false

@@ -163,7 +163,8 @@ std::string bindings_table(const Topology& topo, const ReportOptions& o) {
       out += render_table(sub, "    ");
     }
   }
-  for (std::size_t i = 0; i < notes.size(); ++i) out += "  [" + std::to_string(i + 1) + "] " + notes[i] + '\n';
+  for (std::size_t i = 0; i < notes.size(); ++i)
+    out += "  [" + std::to_string(i + 1) + "] " + detail::escape_control(notes[i]) + '\n';
   return out;
 }
 
@@ -194,7 +195,8 @@ std::string machine_summary(const Topology& topo) {
   // What the source assumed where the machine did not say.
   if (!topo.notes.empty()) {
     out += "notes:\n";
-    for (const auto& n : topo.notes) out += "  - " + n + '\n';
+    // Escaped: a --topology JSON file's notes are its author's text, as a recording's contents are.
+    for (const auto& n : topo.notes) out += "  - " + detail::escape_control(n) + '\n';
   }
   return out;
 }
