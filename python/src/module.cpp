@@ -105,6 +105,21 @@ std::string keyword_names() {
 
 std::string shown(py::handle v) { return std::string(py::repr(v)).substr(0, 40); }
 
+/// A str argument as UTF-8 text. A lone surrogate ('\\udcff', what
+/// os.fsdecode() makes of a byte that is not UTF-8) has no UTF-8 form: an
+/// InvalidArgument (a ValueError) naming the argument, where pybind11's cast
+/// raised a RuntimeError that named nothing.
+std::string utf8_of(py::handle v, std::string_view what) {
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(v.ptr(), &size);
+  if (data == nullptr) {
+    PyErr_Clear();
+    usage(std::string(what) + "=" + shown(v) + " is not text that UTF-8 can hold: it has a lone surrogate (as "
+          "os.fsdecode() makes of bytes that are not UTF-8); pass the text itself");
+  }
+  return std::string(data, static_cast<std::size_t>(size));
+}
+
 /// The text the command line would give for a keyword's value, checked for
 /// the Python type the row's type stands for.
 std::string text_of(const OptionInfo& o, py::handle v) {
@@ -136,7 +151,7 @@ std::string text_of(const OptionInfo& o, py::handle v) {
     case OptionType::path:
     case OptionType::choice:
       if (!py::isinstance<py::str>(v)) usage(key + "=" + shown(v) + " must be a str");
-      return v.cast<std::string>();
+      return utf8_of(v, key);
   }
   return {};
 }
@@ -153,7 +168,7 @@ LaunchOptions options_of(const py::kwargs& kw, std::initializer_list<std::string
                          bool plan_of_loaded = false) {
   LaunchOptions o;
   for (auto [key, value] : kw) {
-    std::string k = key.cast<std::string>();
+    std::string k = utf8_of(key, "a keyword");
     if (plan_of_loaded && names_machine(k))
       usage(k + "= belongs to gpuaff.load(); a loaded machine plans with the other keywords");
     const OptionInfo* row = find_option(k);
@@ -227,7 +242,7 @@ CpuSet cpus_of(py::handle v, std::string_view what) {
     usage(std::string(what) + ": " + shown(v) + " is bytes, not a cpulist; pass a str (decode the bytes: b'0-3'.decode()) "
           "or a list of CPU ids");
   if (py::isinstance<py::str>(v)) {
-    auto r = CpuSet::parse_list(v.cast<std::string>());
+    auto r = CpuSet::parse_list(utf8_of(v, what));
     if (!r) raise(Error(r.error().code(), std::string(what) + ": " + std::string(r.error().message())));  // escaped when raised
     return *r;
   }
@@ -598,9 +613,10 @@ void define_process(py::module_& m) {
 
   m.def(
       "bind_process",
-      [](py::handle cpus, const std::string& membind, py::handle memory_nodes) {
+      [](py::handle cpus, py::handle membind, py::handle memory_nodes) {
         CpuSet set = cpus_of(cpus, "cpus");
-        MemoryOptions memory{.policy = value_or_raise(parse_membind(membind))};
+        if (!py::isinstance<py::str>(membind)) usage("membind=" + shown(membind) + " must be a str");
+        MemoryOptions memory{.policy = value_or_raise(parse_membind(utf8_of(membind, "membind")))};
         if (!memory_nodes.is_none()) memory.nodes = cpus_of(memory_nodes, "memory_nodes");
         Result<ProcessBinding> done = Unexpected(Error());
         {

@@ -238,6 +238,23 @@ def test_empty_and_nul_strings_are_refused_as_the_cli_refuses_them(clean_env, kw
         gpuaff.plan(gpu=0, **kw) if "pci" not in kw else gpuaff.plan(**kw)
 
 
+def test_a_lone_surrogate_is_a_value_error_naming_the_argument(root, clean_env):
+    # '\udcff' is what os.fsdecode() makes of the byte 0xff: a str with no
+    # UTF-8 form. pybind11's cast raised a RuntimeError that named nothing.
+    calls = [
+        ("root=", lambda: gpuaff.plan(gpu=0, root="/x\udcff")),
+        ("visible_devices=", lambda: gpuaff.plan(gpu=0, root=root, visible_devices="0\udcff")),
+        ("cpulist=", lambda: gpuaff._gpuaff.parse_cpulist("0-\udcff")),
+        ("cpus=", lambda: gpuaff.bind_process("\udcff")),
+        ("membind=", lambda: gpuaff.bind_process("0", membind="\udcff")),
+        ("a keyword=", lambda: gpuaff.plan(gpu=0, root=root, **{"po\udcffcy": "node"})),
+    ]
+    for name, call in calls:
+        with pytest.raises(gpuaff.InvalidArgument, match="lone surrogate") as caught:
+            call()
+        assert isinstance(caught.value, ValueError)
+        assert str(caught.value).startswith(name), str(caught.value)
+
 
 def test_loaded_machine_plans_every_gpu_and_policy(clean_env):
     # One gpuaff.load() of the DGX H100 root, then every GPU under several
