@@ -13,7 +13,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -84,6 +89,26 @@ const char* errc_name(Errc c) {
     case Errc::unsupported: return "unsupported";
   }
   return "system_error";
+}
+
+/// This process's environment, copied now, with the GIL held, for the
+/// library to read after releasing it. A Python thread's os.environ[k] = v
+/// calls putenv() holding the GIL, and getenv() racing a putenv() may read
+/// the variable array while it is reallocated and freed: a crash or a torn
+/// value. No library call below reads the environment any other way.
+Environment environment_snapshot() {
+  auto vars = std::make_shared<std::map<std::string, std::string, std::less<>>>();
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    std::size_t eq = entry.find('=');
+    // The first of two entries of one name wins, as getenv() finds it.
+    if (eq != std::string_view::npos) vars->emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+  }
+  return [vars](std::string_view name) -> std::optional<std::string> {
+    auto it = vars->find(name);
+    if (it == vars->end()) return std::nullopt;
+    return it->second;
+  };
 }
 
 Readers python_readers() {
@@ -350,9 +375,10 @@ PyLaunched launch_of(py::object plan_or_none, const std::string& apply, const st
   if (plan_or_none.is_none()) options = options_of(kw);
   else made = &plan_or_none.cast<const Plan&>();  // gpuaff/__init__.py checked its type
   if (made != nullptr) options = made->options;
+  Environment env = environment_snapshot();
   {
     py::gil_scoped_release nogil;
-    if (made == nullptr) done.emplace(launch(*options, process_environment(), python_readers(), call));
+    if (made == nullptr) done.emplace(launch(*options, env, python_readers(), call));
     else done.emplace(launch(made->plan, made->options, call));
   }
   Launched& l = *done;
@@ -435,9 +461,10 @@ void define_plan(py::module_& m) {
       .def_property_readonly("recommended_threads",
                              [](const Plan& p) {
                                Result<int> n = Unexpected(Error());
+                               Environment env = environment_snapshot();
                                {
                                  py::gil_scoped_release nogil;
-                                 n = plan_threads(p.plan, p.options, process_environment(), python_readers());
+                                 n = plan_threads(p.plan, p.options, env, python_readers());
                                }
                                if (!n) raise(n.error());
                                return *n;
@@ -491,8 +518,8 @@ void define_plan(py::module_& m) {
   m.def(
       "plan",
       [](const py::kwargs& kw) {
-        return plan_of(options_of(kw), [](const LaunchOptions& o, LaunchStage* stage) {
-          return gpuaff::plan(o, process_environment(), python_readers(), stage);
+        return plan_of(options_of(kw), [env = environment_snapshot()](const LaunchOptions& o, LaunchStage* stage) {
+          return gpuaff::plan(o, env, python_readers(), stage);
         });
       },
       "The binding the keywords name (see gpuaff.plan).");
@@ -509,8 +536,8 @@ void define_machine(py::module_& m) {
             LaunchOptions o = options_of(kw, {}, true);
             o.machine = lm.options.machine;
             o.visible_devices = lm.options.visible_devices;
-            return plan_of(std::move(o), [&lm](const LaunchOptions& opts, LaunchStage* stage) {
-              return gpuaff::plan(lm, opts, process_environment(), stage);
+            return plan_of(std::move(o), [&lm, env = environment_snapshot()](const LaunchOptions& opts, LaunchStage* stage) {
+              return gpuaff::plan(lm, opts, env, stage);
             });
           },
           "The binding the keywords name, as gpuaff.plan() gives it, from this machine.")
@@ -534,9 +561,10 @@ void define_machine(py::module_& m) {
                                           "unreachable", "nic_env", "mem_nodes"});
         Result<LoadedMachine> loaded = Unexpected(Error());
         LaunchStage stage = LaunchStage::machine;
+        Environment env = environment_snapshot();
         {
           py::gil_scoped_release nogil;
-          loaded = load_for_plans(o, process_environment(), python_readers(), &stage);
+          loaded = load_for_plans(o, env, python_readers(), &stage);
         }
         if (!loaded) raise(loaded.error(), usage_mistake(loaded.error(), stage));
         return std::move(*loaded);
@@ -549,9 +577,10 @@ void define_machine(py::module_& m) {
         LaunchOptions o = options_of(kw, {"root", "topology", "source", "visible_devices", "vendor"});
         Result<Topology> topo = Unexpected(Error());
         LaunchStage stage = LaunchStage::machine;
+        Environment env = environment_snapshot();
         {
           py::gil_scoped_release nogil;
-          topo = load(o, process_environment(), python_readers(), SysfsDetail::full, &stage, TopologyParts::none());
+          topo = load(o, env, python_readers(), SysfsDetail::full, &stage, TopologyParts::none());
         }
         if (!topo) raise(topo.error(), usage_mistake(topo.error(), stage));
         return gpu_dicts(*topo);
