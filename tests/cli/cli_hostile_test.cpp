@@ -418,6 +418,28 @@ TEST_CASE("topo's text holds no control byte from the recording: a GPU UUID with
   CHECK(r.out.find("GPU-\\x1b]0;owned\\x07-aaaa") != std::string::npos);
 }
 
+TEST_CASE("dgx-h100 with node 1's cpulist emptied: GPU 4's binding names the lost list; GPU 0's goes ahead") {
+  // An empty cpulist with CPUs 56-111,168-223 in no node is a lost list, not
+  // a memory-only node: GPU 4's binding said "no allowed CPU; allow some CPUs
+  // of that node (taskset, cgroup cpuset)", and --fallback unbound ran it.
+  fs::path root = cli_test::temp_dir("lost-cpulist");
+  fs::copy(gpuaff_test::fixture("dgx-h100"), root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  cli_test::write_file(root / "sys/devices/system/node/node1/cpulist", "");
+  for (const char* policy : {"node", "exclusive", "unique-contiguous"}) {
+    Run r = tool({"bind", "--root", root.string(), "--gpu", "4", "--policy", policy});
+    INFO(policy, ": ", r.err);
+    CHECK(r.rc == 3);
+    CHECK(r.one_error_line());
+    CHECK(r.err.find("GPU 4 (0000:9d:00.0) is on NUMA node 1, whose cpulist (sys/devices/system/node/node1/cpulist)") !=
+          std::string::npos);
+    CHECK(r.err.find("online CPUs 56-111,168-223 are in no node's cpulist: that list was lost") != std::string::npos);
+  }
+  Run ok = tool({"bind", "--root", root.string(), "--gpu", "0"});
+  INFO(ok.err);
+  CHECK(ok.rc == 0);
+  CHECK(ok.out == "0-55,112-167\n");
+}
+
 TEST_CASE("topo --topology FILE.json shows the file's notes escaped, as a recording's text") {
   // The notes of a JSON topology are its author's text: a terminal escape or
   // a bidi override in one must not reach the terminal as it is.

@@ -30,6 +30,7 @@
 #include "gpuaff/policy/threads.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/cgroup.hpp"
+#include "gpuaff/source/validate.hpp"
 #include "gpuaff/source/visible.hpp"
 #include "gpuaff/topology.hpp"
 
@@ -478,6 +479,21 @@ inline Result<GpuBinding> bind_gpu(const LaunchPlan& plan, const LaunchOptions& 
     return Unexpected<Error>(e);
   };
   GpuBinding b;
+  // The GPU's node lists no CPU while online CPUs lie in no node's list: the
+  // node lost its list (a memory-only node leaves every CPU to the others),
+  // and the GPU's binding depends on it. An error naming the list, never a
+  // memory-only node's answer (no CPU, the nearest node's, or unbound).
+  if (auto node = resolve_gpu_node(plan.topo, gpu, plan.job); node) {
+    const NumaNode* n = plan.topo.find_node(*node);
+    CpuSet lost = cpus_in_no_node(plan.topo);
+    if (n != nullptr && n->memory_only() && !lost.empty())
+      return explained(make_error(Errc::parse_error, gpu_label(plan.topo, gpu), " is on NUMA node ", *node,
+                                  ", whose cpulist (sys/devices/system/node/node", *node, "/cpulist) in ",
+                                  plan.topo.origin.view(), " lists no CPU while online CPUs ", lost.to_list(),
+                                  " are in no node's cpulist: that list was lost (a recording cut short or "
+                                  "damaged), not a memory-only node, and the GPU's CPUs are unknown; record the "
+                                  "machine again with `gpuaff record`"));
+  }
   Result<CpuSet> cpus = bind(plan.topo, gpu, plan.policy, plan.job);
   if (!cpus) {
     // A policy that reaches beyond the node (socket) may still succeed; only

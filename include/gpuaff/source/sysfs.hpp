@@ -39,6 +39,8 @@
 // |                                               |                                   | 10 (noted). Nodes listing the same CPUs:    |
 // |                                               |                                   | one node (noted)                            |
 // | node/nodeN/cpulist                            | each node                         | cpumap; none: error. Empty: memory-only     |
+// |                                               |                                   | (noted; a plan for a device on it while     |
+// |                                               |                                   | online CPUs are in no node: an error)       |
 // | node/nodeN/distance (part: distances)         | each node                         | distances left empty (optional). A row of   |
 // |                                               |                                   | one entry per node/possible node or node    |
 // |                                               |                                   | directory: picked by node id (noted)        |
