@@ -6,10 +6,14 @@
 // cli_test::run_timeout_s and reports rc timed_out, so a hang fails the test).
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -373,6 +377,45 @@ TEST_CASE("an interrupted record --out FILE.tar leaves no scratch recording behi
     std::string name = e.path().filename().string();
     CHECK_MESSAGE(name.rfind(".gpuaff-record-", 0) != 0, name);
     CHECK_MESSAGE(name.find(".partial") == std::string::npos, name);
+  }
+}
+
+TEST_CASE("SIGINT stops record at once, mid-recording, and leaves nothing: no output, no scratch, no partial file") {
+  // big-1152 (32,380 files) takes seconds to record: the signal comes while
+  // it copies. It used to be held off until the archive was written (and
+  // then the archive stayed); a folder was left half written.
+  fs::path root = gpuaff_test::fixture("big-1152");
+  std::string exe = cli_test::exe();
+  for (std::string name : {"node.tar", "node"}) {
+    fs::path dir = cli_test::temp_dir("record-stop-" + name);
+    std::string out = (dir / name).string();
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::execl(exe.c_str(), exe.c_str(), "record", "--root", root.c_str(), "--out", out.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    bool started = false;
+    for (int i = 0; i < 20000 && !started; ++i) {
+      for (const auto& e : fs::directory_iterator(dir))
+        started = started || e.path().filename().string().rfind(".gpuaff-record-", 0) == 0;
+      if (!started) ::usleep(1000);
+    }
+    CHECK(started);
+    ::usleep(200000);  // into the copying
+    auto sent = std::chrono::steady_clock::now();
+    ::kill(pid, SIGINT);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+    INFO(name, ": ended ", took, " s after SIGINT");
+    CHECK(WIFSIGNALED(status));
+    CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGINT));
+    CHECK(took < 5.0);
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
+    CHECK(left.empty());
   }
 }
 
