@@ -364,6 +364,18 @@ TEST_CASE("topo lists policy errors as footnotes instead of failing") {
   CHECK(r.out.find("  [1] ") != std::string::npos);
 }
 
+TEST_CASE("topo's footnotes name the option given, spelled as a flag: --domains-per-gpu, not ranks_per_gpu=") {
+  // 29 domains of a 14-core share: refused for every GPU under the splitting
+  // policies, each footnote once named ranks_per_gpu=29, an option not given.
+  Run r = tool({"topo", "--root", fixture("dgx-h100"), "--domains-per-gpu", "29"});
+  INFO(r.err);
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("] --domains-per-gpu 29: the share 0-13,112-125 has 14 physical core(s)") != std::string::npos);
+  CHECK(r.out.find("ranks_per_gpu") == std::string::npos);
+  CHECK(r.out.find("ranks-per-gpu") == std::string::npos);
+  CHECK(r.out.find("domains_per_gpu=") == std::string::npos);
+}
+
 TEST_CASE("topo --format json prints the contract's object and bind reads it back") {
   Run r = tool({"topo", "--root", p4d, "--format", "json"});
   REQUIRE(r.rc == 0);

@@ -109,7 +109,7 @@ std::string roles_section(const Topology& topo, const PolicyRow& row, const Role
     }
     auto roles = split_roles(topo, *row.per_gpu[g], sizes);
     if (!roles) {
-      out += std::string(roles.error().message()) + '\n';
+      out += detail::escape_control(cli_spelling(roles.error().message())) + '\n';
       continue;
     }
     std::string line;
