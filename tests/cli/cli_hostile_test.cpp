@@ -419,6 +419,31 @@ TEST_CASE("SIGINT stops record at once, mid-recording, and leaves nothing: no ou
   }
 }
 
+TEST_CASE("record --out DIR: a new folder, DIR/ with its slash, an empty folder (kept mode) and a link to one") {
+  fs::path root = fresh_root("record-places");
+  fs::path dir = cli_test::temp_dir("record-places-out");
+  fs::create_directories(dir / "empty");
+  fs::permissions(dir / "empty", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+  fs::create_directories(dir / "real");
+  fs::create_directory_symlink("real", dir / "link");
+  for (const std::string& out : {(dir / "new").string(), (dir / "slash").string() + "/", (dir / "empty").string(),
+                                 (dir / "empty2").string() + "//", (dir / "link").string()}) {
+    Run r = tool({"record", "--root", root.string(), "--out", out});
+    INFO(out, ": ", r.err);
+    CHECK(r.rc == 0);
+  }
+  for (const char* name : {"new", "slash", "empty", "empty2", "real"})
+    CHECK_MESSAGE(fs::is_regular_file(dir / name / "proc/self/status"), name);
+  CHECK(fs::is_symlink(dir / "link"));
+  CHECK(fs::status(dir / "empty").permissions() ==
+        (fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec));
+  // Nothing else beside them: no scratch folder left.
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"empty", "empty2", "link", "new", "real", "slash"});
+}
+
 TEST_CASE("record's replay hint is shell-quoted: a pasted hint runs nothing a name smuggled in") {
   fs::path root = fresh_root("record-quote");
   fs::path dir = cli_test::temp_dir("record-quote-out");

@@ -221,13 +221,23 @@ int run_record(const RecordArgs& args) {
   // interrupted recording leaves those it wrote). Otherwise the recording is
   // made beside DIR and renamed to it (an empty DIR is replaced).
   if (non_empty) return run_stoppable("", record);  // no scratch directory of its own
-  std::filesystem::path parent = std::filesystem::path(args.out).parent_path();
+  // An empty DIR that exists (through a link too, as --out may name one) is
+  // replaced by the recording, which keeps its permissions.
+  std::string target = args.out;
+  while (target.size() > 1 && target.back() == '/') target.pop_back();  // "rec/" is the folder rec
+  struct stat existing {};
+  bool was_dir = ::stat(args.out.c_str(), &existing) == 0 && S_ISDIR(existing.st_mode);
+  if (was_dir) {
+    auto real = std::filesystem::canonical(args.out, ec);
+    if (!ec) target = real.string();
+  }
+  std::filesystem::path parent = std::filesystem::path(target).parent_path();
   if (!parent.empty()) {
     if (int e = detail::make_directories(parent.string()); e != 0)
       return report_error(make_sys_error(Errc::io_error, e, "cannot create directory '", parent.string(), "' (",
                                          detail::errno_text(e), "); check that the output directory is writable"));
   }
-  auto scratch = scratch_beside(args.out);
+  auto scratch = scratch_beside(target);
   if (!scratch) return report_error(scratch.error());
   return run_stoppable(*scratch, [&] {
     std::string tree = *scratch + "/tree";
@@ -235,7 +245,8 @@ int run_record(const RecordArgs& args) {
     options.allow_non_empty = false;
     auto summary = record_topology(options);
     if (!summary) return report_error(summary.error());
-    if (int e = commit(tree, args.out, true); e != 0)
+    if (was_dir) ::chmod(tree.c_str(), existing.st_mode & 07777);
+    if (int e = commit(tree, target, true); e != 0)
       return report_error(make_sys_error(Errc::io_error, e, "cannot put the recording in place as '", args.out, "': ",
                                          detail::errno_text(e),
                                          e == ENOTEMPTY || e == EEXIST
