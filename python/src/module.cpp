@@ -13,7 +13,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -86,6 +91,26 @@ const char* errc_name(Errc c) {
   return "system_error";
 }
 
+/// This process's environment, copied now, with the GIL held, for the
+/// library to read after releasing it. A Python thread's os.environ[k] = v
+/// calls putenv() holding the GIL, and getenv() racing a putenv() may read
+/// the variable array while it is reallocated and freed: a crash or a torn
+/// value. No library call below reads the environment any other way.
+Environment environment_snapshot() {
+  auto vars = std::make_shared<std::map<std::string, std::string, std::less<>>>();
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    std::size_t eq = entry.find('=');
+    // The first of two entries of one name wins, as getenv() finds it.
+    if (eq != std::string_view::npos) vars->emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+  }
+  return [vars](std::string_view name) -> std::optional<std::string> {
+    auto it = vars->find(name);
+    if (it == vars->end()) return std::nullopt;
+    return it->second;
+  };
+}
+
 Readers python_readers() {
 #if GPUAFF_PYTHON_HAS_JSON
   return Readers{.json = &read_json_topology};
@@ -104,6 +129,21 @@ std::string keyword_names() {
 }
 
 std::string shown(py::handle v) { return std::string(py::repr(v)).substr(0, 40); }
+
+/// A str argument as UTF-8 text. A lone surrogate ('\\udcff', what
+/// os.fsdecode() makes of a byte that is not UTF-8) has no UTF-8 form: an
+/// InvalidArgument (a ValueError) naming the argument, where pybind11's cast
+/// raised a RuntimeError that named nothing.
+std::string utf8_of(py::handle v, std::string_view what) {
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(v.ptr(), &size);
+  if (data == nullptr) {
+    PyErr_Clear();
+    usage(std::string(what) + "=" + shown(v) + " is not text that UTF-8 can hold: it has a lone surrogate (as "
+          "os.fsdecode() makes of bytes that are not UTF-8); pass the text itself");
+  }
+  return std::string(data, static_cast<std::size_t>(size));
+}
 
 /// The text the command line would give for a keyword's value, checked for
 /// the Python type the row's type stands for.
@@ -136,7 +176,7 @@ std::string text_of(const OptionInfo& o, py::handle v) {
     case OptionType::path:
     case OptionType::choice:
       if (!py::isinstance<py::str>(v)) usage(key + "=" + shown(v) + " must be a str");
-      return v.cast<std::string>();
+      return utf8_of(v, key);
   }
   return {};
 }
@@ -153,7 +193,7 @@ LaunchOptions options_of(const py::kwargs& kw, std::initializer_list<std::string
                          bool plan_of_loaded = false) {
   LaunchOptions o;
   for (auto [key, value] : kw) {
-    std::string k = key.cast<std::string>();
+    std::string k = utf8_of(key, "a keyword");
     if (plan_of_loaded && names_machine(k))
       usage(k + "= belongs to gpuaff.load(); a loaded machine plans with the other keywords");
     const OptionInfo* row = find_option(k);
@@ -227,7 +267,7 @@ CpuSet cpus_of(py::handle v, std::string_view what) {
     usage(std::string(what) + ": " + shown(v) + " is bytes, not a cpulist; pass a str (decode the bytes: b'0-3'.decode()) "
           "or a list of CPU ids");
   if (py::isinstance<py::str>(v)) {
-    auto r = CpuSet::parse_list(v.cast<std::string>());
+    auto r = CpuSet::parse_list(utf8_of(v, what));
     if (!r) raise(Error(r.error().code(), std::string(what) + ": " + std::string(r.error().message())));  // escaped when raised
     return *r;
   }
@@ -335,9 +375,10 @@ PyLaunched launch_of(py::object plan_or_none, const std::string& apply, const st
   if (plan_or_none.is_none()) options = options_of(kw);
   else made = &plan_or_none.cast<const Plan&>();  // gpuaff/__init__.py checked its type
   if (made != nullptr) options = made->options;
+  Environment env = environment_snapshot();
   {
     py::gil_scoped_release nogil;
-    if (made == nullptr) done.emplace(launch(*options, process_environment(), python_readers(), call));
+    if (made == nullptr) done.emplace(launch(*options, env, python_readers(), call));
     else done.emplace(launch(made->plan, made->options, call));
   }
   Launched& l = *done;
@@ -420,9 +461,10 @@ void define_plan(py::module_& m) {
       .def_property_readonly("recommended_threads",
                              [](const Plan& p) {
                                Result<int> n = Unexpected(Error());
+                               Environment env = environment_snapshot();
                                {
                                  py::gil_scoped_release nogil;
-                                 n = plan_threads(p.plan, p.options, process_environment(), python_readers());
+                                 n = plan_threads(p.plan, p.options, env, python_readers());
                                }
                                if (!n) raise(n.error());
                                return *n;
@@ -476,8 +518,8 @@ void define_plan(py::module_& m) {
   m.def(
       "plan",
       [](const py::kwargs& kw) {
-        return plan_of(options_of(kw), [](const LaunchOptions& o, LaunchStage* stage) {
-          return gpuaff::plan(o, process_environment(), python_readers(), stage);
+        return plan_of(options_of(kw), [env = environment_snapshot()](const LaunchOptions& o, LaunchStage* stage) {
+          return gpuaff::plan(o, env, python_readers(), stage);
         });
       },
       "The binding the keywords name (see gpuaff.plan).");
@@ -494,8 +536,8 @@ void define_machine(py::module_& m) {
             LaunchOptions o = options_of(kw, {}, true);
             o.machine = lm.options.machine;
             o.visible_devices = lm.options.visible_devices;
-            return plan_of(std::move(o), [&lm](const LaunchOptions& opts, LaunchStage* stage) {
-              return gpuaff::plan(lm, opts, process_environment(), stage);
+            return plan_of(std::move(o), [&lm, env = environment_snapshot()](const LaunchOptions& opts, LaunchStage* stage) {
+              return gpuaff::plan(lm, opts, env, stage);
             });
           },
           "The binding the keywords name, as gpuaff.plan() gives it, from this machine.")
@@ -519,9 +561,10 @@ void define_machine(py::module_& m) {
                                           "unreachable", "nic_env", "mem_nodes"});
         Result<LoadedMachine> loaded = Unexpected(Error());
         LaunchStage stage = LaunchStage::machine;
+        Environment env = environment_snapshot();
         {
           py::gil_scoped_release nogil;
-          loaded = load_for_plans(o, process_environment(), python_readers(), &stage);
+          loaded = load_for_plans(o, env, python_readers(), &stage);
         }
         if (!loaded) raise(loaded.error(), usage_mistake(loaded.error(), stage));
         return std::move(*loaded);
@@ -534,9 +577,10 @@ void define_machine(py::module_& m) {
         LaunchOptions o = options_of(kw, {"root", "topology", "source", "visible_devices", "vendor"});
         Result<Topology> topo = Unexpected(Error());
         LaunchStage stage = LaunchStage::machine;
+        Environment env = environment_snapshot();
         {
           py::gil_scoped_release nogil;
-          topo = load(o, process_environment(), python_readers(), SysfsDetail::full, &stage, TopologyParts::none());
+          topo = load(o, env, python_readers(), SysfsDetail::full, &stage, TopologyParts::none());
         }
         if (!topo) raise(topo.error(), usage_mistake(topo.error(), stage));
         return gpu_dicts(*topo);
@@ -598,9 +642,10 @@ void define_process(py::module_& m) {
 
   m.def(
       "bind_process",
-      [](py::handle cpus, const std::string& membind, py::handle memory_nodes) {
+      [](py::handle cpus, py::handle membind, py::handle memory_nodes) {
         CpuSet set = cpus_of(cpus, "cpus");
-        MemoryOptions memory{.policy = value_or_raise(parse_membind(membind))};
+        if (!py::isinstance<py::str>(membind)) usage("membind=" + shown(membind) + " must be a str");
+        MemoryOptions memory{.policy = value_or_raise(parse_membind(utf8_of(membind, "membind")))};
         if (!memory_nodes.is_none()) memory.nodes = cpus_of(memory_nodes, "memory_nodes");
         Result<ProcessBinding> done = Unexpected(Error());
         {

@@ -6,10 +6,14 @@
 // cli_test::run_timeout_s and reports rc timed_out, so a hang fails the test).
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -376,6 +380,70 @@ TEST_CASE("an interrupted record --out FILE.tar leaves no scratch recording behi
   }
 }
 
+TEST_CASE("SIGINT stops record at once, mid-recording, and leaves nothing: no output, no scratch, no partial file") {
+  // big-1152 (32,380 files) takes seconds to record: the signal comes while
+  // it copies. It used to be held off until the archive was written (and
+  // then the archive stayed); a folder was left half written.
+  fs::path root = gpuaff_test::fixture("big-1152");
+  std::string exe = cli_test::exe();
+  for (std::string name : {"node.tar", "node"}) {
+    fs::path dir = cli_test::temp_dir("record-stop-" + name);
+    std::string out = (dir / name).string();
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::execl(exe.c_str(), exe.c_str(), "record", "--root", root.c_str(), "--out", out.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    bool started = false;
+    for (int i = 0; i < 20000 && !started; ++i) {
+      for (const auto& e : fs::directory_iterator(dir))
+        started = started || e.path().filename().string().rfind(".gpuaff-record-", 0) == 0;
+      if (!started) ::usleep(1000);
+    }
+    CHECK(started);
+    ::usleep(200000);  // into the copying
+    auto sent = std::chrono::steady_clock::now();
+    ::kill(pid, SIGINT);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+    INFO(name, ": ended ", took, " s after SIGINT");
+    CHECK(WIFSIGNALED(status));
+    CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGINT));
+    CHECK(took < 5.0);
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
+    CHECK(left.empty());
+  }
+}
+
+TEST_CASE("record --out DIR: a new folder, DIR/ with its slash, an empty folder (kept mode) and a link to one") {
+  fs::path root = fresh_root("record-places");
+  fs::path dir = cli_test::temp_dir("record-places-out");
+  fs::create_directories(dir / "empty");
+  fs::permissions(dir / "empty", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
+  fs::create_directories(dir / "real");
+  fs::create_directory_symlink("real", dir / "link");
+  for (const std::string& out : {(dir / "new").string(), (dir / "slash").string() + "/", (dir / "empty").string(),
+                                 (dir / "empty2").string() + "//", (dir / "link").string()}) {
+    Run r = tool({"record", "--root", root.string(), "--out", out});
+    INFO(out, ": ", r.err);
+    CHECK(r.rc == 0);
+  }
+  for (const char* name : {"new", "slash", "empty", "empty2", "real"})
+    CHECK_MESSAGE(fs::is_regular_file(dir / name / "proc/self/status"), name);
+  CHECK(fs::is_symlink(dir / "link"));
+  CHECK(fs::status(dir / "empty").permissions() ==
+        (fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec));
+  // Nothing else beside them: no scratch folder left.
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"empty", "empty2", "link", "new", "real", "slash"});
+}
+
 TEST_CASE("record's replay hint is shell-quoted: a pasted hint runs nothing a name smuggled in") {
   fs::path root = fresh_root("record-quote");
   fs::path dir = cli_test::temp_dir("record-quote-out");
@@ -416,6 +484,52 @@ TEST_CASE("topo's text holds no control byte from the recording: a GPU UUID with
   REQUIRE(r.rc == 0);
   CHECK(!has_control_byte(r.out));
   CHECK(r.out.find("GPU-\\x1b]0;owned\\x07-aaaa") != std::string::npos);
+}
+
+TEST_CASE("dgx-h100 with node 1's cpulist emptied: GPU 4's binding names the lost list; GPU 0's goes ahead") {
+  // An empty cpulist with CPUs 56-111,168-223 in no node is a lost list, not
+  // a memory-only node: GPU 4's binding said "no allowed CPU; allow some CPUs
+  // of that node (taskset, cgroup cpuset)", and --fallback unbound ran it.
+  fs::path root = cli_test::temp_dir("lost-cpulist");
+  fs::copy(gpuaff_test::fixture("dgx-h100"), root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  cli_test::write_file(root / "sys/devices/system/node/node1/cpulist", "");
+  for (const char* policy : {"node", "exclusive", "unique-contiguous"}) {
+    Run r = tool({"bind", "--root", root.string(), "--gpu", "4", "--policy", policy});
+    INFO(policy, ": ", r.err);
+    CHECK(r.rc == 3);
+    CHECK(r.one_error_line());
+    CHECK(r.err.find("GPU 4 (0000:9d:00.0) is on NUMA node 1, whose cpulist (sys/devices/system/node/node1/cpulist)") !=
+          std::string::npos);
+    CHECK(r.err.find("online CPUs 56-111,168-223 are in no node's cpulist: that list was lost") != std::string::npos);
+  }
+  Run ok = tool({"bind", "--root", root.string(), "--gpu", "0"});
+  INFO(ok.err);
+  CHECK(ok.rc == 0);
+  CHECK(ok.out == "0-55,112-167\n");
+}
+
+TEST_CASE("topo --topology FILE.json shows the file's notes escaped, as a recording's text") {
+  // The notes of a JSON topology are its author's text: a terminal escape or
+  // a bidi override in one must not reach the terminal as it is.
+  Run json = tool({"topo", "--root", gpuaff_test::fixture("dgx-h100"), "--format", "json"});
+  REQUIRE(json.rc == 0);
+  std::size_t at = json.out.find("\"notes\": [");
+  REQUIRE(at != std::string::npos);
+  std::string rest = json.out.substr(at + 10);
+  std::string text = json.out.substr(0, at) + "\"notes\": [\"title \\u001b]0;owned\\u0007 here\", \"\\u202eevil\"" +
+                     (rest.find_first_not_of(" \n") != std::string::npos && rest[rest.find_first_not_of(" \n")] == ']'
+                          ? ""
+                          : ", ") +
+                     rest;
+  fs::path dir = cli_test::temp_dir("json-notes");
+  cli_test::write_file(dir / "t.json", text);
+  Run r = tool({"topo", "--topology", (dir / "t.json").string()});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(!has_control_byte(r.out));
+  CHECK(r.out.find("  - title \\x1b]0;owned\\x07 here\n") != std::string::npos);
+  CHECK(r.out.find("  - \\xe2\\x80\\xaeevil\n") != std::string::npos);
+  CHECK(r.out.find("\xe2\x80\xae") == std::string::npos);
 }
 
 TEST_CASE("--flag=true and --flag=false on a flag mean what they say; any other value is refused naming the flag") {

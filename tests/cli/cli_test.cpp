@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gpuaff/detail/fs.hpp"
 #include "gpuaff/detail/parse.hpp"
 #include "run_tool.hpp"
 #include "gpuaff/version.hpp"
@@ -363,6 +364,18 @@ TEST_CASE("topo lists policy errors as footnotes instead of failing") {
   CHECK(r.out.find("  [1] ") != std::string::npos);
 }
 
+TEST_CASE("topo's footnotes name the option given, spelled as a flag: --domains-per-gpu, not ranks_per_gpu=") {
+  // 29 domains of a 14-core share: refused for every GPU under the splitting
+  // policies, each footnote once named ranks_per_gpu=29, an option not given.
+  Run r = tool({"topo", "--root", fixture("dgx-h100"), "--domains-per-gpu", "29"});
+  INFO(r.err);
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("] --domains-per-gpu 29: the share 0-13,112-125 has 14 physical core(s)") != std::string::npos);
+  CHECK(r.out.find("ranks_per_gpu") == std::string::npos);
+  CHECK(r.out.find("ranks-per-gpu") == std::string::npos);
+  CHECK(r.out.find("domains_per_gpu=") == std::string::npos);
+}
+
 TEST_CASE("topo --format json prints the contract's object and bind reads it back") {
   Run r = tool({"topo", "--root", p4d, "--format", "json"});
   REQUIRE(r.rc == 0);
@@ -479,6 +492,47 @@ TEST_CASE("exec names the missing '--' when COMMAND's own option was read as gpu
   CHECK(r.one_error_line());
   CHECK(r.err.find("'-c' follows the command 'python3'") != std::string::npos);
   CHECK(r.err.find("-- python3 -c") != std::string::npos);
+}
+
+TEST_CASE("doctor's errors quote the process's variables as they are, never respelled as flags") {
+  // A value holding option words ("gpu=3") was shown as "--gpu 3": a value
+  // the process never had. A quote inside a value cannot end the quoting.
+  struct Case {
+    std::string var;
+    std::string says;
+  };
+  for (const Case& c : {Case{"LOCAL_RANK=2 gpu=3", "LOCAL_RANK='2 gpu=3' is not a non-negative integer"},
+                        Case{"LOCAL_RANK=a' gpu=3 nic_env=true 'b",
+                             "LOCAL_RANK='a\\x27 gpu=3 nic_env=true \\x27b' is not a non-negative integer"},
+                        Case{"GPUAFF_PLAN=v9 gpu=3 policy=node", "GPUAFF_PLAN='v9 gpu=3 policy=node' is not a plan gpuaff "
+                                                                 "wrote"}}) {
+    pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      char* argv[] = {const_cast<char*>("sleep"), const_cast<char*>("30"), nullptr};
+      std::string var = c.var;
+      char* envp[] = {const_cast<char*>("PATH=/usr/bin:/bin"), var.data(), nullptr};
+      ::execve("/bin/sleep", argv, envp);
+      ::_exit(127);
+    }
+    for (int i = 0; i < 500; ++i) {  // until it runs sleep, with its own environment
+      std::string comm;
+      if (gpuaff::detail::read_whole_file("/proc/" + std::to_string(child) + "/comm", comm) == 0 &&
+          comm.rfind("sleep", 0) == 0)
+        break;
+      ::usleep(10000);
+    }
+    Run r = tool({"doctor", "--pid", std::to_string(child), "--root", fixture("dgx-h100")});
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    INFO(r.err);
+    CHECK(r.rc != 0);
+    CHECK(r.one_error_line());
+    CHECK(r.err.find(c.says) != std::string::npos);
+    CHECK(r.err.find("--gpu 3") == std::string::npos);
+    CHECK(r.err.find("--nic-env") == std::string::npos);
+  }
+  CHECK(gpuaff::detail::quotable("a'b") == "a\\x27b");
 }
 
 TEST_CASE("messages say what is so: a machine without GPUs, a process without a launcher, a shortened command") {

@@ -165,6 +165,14 @@ TEST_CASE("option words are spelled for the command line and for Python, and not
            Case{"pci=0000:17:00.0 is not", "--pci 0000:17:00.0 is not", "pci='0000:17:00.0' is not"},
            Case{"CUDA_VISIBLE_DEVICES=0 x_policy=node", "CUDA_VISIBLE_DEVICES=0 x_policy=node",
                 "CUDA_VISIBLE_DEVICES=0 x_policy=node"},
+           // Quoted outside text stays as it is: a variable's value that holds option words.
+           Case{"LOCAL_RANK='x gpu=3 nic_env=true' is not; pass gpu=N", "LOCAL_RANK='x gpu=3 nic_env=true' is not; pass --gpu N",
+                "LOCAL_RANK='x gpu=3 nic_env=true' is not; pass gpu=N"},
+           Case{"X='0': entry 'visible_devices' is not", "X='0': entry 'visible_devices' is not",
+                "X='0': entry 'visible_devices' is not"},
+           // An apostrophe opens no quote; an unclosed quote none either.
+           Case{"the GPU's node; pass gpu=N", "the GPU's node; pass --gpu N", "the GPU's node; pass gpu=N"},
+           Case{"a 'stray quote gpu=2", "a 'stray quote --gpu 2", "a 'stray quote gpu=2"},
        }) {
     CHECK(gpuaff::spell_options(c.library, Spelling::command_line) == c.cli);
     CHECK(gpuaff::spell_options(c.library, Spelling::python) == c.python);

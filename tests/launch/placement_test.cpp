@@ -109,21 +109,55 @@ TEST_CASE("ranks_per_gpu with policy node cuts the node's 56 cores in halves; wi
   CHECK(m->cpus == cores(84, 90));
 }
 
-TEST_CASE("split_share: whole cores first, then hardware threads; never an empty part") {
+TEST_CASE("split_share: whole cores only; a core's SMT siblings are never split between parts") {
   gpuaff::Topology t;
   for (int c = 0; c < 2; ++c) t.cores.push_back(gpuaff::Core{.threads = CpuSet{c, c + 2}});
   CpuSet share = CpuSet::range(0, 3);  // 2 cores of 2 threads: {0,2}, {1,3}
   auto two = gpuaff::split_share(t, share, 2);
   REQUIRE(two);
   CHECK(*two == std::vector<CpuSet>{CpuSet{0, 2}, CpuSet{1, 3}});
-  // three parts of two cores: by threads, core by core: {0, 2} | {1} | {3}
-  auto three = gpuaff::split_share(t, share, 3);
-  REQUIRE(three);
-  CHECK(*three == std::vector<CpuSet>{CpuSet{0, 2}, CpuSet{1}, CpuSet{3}});
-  auto five = gpuaff::split_share(t, share, 5);
-  REQUIRE_FALSE(five);
-  CHECK(five.error().code() == Errc::insufficient_cores);
-  CHECK(five.error().message().find("at most 4 rank(s)") != std::string_view::npos);
+  // Three parts of two cores were cut by threads ({0, 2} | {1} | {3}): two
+  // parts competed for core {1, 3}. Refused, naming what asked and what fits.
+  for (int parts : {3, 4, 5}) {
+    auto more = gpuaff::split_share(t, share, parts);
+    REQUIRE_FALSE(more);
+    CHECK(more.error().code() == Errc::insufficient_cores);
+    std::string m(more.error().message());
+    CHECK(m.find("ranks_per_gpu=" + std::to_string(parts) + ": the share 0-3 has 2 physical core(s)") == 0);
+    CHECK(m.find("SMT siblings") != std::string::npos);
+    CHECK(m.find("cut it in at most 2 part(s)") != std::string::npos);
+  }
+  auto named = gpuaff::split_share(t, share, 3, "domains_per_gpu=3");
+  REQUIRE_FALSE(named);
+  CHECK(named.error().message().find("domains_per_gpu=3: the share") == 0);
+  // Without SMT there are no siblings to speak of.
+  gpuaff::Topology flat;
+  for (int c = 0; c < 2; ++c) flat.cores.push_back(gpuaff::Core{.threads = CpuSet{c}});
+  auto one_thread = gpuaff::split_share(flat, CpuSet::range(0, 1), 3);
+  REQUIRE_FALSE(one_thread);
+  CHECK(one_thread.error().message().find("SMT") == std::string_view::npos);
+}
+
+TEST_CASE("ranks_per_gpu=28 on a 14-core share is refused; 14 ranks get a whole core each") {
+  // dgx-h100, exclusive: GPU 3's share is cores 42-55 (28 threads). 28 ranks
+  // got one thread each, two ranks on every core.
+  auto many = gpuaff::plan(dgx({{"gpu", "3"}, {"policy", "exclusive"}, {"ranks_per_gpu", "28"}, {"part", "0"}}),
+                           env_of({}));
+  REQUIRE_FALSE(many);
+  CHECK(many.error().code() == Errc::insufficient_cores);
+  std::string m(many.error().message());
+  CHECK(m.find("ranks_per_gpu=28: the share 42-55,154-167 has 14 physical core(s)") == 0);
+  CHECK(m.find("SMT siblings") != std::string::npos);
+  for (int part : {0, 13}) {
+    auto p = plan_of(dgx({{"gpu", "3"}, {"policy", "exclusive"}, {"ranks_per_gpu", "14"}, {"part", std::to_string(part)}}));
+    CHECK(p.cpus == cores(42 + part, 42 + part));
+  }
+  // Locality domains cut the same way, and a refusal names domains_per_gpu, the option given.
+  auto domains = gpuaff::plan(dgx({{"gpu", "0"}, {"policy", "exclusive"}, {"domains_per_gpu", "16"}}), env_of({}));
+  REQUIRE_FALSE(domains);
+  std::string d(domains.error().message());
+  CHECK(d.find("domains_per_gpu=16: the share 0-13,112-125 has 14 physical core(s)") == 0);
+  CHECK(d.find("ranks_per_gpu") == std::string::npos);
 }
 
 TEST_CASE("ranks per GPU: the usage mistakes are named") {
@@ -268,7 +302,8 @@ TEST_CASE("mi300x-cpx: 64 GPUs, each an eighth of its device's share") {
   REQUIRE(gpuaff::set_option(twice, "part", "0"));
   auto bad = gpuaff::plan(twice, env_of({}));
   REQUIRE_FALSE(bad);
-  CHECK(bad.error().message().find("each partition is a GPU already") != std::string_view::npos);
+  CHECK(bad.error().message().find("(8 compute partitions), a GPU of its own: ranks_per_gpu=2 cannot cut it again; "
+                                   "leave out ranks_per_gpu=N") != std::string_view::npos);
 }
 
 TEST_CASE("a JSON topology keeps the partitions; a garbled mode names its file") {
@@ -420,6 +455,11 @@ TEST_CASE("locality domains: the mistakes are named") {
                            env_of({}));
   REQUIRE_FALSE(both.has_value());
   CHECK(both.error().code() == Errc::invalid_argument);
+  // Named as the user made them: domains, not partitions.
+  std::string b(both.error().message());
+  CHECK(b.find("is domain 1 of 0000:") != std::string::npos);
+  CHECK(b.find("(domains_per_gpu=2), a GPU of its own: ranks_per_gpu=2 cannot cut it again") != std::string::npos);
+  CHECK(b.find("partition") == std::string::npos);
 }
 
 TEST_CASE("locality domains from a loaded machine equal the per-call plans") {

@@ -6,6 +6,8 @@
 // fixtures/dgx-h100: core c = CPUs {c, c+112}; policy exclusive gives GPU 3
 // cores 42-55 (node 0's 56 cores split among its 4 GPUs, 14 each).
 
+#include <sys/stat.h>
+
 #include <doctest/doctest.h>
 
 #include <map>
@@ -220,6 +222,22 @@ TEST_CASE("the reader takes core priorities from the first per-CPU file that tel
   bool named = false;
   for (const auto& n : garbled.notes) named = named || n.find("cpu1/acpi_cppc/highest_perf") != std::string::npos;
   CHECK(named);
+  // highest_perf unreadable on core 1 (a folder, a FIFO): the
+  // same note, never a failed binding; the other cores keep their values.
+  for (bool folder : {true, false}) {
+    t.remove("sys/devices/system/cpu/cpu1/acpi_cppc/highest_perf");
+    if (folder) t.mkdir("sys/devices/system/cpu/cpu1/acpi_cppc/highest_perf");
+    else REQUIRE(::mkfifo(t.path("sys/devices/system/cpu/cpu1/acpi_cppc/highest_perf").c_str(), 0644) == 0);
+    auto unreadable = load(true);
+    CHECK(unreadable.priority_source.view() == "acpi_cppc/highest_perf");
+    CHECK(unreadable.cores[1].priority == -1);
+    CHECK(unreadable.cores[2].priority == 196);
+    bool said = false;
+    for (const auto& n : unreadable.notes)
+      said = said || (n.find("cpu1/acpi_cppc/highest_perf") != std::string::npos &&
+                      n.find("that core's priority is unknown") != std::string::npos);
+    CHECK(said);
+  }
   // No source tells cores apart: the first present (base_frequency), all alike.
   for (int c = 0; c < 4; ++c)
     t.remove("sys/devices/system/cpu/cpu" + std::to_string(c) + "/acpi_cppc/highest_perf");

@@ -82,6 +82,24 @@ TEST_CASE("socket: GB200-like memory-only nodes do not crash it") {
   GPUAFF_STATIC_CHECK(binds(with_memory_nodes(), 1, SocketPolicy{}, "2-3"));
 }
 
+TEST_CASE("socket: CPUs of the socket in no node's list (a lost cpulist) are an error, not left out") {
+  // Node 0 lost its list: CPUs 0-1 of package 0 are in no node. The socket's
+  // share was node 1's alone ("2-3"), the lost CPUs silently left out.
+  constexpr bool ok = [] {
+    Topology t = one_socket_two_nodes();
+    t.nodes[0].cpus = CpuSet{};
+    return fails(t, 0, SocketPolicy{}, Errc::parse_error, "CPUs 0-1 of the package of");
+  }();
+  GPUAFF_STATIC_CHECK(ok);
+  // The node policy does not depend on node 0.
+  constexpr bool node_ok = [] {
+    Topology t = one_socket_two_nodes();
+    t.nodes[0].cpus = CpuSet{};
+    return binds(t, 0, NodePolicy{}, "2-3");
+  }();
+  GPUAFF_STATIC_CHECK(node_ok);
+}
+
 TEST_CASE("socket: nodes with no allowed CPU (a container pinned to one node) are skipped") {
   constexpr bool ok = [] {
     Topology t = one_socket_two_nodes();

@@ -238,6 +238,53 @@ def test_empty_and_nul_strings_are_refused_as_the_cli_refuses_them(clean_env, kw
         gpuaff.plan(gpu=0, **kw) if "pci" not in kw else gpuaff.plan(**kw)
 
 
+def test_a_lone_surrogate_is_a_value_error_naming_the_argument(root, clean_env):
+    # '\udcff' is what os.fsdecode() makes of the byte 0xff: a str with no
+    # UTF-8 form. pybind11's cast raised a RuntimeError that named nothing.
+    calls = [
+        ("root=", lambda: gpuaff.plan(gpu=0, root="/x\udcff")),
+        ("visible_devices=", lambda: gpuaff.plan(gpu=0, root=root, visible_devices="0\udcff")),
+        ("cpulist=", lambda: gpuaff._gpuaff.parse_cpulist("0-\udcff")),
+        ("cpus=", lambda: gpuaff.bind_process("\udcff")),
+        ("membind=", lambda: gpuaff.bind_process("0", membind="\udcff")),
+        ("a keyword=", lambda: gpuaff.plan(gpu=0, root=root, **{"po\udcffcy": "node"})),
+    ]
+    for name, call in calls:
+        with pytest.raises(gpuaff.InvalidArgument, match="lone surrogate") as caught:
+            call()
+        assert isinstance(caught.value, ValueError)
+        assert str(caught.value).startswith(name), str(caught.value)
+
+
+def test_planning_while_another_thread_changes_os_environ(root, clean_env):
+    # The library read the environment (getenv) with the GIL released, while a
+    # Python thread's os.environ[k] = v calls putenv() holding it: putenv may
+    # reallocate and free the variable array getenv walks. The plan reads a
+    # copy taken when it is called. A stress test: many new variables, so the
+    # array is reallocated again and again while plans are made.
+    import threading
+
+    clean_env.setenv("LOCAL_RANK", "1")
+    stop = threading.Event()
+
+    def churn():
+        i = 0
+        while not stop.is_set():
+            os.environ["GPUAFF_TEST_CHURN_%d" % (i % 3000)] = "x" * (i % 64)
+            i += 1
+
+    t = threading.Thread(target=churn)
+    t.start()
+    try:
+        for _ in range(400):
+            assert gpuaff.plan(local_rank=True, root=root).gpu == 1
+    finally:
+        stop.set()
+        t.join()
+        for k in [k for k in os.environ if k.startswith("GPUAFF_TEST_CHURN_")]:
+            del os.environ[k]
+
+
 
 def test_loaded_machine_plans_every_gpu_and_policy(clean_env):
     # One gpuaff.load() of the DGX H100 root, then every GPU under several

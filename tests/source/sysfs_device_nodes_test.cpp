@@ -12,12 +12,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <gpuaff/doctor/verdict.hpp>
 #include <gpuaff/launch/front.hpp>
 #include <gpuaff/record/record.hpp>
 #include <gpuaff/source/sysfs.hpp>
@@ -402,4 +404,89 @@ TEST_CASE("a device cgroup that denies a GPU's node hides the GPU; a recording l
   auto here = SysfsSource(opts(t, true)).load();
   REQUIRE(here);
   CHECK(addresses(here->gpus) == gpu0 + "," + gpu1);
+}
+
+TEST_CASE("which cgroup lines decide device access: v1's devices controller and the v2 line") {
+  using gpuaff::detail::device_cgroup_lines;
+  CHECK(device_cgroup_lines("9:name=systemd:/\n5:devices:/slurm/job_7\n4:memory:/x\n0::/user.slice\n") ==
+        "5:devices:/slurm/job_7, 0::/user.slice");
+  CHECK(device_cgroup_lines("0::/system.slice/slurmstepd.scope/job_7/step_0\n") ==
+        "0::/system.slice/slurmstepd.scope/job_7/step_0");
+  CHECK(device_cgroup_lines("3:cpu,devices:/a\n2:memory:/b") == "3:cpu,devices:/a");
+  CHECK(device_cgroup_lines("4:memory:/only\ngarbage\n").empty());
+  CHECK(device_cgroup_lines("").empty());
+}
+
+TEST_CASE("doctor from outside a batch process's device cgroup refuses to guess its GPU, and takes pci=BDF") {
+  // The task's cgroup denies GPU 0's node: it has GPU 1 only, and its
+  // CUDA_VISIBLE_DEVICES=0 means GPU 1. Doctor, outside that cgroup, may
+  // open both nodes: its own probe would call GPU 0 the task's GPU 0.
+  TempTree t;
+  machine(t);
+  if (!both_nodes(t)) {
+    MESSAGE("skipped: mknod needs root");
+    return;
+  }
+  std::string cg = "/sys/fs/cgroup/devices/gpuaff-doctor-test-" + std::to_string(::getpid());
+  if (::access("/sys/fs/cgroup/devices/devices.deny", W_OK) != 0 || ::mkdir(cg.c_str(), 0755) != 0) {
+    MESSAGE("skipped: no writable cgroup v1 devices controller");
+    return;
+  }
+  REQUIRE(gpuaff::detail::write_whole_file(cg + "/devices.deny", "c 195:0 rwm\n") == 0);
+  auto task = [](std::vector<std::string> vars) {
+    pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      char* argv[] = {const_cast<char*>("sleep"), const_cast<char*>("30"), nullptr};
+      std::vector<char*> envp;
+      for (auto& v : vars) envp.push_back(v.data());
+      envp.push_back(nullptr);
+      ::execve("/bin/sleep", argv, envp.data());
+      ::_exit(127);
+    }
+    // Until it runs sleep: before, /proc shows the parent's environment.
+    for (int i = 0; i < 500; ++i) {
+      std::string comm;
+      if (gpuaff::detail::read_whole_file("/proc/" + std::to_string(child) + "/comm", comm) == 0 &&
+          comm.rfind("sleep", 0) == 0)
+        break;
+      ::usleep(10000);
+    }
+    return child;
+  };
+  const std::vector<std::string> job{"PATH=/usr/bin:/bin", "SLURM_JOB_ID=7", "CUDA_VISIBLE_DEVICES=0", "LOCAL_RANK=0"};
+  pid_t inside = task(job);
+  bool entered = gpuaff::detail::write_whole_file(cg + "/cgroup.procs", std::to_string(inside) + "\n") == 0;
+  pid_t beside = task(job);  // in doctor's own cgroup
+  gpuaff::LaunchOptions o;
+  o.machine.root = t.root();
+  auto guessed = gpuaff::examine_process(inside, o);
+  gpuaff::LaunchOptions by_pci = o;
+  REQUIRE(gpuaff::set_option(by_pci, "pci", gpu1));
+  auto named = gpuaff::examine_process(inside, by_pci);
+  gpuaff::LaunchOptions by_index = o;
+  REQUIRE(gpuaff::set_option(by_index, "gpu", "0"));
+  auto indexed = gpuaff::examine_process(inside, by_index);
+  auto same = gpuaff::examine_process(beside, o);
+  for (pid_t p : {inside, beside}) {
+    ::kill(p, SIGKILL);
+    ::waitpid(p, nullptr, 0);
+  }
+  ::rmdir(cg.c_str());
+  REQUIRE(entered);
+  // Guessed from its rank, or given as an index: the index is the task's, which doctor cannot see.
+  for (const auto* r : {&guessed, &indexed}) {
+    REQUIRE_FALSE(r->has_value());
+    std::string m(r->error().message());
+    INFO(m);
+    CHECK(r->error().code() == gpuaff::Errc::invalid_argument);
+    CHECK(m.find("in another device cgroup than doctor (its '5:devices:/gpuaff-doctor-test-") != std::string::npos);
+    CHECK(m.find("it does not guess; pass pci=BDF") != std::string::npos);
+  }
+  // Named by PCI address: checked against that GPU.
+  REQUIRE_MESSAGE(named.has_value(), named.error().message());
+  CHECK(named->expected.pci == gpu1);
+  // A task in doctor's own cgroup: doctor's probe is the task's.
+  REQUIRE_MESSAGE(same.has_value(), same.error().message());
+  CHECK(same->expected.pci == gpu0);
 }

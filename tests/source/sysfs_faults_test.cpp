@@ -3,6 +3,7 @@
 // file (root included) and pointing at `gpuaff record`. The table is generated:
 // one base tree that loads, one mutation at a time.
 #include <gpuaff/bindings.hpp>
+#include <gpuaff/launch/front.hpp>
 #include <gpuaff/source/sysfs.hpp>
 
 #include <optional>
@@ -389,4 +390,34 @@ TEST_CASE("a GPU whose numa_node names a memory-only node is noted") {
   t.write(gpu_real + "numa_node", "1\n");
   Topology topo = degraded(t, gpu + "numa_node");
   CHECK(topo.gpus[0].numa_node() == 1);
+}
+
+TEST_CASE("a GPU on a node whose cpulist was lost: loaded with notes; its plan is an error naming that list") {
+  // Node 1 lists no CPU while CPUs 2-3 are in no node's list: node 1 lost its
+  // list. The GPU was placed as one on a memory-only node.
+  TempTree t;
+  base(t);
+  t.write(node_root + "node0/cpulist", "0-1\n");
+  t.write(gpu_real + "numa_node", "1\n");
+  Topology topo = degraded(t, node_root + "node1/cpulist");
+  CHECK(topo.gpus[0].numa_node() == 1);
+  gpuaff::LaunchOptions o;
+  o.machine.root = t.root();
+  REQUIRE(gpuaff::set_option(o, "gpu", "0"));
+  for (const char* unreachable : {"error", "nearest"}) {
+    REQUIRE(gpuaff::set_option(o, "unreachable", unreachable));
+    auto p = gpuaff::plan(o, [](std::string_view) { return std::optional<std::string>(); });
+    REQUIRE_FALSE(p.has_value());
+    CHECK(p.error().code() == gpuaff::Errc::parse_error);
+    std::string m(p.error().message());
+    INFO(m);
+    CHECK(m.find("is on NUMA node 1, whose cpulist (sys/devices/system/node/node1/cpulist) in ") != std::string::npos);
+    CHECK(m.find("lists no CPU while online CPUs 2-3 are in no node's cpulist: that list was lost") != std::string::npos);
+  }
+  // A GPU on node 0 does not depend on node 1.
+  t.write(gpu_real + "numa_node", "0\n");
+  REQUIRE(gpuaff::set_option(o, "unreachable", "error"));
+  auto p = gpuaff::plan(o, [](std::string_view) { return std::optional<std::string>(); });
+  REQUIRE_MESSAGE(p.has_value(), p.error().message());
+  CHECK(p->cpus.to_list() == "0-1");
 }

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "cli_options.hpp"
 #include "gpuaff/detail/parse.hpp"
 #include "gpuaff/source/visible.hpp"
 #include "gpuaff/version.hpp"
@@ -76,7 +77,7 @@ std::string picture(const Topology& topo, const ReportOptions& o) {
   std::vector<std::string> failed;
   for (std::size_t g = 0; g < gpus; ++g)
     if (!row.per_gpu[g]) failed.push_back("GPU " + std::to_string(g) + ": " + std::string(row.per_gpu[g].error().message()));
-  for (const auto& f : failed) out += "  not drawn, " + f + '\n';
+  for (const auto& f : failed) out += "  not drawn, " + detail::escape_control(cli_spelling(f)) + '\n';
 
   // Group the cores by (package, node) in the order of the ids.
   std::map<std::pair<int, int>, std::vector<const Core*>> groups;
@@ -164,7 +165,9 @@ std::string bindings_table(const Topology& topo, const ReportOptions& o) {
       out += render_table(sub, "    ");
     }
   }
-  for (std::size_t i = 0; i < notes.size(); ++i) out += "  [" + std::to_string(i + 1) + "] " + notes[i] + '\n';
+  // As every message of the command line: escaped, options spelled as flags.
+  for (std::size_t i = 0; i < notes.size(); ++i)
+    out += "  [" + std::to_string(i + 1) + "] " + detail::escape_control(cli_spelling(notes[i])) + '\n';
   return out;
 }
 
@@ -195,7 +198,8 @@ std::string machine_summary(const Topology& topo) {
   // What the source assumed where the machine did not say.
   if (!topo.notes.empty()) {
     out += "notes:\n";
-    for (const auto& n : topo.notes) out += "  - " + n + '\n';
+    // Escaped: a --topology JSON file's notes are its author's text, as a recording's contents are.
+    for (const auto& n : topo.notes) out += "  - " + detail::escape_control(n) + '\n';
   }
   return out;
 }

@@ -109,7 +109,7 @@ std::string roles_section(const Topology& topo, const PolicyRow& row, const Role
     }
     auto roles = split_roles(topo, *row.per_gpu[g], sizes);
     if (!roles) {
-      out += std::string(roles.error().message()) + '\n';
+      out += detail::escape_control(cli_spelling(roles.error().message())) + '\n';
       continue;
     }
     std::string line;
@@ -150,7 +150,12 @@ int run_topo(const TopoArgs& args) {
   // so the facts the bindings share are derived once.
   std::vector<PolicySpec> specs;
   for (PolicyKind kind : all_policy_kinds) specs.push_back(PolicySpec{.kind = kind, .nvidia = spec->nvidia});
-  auto table = bind_table_by_device(*topo, specs, *job);  // AMD partitions: parts of their device's binding
+  // AMD partitions and the units the options cut: parts of their device's
+  // binding, a refusal naming the option that asked for them.
+  std::string asked = parts > 1                             ? "ranks_per_gpu=" + std::to_string(parts)
+                      : args.options.domains_per_gpu > 1 ? "domains_per_gpu=" + std::to_string(args.options.domains_per_gpu)
+                                                          : std::string();
+  auto table = bind_table_by_device(*topo, specs, *job, asked);
   for (std::size_t k = 0; k < specs.size(); ++k) {
     o.table.push_back(PolicyRow{.policy = std::string(to_string(specs[k].kind)), .per_gpu = std::move(table[k])});
     if (specs[k].kind == spec->kind) o.picture = o.table.back();

@@ -146,6 +146,17 @@ inline std::string escape_control(std::string_view text) {
   return out;
 }
 
+/// Outside text (a variable's value, a list entry) to quote in a message:
+/// every ' written as \x27, so the quote that closes it is the message's own.
+/// Front ends copy quoted text as it is (spell_options), so a value holding
+/// "gpu=3" is never respelled as an option, nor can it close its quote early.
+inline std::string quotable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) out += c == '\'' ? std::string_view("\\x27") : std::string_view(&c, 1);
+  return out;
+}
+
 /// The text as one line that is safe on a terminal (escape_control), without
 /// trailing spaces and a sentence's final dot: how every front end prints a
 /// message. An ellipsis ("...") is kept: it says a quoted text was shortened.

@@ -122,7 +122,47 @@ inline std::map<int, long long> parse_numa_maps(std::string_view text) {
   return unexpected(make_sys_error(Errc::io_error, err, "cannot read /proc/", pid, "/", what, ": ", detail::errno_text(err)));
 }
 
+/// The lines of a /proc/PID/cgroup file that decide which device nodes the
+/// process may open: cgroup v1's devices controller (`5:devices:/path`) and
+/// the cgroup v2 line (`0::/path`, whose device rules are eBPF programs), as
+/// they are, joined by ", " in the file's order; "" when it has neither.
+inline std::string device_cgroup_lines(std::string_view text) {
+  std::string out;
+  while (!text.empty()) {
+    std::size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    std::size_t a = line.find(':');
+    std::size_t b = a == std::string_view::npos ? a : line.find(':', a + 1);
+    if (b == std::string_view::npos) continue;
+    std::string_view controllers = line.substr(a + 1, b - a - 1);
+    bool devices = controllers.empty() && line.substr(0, a) == "0";
+    for (std::string_view c : comma_items(controllers)) devices = devices || c == "devices";
+    if (devices) out += (out.empty() ? "" : ", ") + std::string(line);
+  }
+  return out;
+}
+
 }  // namespace detail
+
+/// The lines of process `pid`'s /proc/PID/cgroup (pid 0: this process's,
+/// /proc/self/cgroup) that decide which device nodes it may open
+/// (detail::device_cgroup_lines); "" on a kernel without cgroups.
+/// Errors: those of process_environ.
+inline Result<std::string> process_device_cgroup(int pid) {
+  std::string text;
+  std::string path = pid == 0 ? std::string("/proc/self/cgroup") : "/proc/" + std::to_string(pid) + "/cgroup";
+  int e = detail::read_whole_file(path, text);
+  if (e == ENOENT && pid != 0) {  // no cgroup support, or no such process
+    std::string ignored;
+    if (detail::read_whole_file("/proc/" + std::to_string(pid) + "/stat", ignored) == 0) return std::string();
+  }
+  if (e == ENOENT && pid == 0) return std::string();
+  if (e != 0 && pid == 0)
+    return unexpected(make_sys_error(Errc::io_error, e, "cannot read /proc/self/cgroup: ", detail::errno_text(e)));
+  if (e != 0) return detail::proc_error(pid, "cgroup", e);
+  return detail::device_cgroup_lines(text);
+}
 
 /// The environment of process `pid` (/proc/PID/environ).
 /// Errors: Errc::not_found (no such process, or one that has exited and is a

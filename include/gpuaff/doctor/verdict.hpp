@@ -111,6 +111,14 @@ inline Expectation expectation_of(const RecordedPlan& r) {
                      .roles = r.roles};
 }
 
+/// Whether planning on `m` in the environment `env` asks the GPUs' device
+/// nodes which the process may open (device_nodes_probe_due): the sysfs
+/// reader, on a root that has a dev folder (this machine always has).
+inline bool probes_device_nodes(const MachineSource& m, const Environment& env) {
+  if (!device_nodes_probe_due(env) || !m.topology.empty() || m.wants_hwloc()) return false;
+  return m.root.empty() || is_directory(m.root_or_live() + "/dev");
+}
+
 /// The role a thread's CPUs lie in: the first role (main, comm, data,
 /// compute) that holds them all, "rank" when only the rank's CPUs do.
 inline std::string role_of(const Roles& roles, const CpuSet& cpus, const CpuSet& rank) {
@@ -237,8 +245,14 @@ inline Verdict judge(int pid, Expectation e, std::vector<ThreadState> threads, s
 /// `with_nics`, the machine read with its NICs, when the caller has it
 /// (examine_all reads it once for every process); otherwise on a read of the
 /// machine `o` names.
+/// Not guessed: the GPU of a process in a batch job with CUDA_VISIBLE_DEVICES
+/// set, planned without `o.pci` on a machine whose device nodes the reader
+/// probes, from another device cgroup than this process's (its index counts
+/// the GPUs its own cgroup lets it open).
 /// Errors: those of process_environ, process_threads, process_pages_by_node,
-/// parse_plan_variable and plan(), prefixed with the process.
+/// process_device_cgroup, parse_plan_variable and plan(), prefixed with the
+/// process; Errc::invalid_argument for the GPU not guessed, naming both
+/// cgroups and pci=BDF.
 inline Result<Verdict> examine_process(int pid, const LaunchOptions& o, const DoctorOptions& d = {},
                                        const Readers& readers = {}, const Topology* with_nics = nullptr) {
   if (pid <= 0) return fail(Errc::invalid_argument, "pid=", pid, " is not a process id (above 0)");
@@ -268,6 +282,19 @@ inline Result<Verdict> examine_process(int pid, const LaunchOptions& o, const Do
       return fail(Errc::invalid_argument, "process ", pid, " carries no ", plan_variable, " and none of ",
                   variable_list(local_rank_variables), " to tell its GPU (it was not started by gpuaff exec, "
                   "gpuaff.bind or a launcher); pass gpu=N, the GPU it drives, and the policy it was meant to have");
+    // Which GPU a batch-job process's index names depends on the device nodes
+    // its cgroup lets it open, and the reader's probe opens them with doctor's
+    // own cgroup: from another cgroup it would name the wrong GPU. Not guessed.
+    if (!mine.pci && detail::probes_device_nodes(mine.machine, env)) {
+      GPUAFF_TRY(std::string theirs, process_device_cgroup(pid));
+      GPUAFF_TRY(std::string ours, process_device_cgroup(0));
+      if (theirs != ours)
+        return fail(Errc::invalid_argument, "process ", pid, " runs in a batch job with CUDA_VISIBLE_DEVICES set, "
+                    "in another device cgroup than doctor (its '", detail::quotable(theirs), "', doctor's '",
+                    detail::quotable(ours), "'): which GPU its index names depends on the GPUs its cgroup lets it "
+                    "open, which doctor cannot try from here, so it does not guess; pass pci=BDF, the GPU the process "
+                    "drives (nvidia-smi --query-gpu=pci.bus_id inside the job), or run doctor in that cgroup");
+    }
     auto p = plan(mine, env, readers);
     if (!p) {
       Error err = p.error();

@@ -90,7 +90,7 @@ constexpr int parse_count(std::string_view s) {
 
 /// The error for a variable whose value is not what it must be.
 inline Unexpected<Error> bad_variable(std::string_view name, std::string_view value, std::string_view expected) {
-  return fail(Errc::invalid_argument, name, "='", value.substr(0, 40), "' is not ", expected, "; fix or unset ", name);
+  return fail(Errc::invalid_argument, name, "='", quotable(value.substr(0, 40)), "' is not ", expected, "; fix or unset ", name);
 }
 
 /// Entry `node` of a SLURM_TASKS_PER_NODE list ("2(x3),1": nodes 0-2 run 2
@@ -129,7 +129,7 @@ inline Result<std::optional<LauncherValue>> slurm_local_size(const Environment& 
   if (node < 0) return bad_variable(slurm_node_id_variable, *node_text, "a non-negative integer");
   int tasks = slurm_tasks_of_node(*list, node);
   if (tasks < 1) {
-    return fail(Errc::invalid_argument, variable, "='", std::string_view(*list).substr(0, 40),
+    return fail(Errc::invalid_argument, variable, "='", quotable(std::string_view(*list).substr(0, 40)),
                 "' gives no task count for node ", node, " (", slurm_node_id_variable, "); fix or unset ", variable);
   }
   return std::optional<LauncherValue>{LauncherValue{std::string(variable), *list, tasks}};

@@ -447,7 +447,8 @@ enum class Spelling {
 /// whose key is a row of `tables` (not preceded by a letter, digit, '_' or
 /// '-'), or a bare key that holds a '_' (`visible_devices`). A value runs to
 /// the next blank, ',', ';' or ')', or is quoted ('0,x'); `key=` with no value
-/// is the option alone.
+/// is the option alone. Other quoted text ('...' after no letter or digit:
+/// a variable's value, a list entry) is copied as it is.
 inline std::string spell_options(std::string_view message, Spelling spelling,
                                  std::initializer_list<std::span<const OptionInfo>> tables) {
   if (spelling == Spelling::library) return std::string(message);
@@ -460,10 +461,23 @@ inline std::string spell_options(std::string_view message, Spelling spelling,
   auto word_char = [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
   };
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
   std::string out;
   std::size_t i = 0;
   while (i < message.size()) {
     char c = message[i];
+    // Quoted outside text (CUDA_VISIBLE_DEVICES='...', entry '...': a ' that
+    // follows no letter or digit, so not an apostrophe) is copied as it is: a
+    // value holding "gpu=3" is the user's text, not an option to respell.
+    // detail::quotable() wrote any ' inside it as \x27.
+    if (c == '\'' && (i == 0 || !alnum(message[i - 1]))) {
+      std::size_t close = message.find('\'', i + 1);
+      if (close != std::string_view::npos) {
+        out.append(message.substr(i, close + 1 - i));
+        i = close + 1;
+        continue;
+      }
+    }
     if (!(c >= 'a' && c <= 'z') || (i > 0 && word_char(message[i - 1]))) {
       out += c;
       ++i;

@@ -31,6 +31,7 @@
 #include "gpuaff/policy/threads.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/cgroup.hpp"
+#include "gpuaff/source/validate.hpp"
 #include "gpuaff/source/visible.hpp"
 #include "gpuaff/topology.hpp"
 
@@ -374,10 +375,20 @@ inline Result<void> collapse_partitions(LaunchPlan& plan, const LaunchOptions& o
   const Gpu& target = plan.target();
   int n = target.pci.compute_partitions;
   if (n <= 1) return {};
-  if (plan.ranks_per_gpu > 1 || !o.more_gpus.empty())
-    return fail(Errc::invalid_argument, "GPU ", plan.visible_gpu, " is partition ", target.partition, " of ",
-                target.address().to_string().view(), " (", n, " partitions): each partition is a GPU already; "
-                "leave out ranks_per_gpu=N and lists of GPUs");
+  if (plan.ranks_per_gpu > 1 || !o.more_gpus.empty()) {
+    // Named as the user made them: domains (domains_per_gpu) or the device's own partitions.
+    std::string unit = o.domains_per_gpu > 1 ? "domain" : "partition";
+    std::string made = o.domains_per_gpu > 1 ? "domains_per_gpu=" + std::to_string(o.domains_per_gpu)
+                                             : std::to_string(n) + " compute partitions";
+    std::string refused = plan.ranks_per_gpu > 1
+                              ? (o.ranks_per_gpu > 1 ? "ranks_per_gpu=" + std::to_string(o.ranks_per_gpu) +
+                                                           " cannot cut it again; leave out ranks_per_gpu=N"
+                                                     : "a local size of several ranks per " + unit +
+                                                           " cannot cut it again; run one rank per " + unit)
+                              : "it is not one of a list of GPUs; name one GPU (gpu=N)";
+    return fail(Errc::invalid_argument, "GPU ", plan.visible_gpu, " is ", unit, " ", target.partition, " of ",
+                target.address().to_string().view(), " (", made, "), a GPU of its own: ", refused);
+  }
   int part = target.partition;
   DeviceView v = by_device(plan.topo, plan.job.nproc);
   plan.gpu = v.device_of[static_cast<std::size_t>(plan.gpu)];
@@ -469,6 +480,21 @@ inline Result<GpuBinding> bind_gpu(const LaunchPlan& plan, const LaunchOptions& 
     return Unexpected<Error>(e);
   };
   GpuBinding b;
+  // The GPU's node lists no CPU while online CPUs lie in no node's list: the
+  // node lost its list (a memory-only node leaves every CPU to the others),
+  // and the GPU's binding depends on it. An error naming the list, never a
+  // memory-only node's answer (no CPU, the nearest node's, or unbound).
+  if (auto node = resolve_gpu_node(plan.topo, gpu, plan.job); node) {
+    const NumaNode* n = plan.topo.find_node(*node);
+    CpuSet lost = cpus_in_no_node(plan.topo);
+    if (n != nullptr && n->memory_only() && !lost.empty())
+      return explained(make_error(Errc::parse_error, gpu_label(plan.topo, gpu), " is on NUMA node ", *node,
+                                  ", whose cpulist (sys/devices/system/node/node", *node, "/cpulist) in ",
+                                  plan.topo.origin.view(), " lists no CPU while online CPUs ", lost.to_list(),
+                                  " are in no node's cpulist: that list was lost (a recording cut short or "
+                                  "damaged), not a memory-only node, and the GPU's CPUs are unknown; record the "
+                                  "machine again with `gpuaff record`"));
+  }
   Result<CpuSet> cpus = bind(plan.topo, gpu, plan.policy, plan.job);
   if (!cpus) {
     // A policy that reaches beyond the node (socket) may still succeed; only
@@ -606,6 +632,12 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchOptions& o, const
   // The local size counts GPUs as the launcher does (partitions, domains):
   // nproc in those, which collapse_partitions turns into devices.
   if (plan.share != Share::machine) GPUAFF_TRY_VOID(detail::use_local_size(plan, o, context));
+  // What cuts the GPU's share into parts, named in a refusal as the user gave it.
+  std::string cut_by;
+  if (int n = plan.target().pci.compute_partitions; n > 1)
+    cut_by = o.domains_per_gpu > 1 ? "domains_per_gpu=" + std::to_string(o.domains_per_gpu)
+                                   : "GPU " + std::string(plan.target().address().to_string().view()) + "'s " +
+                                         std::to_string(n) + " compute partitions (current_compute_partition)";
   GPUAFF_TRY_VOID(detail::collapse_partitions(plan, o));
   GPUAFF_TRY_VOID(detail::find_more_gpus(plan, o, visible));
   GPUAFF_TRY(detail::GpuBinding b, detail::bind_gpu(plan, o, plan.gpu, narrowed));
@@ -615,7 +647,7 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchOptions& o, const
   plan.nearest_nodes = b.nearest_nodes;
   plan.gpu_share = plan.cpus;
   if (plan.ranks_per_gpu > 1) {
-    GPUAFF_TRY(auto parts, split_share(plan.topo, plan.cpus, plan.ranks_per_gpu));
+    GPUAFF_TRY(auto parts, split_share(plan.topo, plan.cpus, plan.ranks_per_gpu, cut_by));
     plan.cpus = parts[static_cast<std::size_t>(plan.part)];
   }
   for (int more : plan.more_gpus) {  // several GPUs per process: the union

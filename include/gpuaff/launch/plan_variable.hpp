@@ -79,7 +79,7 @@ inline std::string plan_variable_value(const LaunchPlan& p) {
 /// (another version, a missing or malformed field).
 inline Result<RecordedPlan> parse_plan_variable(std::string_view text) {
   auto bad = [&](std::string_view what) {
-    return fail(Errc::parse_error, plan_variable, "='", text.substr(0, 120), "' is not a plan gpuaff wrote: ", what);
+    return fail(Errc::parse_error, plan_variable, "='", detail::quotable(text.substr(0, 120)), "' is not a plan gpuaff wrote: ", what);
   };
   std::size_t sp = text.find(' ');
   if (text.substr(0, sp) != "v1") return bad("its version is not v1 (written by another gpuaff?)");

@@ -19,7 +19,8 @@ inline namespace v0 {
 /// lowest CPU, and PyTorch's version of this rule crashes on them.
 /// Errors: those of resolve_gpu_node; Errc::empty_result when the GPU's own
 /// node has no allowed CPU; Errc::not_found when the topology places that
-/// CPU in no package (no socket information).
+/// CPU in no package (no socket information); Errc::parse_error when usable
+/// CPUs of the package are in no node (a node's cpulist was lost).
 struct SocketPolicy {
   constexpr Result<CpuSet> evaluate(BindingContext& ctx, int gpu) const {
     const Topology& topo = ctx.topology();
@@ -31,11 +32,21 @@ struct SocketPolicy {
       return fail(Errc::not_found, "socket: CPU ", start.first(), " of NUMA node ", node, " (", detail::gpu_label(topo, gpu),
                   ") belongs to no package in ", topo.origin.view(), "; without socket information use policy=node");
     CpuSet out;
+    // Usable CPUs of the package that no node lists: a node lost its cpulist
+    // (a memory-only node's package has all its CPUs in other nodes), and the
+    // socket's share would silently lack them.
+    CpuSet lost = pkg->cpus & topo.usable();
     for (std::size_t i = 0; i < topo.nodes.size(); ++i) {
+      lost -= topo.nodes[i].cpus;
       const CpuSet& cpus = ctx.node_cpus_at(i);
       if (cpus.empty()) continue;  // memory-only or not allowed: no lowest CPU to place
       if (pkg->cpus.test(cpus.first())) out |= cpus;
     }
+    if (!lost.empty())
+      return fail(Errc::parse_error, "socket: CPUs ", detail::cpulist_text(lost), " of the package of ", detail::gpu_label(topo, gpu),
+                  " are in no NUMA node's cpulist in ", topo.origin.view(), ", so a node of that socket lost its "
+                  "list (see the notes of gpuaff topo) and the socket's CPUs are unknown; record the machine again, "
+                  "or use policy=node");
     return out;
   }
 };

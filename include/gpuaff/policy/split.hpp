@@ -6,14 +6,18 @@
 //
 // The share's physical cores, in order (lowest thread first), are cut into N
 // runs whose sizes differ by at most one core, the larger runs first, so
-// ranks that share a core's caches are neighbours and no core is split while
-// whole ones remain. A share with fewer cores than N is cut by hardware
-// threads the same way (core by core), which keeps the parts disjoint.
+// ranks that share a core's caches are neighbours. A core is never split
+// between parts: two parts on one core's hardware threads (SMT siblings)
+// would compete for its execution units and caches, which is what cutting a
+// share was meant to prevent. A share with fewer cores than N is an error
+// that names what asked for the N parts and how many the share can take.
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
 #include <algorithm>
 #include <cstddef>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpuaff/cpu_set.hpp"
@@ -44,21 +48,25 @@ inline std::vector<CpuSet> cut_in_runs(const std::vector<CpuSet>& units, int par
 }  // namespace detail
 
 /// The `parts` parts of `share` on `topo` (whose cores must have been read),
-/// in order. A CPU of the share that no core lists counts as a core of its own.
+/// in order, each of whole cores. A CPU of the share that no core lists counts
+/// as a core of its own. `asked` names what cut the share, for errors:
+/// "ranks_per_gpu=28" (the default), "domains_per_gpu=4", "GPU 0000:..."'s
+/// compute partitions.
 /// Errors: Errc::invalid_argument for parts < 1; Errc::insufficient_cores when
-/// the share has fewer hardware threads than parts.
-inline Result<std::vector<CpuSet>> split_share(const Topology& topo, const CpuSet& share, int parts) {
-  if (parts < 1) return fail(Errc::invalid_argument, "ranks_per_gpu=", parts, " is not a positive number of parts");
+/// the share has fewer physical cores than parts (no core is split between parts).
+inline Result<std::vector<CpuSet>> split_share(const Topology& topo, const CpuSet& share, int parts,
+                                               std::string_view asked = {}) {
+  std::string what = asked.empty() ? "ranks_per_gpu=" + std::to_string(parts) : std::string(asked);
+  if (parts < 1) return fail(Errc::invalid_argument, what, " is not a positive number of parts");
   std::vector<CpuSet> cores = topo.cores_within(share);
   if (cores.size() >= static_cast<std::size_t>(parts)) return detail::cut_in_runs(cores, parts);
-  std::vector<CpuSet> threads;
-  for (const auto& c : cores)
-    for (int cpu : c) threads.push_back(CpuSet{cpu});
-  if (threads.size() < static_cast<std::size_t>(parts))
-    return fail(Errc::insufficient_cores, "ranks_per_gpu=", parts, ": the share ", share.to_list(), " has ",
-                threads.size(), " CPU(s), fewer than the ranks that would share it; run at most ", threads.size(),
-                " rank(s) on this GPU, or give it more CPUs (another policy, share=machine)");
-  return detail::cut_in_runs(threads, parts);
+  std::string why = static_cast<std::size_t>(share.count()) > cores.size()
+                        ? "; a part of one core's hardware threads (SMT siblings) would make two parts compete for "
+                          "that core, so no core is split"
+                        : "";
+  return fail(Errc::insufficient_cores, what, ": the share ", share.to_list(), " has ", cores.size(),
+              " physical core(s), fewer than the ", parts, " parts it would be cut in", why, "; cut it in at most ",
+              cores.size(), " part(s), or give the GPU more CPUs (another policy, share=machine)");
 }
 
 /// A topology whose AMD partitions (Gpu::partition, PciDevice::compute_partitions)
@@ -95,9 +103,12 @@ inline DeviceView by_device(const Topology& topo, int nproc) {
 /// (it splits a node among devices), and partition k of a device with N gets
 /// part k of N of the device's result (split_share). Equal to bind_table when
 /// no GPU is partitioned.
+/// `asked` names what made the partitions when an option did (topo's
+/// "ranks_per_gpu=2", "domains_per_gpu=4"); "" for the devices' own.
 inline std::vector<std::vector<Result<CpuSet>>> bind_table_by_device(const Topology& topo,
                                                                      const std::vector<PolicySpec>& specs,
-                                                                     const JobOptions& job) {
+                                                                     const JobOptions& job,
+                                                                     std::string_view asked = {}) {
   bool partitioned = false;
   for (const auto& g : topo.gpus) partitioned = partitioned || g.pci.compute_partitions > 1;
   if (!partitioned) return bind_table(topo, specs, job);
@@ -114,7 +125,10 @@ inline std::vector<std::vector<Result<CpuSet>>> bind_table_by_device(const Topol
         out[k].push_back(whole);
         continue;
       }
-      auto parts = split_share(v.topo, *whole, n);
+      std::string cause = !asked.empty() ? std::string(asked)
+                                         : "GPU " + std::string(topo.gpus[g].address().to_string().view()) + "'s " +
+                                               std::to_string(n) + " compute partitions (current_compute_partition)";
+      auto parts = split_share(v.topo, *whole, n, cause);
       if (!parts) {
         out[k].push_back(Unexpected<Error>(parts.error()));
       } else {

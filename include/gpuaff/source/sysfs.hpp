@@ -39,6 +39,8 @@
 // |                                               |                                   | 10 (noted). Nodes listing the same CPUs:    |
 // |                                               |                                   | one node (noted)                            |
 // | node/nodeN/cpulist                            | each node                         | cpumap; none: error. Empty: memory-only     |
+// |                                               |                                   | (noted; a plan for a device on it while     |
+// |                                               |                                   | online CPUs are in no node: an error)       |
 // | node/nodeN/distance (part: distances)         | each node                         | distances left empty (optional). A row of   |
 // |                                               |                                   | one entry per node/possible node or node    |
 // |                                               |                                   | directory: picked by node id (noted)        |
@@ -345,7 +347,8 @@ inline Result<std::vector<int>> read_cores(SysfsReader& r, Topology& t) {
 /// big and little cores). Where each file present gives one class (values
 /// within priority_tolerance), the first present is kept: every core alike.
 /// A missing file is -1 for that core; an unreadable or garbled one too,
-/// with a note. Nothing present: a note, and no priority_source.
+/// with a note (never an error: the binding goes ahead without that hint).
+/// Nothing present: a note, and no priority_source.
 inline Result<void> read_core_priorities(SysfsReader& r, Topology& t) {
   constexpr std::array<std::string_view, 3> sources{"cpufreq/base_frequency", "acpi_cppc/highest_perf", "cpu_capacity"};
   std::string s;
@@ -355,7 +358,11 @@ inline Result<void> read_core_priorities(SysfsReader& r, Topology& t) {
     bool any = false;
     for (const Core& c : t.cores) {
       std::string rel = cpu_dir(c.first()) + std::string("/") + std::string(src);
-      GPUAFF_TRY(bool have, r.get(rel, s));
+      // Unreadable (a FIFO, a folder, a link out of the root, an I/O error)
+      // is unknown, as garbled is: a speed hint never fails a binding.
+      auto got = r.get(rel, s);
+      if (!got) t.notes.push_back(std::string(got.error().message()) + ": that core's priority is unknown");
+      bool have = got && *got;
       long long v = -1;
       if (have) {
         auto n = r.integer(rel, s, 0, 1LL << 40);

@@ -225,7 +225,7 @@ inline Result<std::vector<Gpu>> select_by_index(const Selector& sel, std::string
 /// Checks that entry `e` of a list that is not all indices is a UUID prefix the
 /// selector takes. Errors: Errc::invalid_argument naming the entry.
 inline Result<void> check_uuid_entry(const Selector& sel, std::string_view shown, std::string_view e) {
-  std::string_view ex = e.substr(0, 64);
+  std::string ex = detail::quotable(e.substr(0, 64));
   if (!starts_with_nocase(e, "GPU-") && !starts_with_nocase(e, "MIG-")) {
     if (is_decimal(e))
       return fail(Errc::invalid_argument, sel.name, "='", shown, "': mixes index '", ex,
@@ -280,7 +280,7 @@ inline Result<std::vector<Gpu>> select_by_uuid(const Selector& sel, std::string_
   for (std::string_view e : entries)
     if (!is_decimal(e)) GPUAFF_TRY_VOID(check_uuid_entry(sel, shown, e));
   for (std::string_view e : entries) {
-    std::string_view ex = e.substr(0, 64);
+    std::string ex = detail::quotable(e.substr(0, 64));
     GPUAFF_TRY_VOID(check_uuid_entry(sel, shown, e));
     bool mig = starts_with_nocase(e, "MIG-");
     std::string parent;
@@ -333,7 +333,7 @@ inline Result<std::vector<Gpu>> select_by_uuid(const Selector& sel, std::string_
 /// Applies one selector value to `candidates` (bus order); returns the selection in list order.
 inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_view value,
                                                const std::vector<Gpu>& candidates) {
-  std::string_view shown = value.substr(0, 96);
+  std::string shown = detail::quotable(value.substr(0, 96));
   std::string_view all = detail::trim(value);
   if (all.empty()) return std::vector<Gpu>();  // set but empty: nothing of this kind is visible
   GPUAFF_TRY(auto entries, selector_entries(sel, all, shown));
@@ -345,7 +345,7 @@ inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_
 /// Checks the form of a selector value whose vendor has no GPU here (it is then
 /// ignored): the entry rules above, without indices or UUIDs to match.
 inline Result<void> check_selector(const Selector& sel, std::string_view value) {
-  std::string_view shown = value.substr(0, 96);
+  std::string shown = detail::quotable(value.substr(0, 96));
   std::string_view all = detail::trim(value);
   if (all.empty()) return {};
   GPUAFF_TRY(auto entries, selector_entries(sel, all, shown));
