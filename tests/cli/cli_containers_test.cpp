@@ -127,6 +127,14 @@ TEST_CASE("unlike NVIDIA GPUs: a CUDA_DEVICE_ORDER warning unless it is PCI_BUS_
   Run quiet = tool({"bind", "--root", ws, "--gpu", "0"}, {{"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}});
   CHECK(quiet.rc == 0);
   CHECK(quiet.err.empty());
+  // Named by address, the GPU is the same whatever CUDA's numbering: no warning.
+  for (const char* policy : {"node", "socket"}) {
+    CAPTURE(policy);
+    Run by_address = tool({"bind", "--root", ws, "--pci", "0000:65:00.0", "--policy", policy});
+    CHECK(by_address.rc == 0);
+    CHECK(by_address.out == "0-31\n");
+    CHECK(by_address.err.empty());
+  }
   // CUDA_VISIBLE_DEVICES=1 on the mixed machine: CUDA's GPU 0 is its NVIDIA
   // GPU 1 (65:00.0), and there is no GPU 1: the AMD GPU is HIP's, not CUDA's
   // (contract section 6; it was GPU 1 by the rule of section 2).

@@ -292,6 +292,46 @@ TEST_CASE("fixture mi300x: AMD GPUs, 8-core CCDs") {
   CHECK(bind(t, 5, UniqueContiguousPolicy{{.smt = Smt::one}})->to_list() == "120-143");
 }
 
+TEST_CASE("fixture granite-rapids-snc3: the GPU's node is a third of a socket; exclusive splits it, socket spans three") {
+  // fixtures/README.md: 2 sockets x 128 cores, SMT2 (siblings +256), SNC3:
+  // node 3s+d = compute die d of socket s, of 43, 43 and 42 cores; GPUs 0,1 on
+  // node 0, 2,3 on node 2, 4,5 on node 3, 6,7 on node 5; one L3 per socket.
+  Topology t = load("granite-rapids-snc3");
+  REQUIRE(t.gpus.size() == 8);
+  REQUIRE(t.nodes.size() == 6);
+  // node: the die's cores and their siblings, the same for both GPUs of a node.
+  CHECK(bind(t, 0, NodePolicy{})->to_list() == "0-42,256-298");
+  CHECK(bind(t, 1, NodePolicy{})->to_list() == "0-42,256-298");
+  CHECK(bind(t, 2, NodePolicy{})->to_list() == "86-127,342-383");
+  CHECK(bind(t, 7, NodePolicy{})->to_list() == "214-255,470-511");
+  // socket: the three nodes of the package, the GPU-less middle node 1 (or 4) included.
+  CHECK(bind(t, 0, SocketPolicy{})->to_list() == "0-127,256-383");
+  CHECK(bind(t, 6, SocketPolicy{})->to_list() == "128-255,384-511");
+  // exclusive: node 0 has 43 cores for 2 GPUs: 21 each, the odd one to GPU 0
+  // (cores 0-21, then 22-42); node 2 has 42: 21 each (86-106, 107-127).
+  CHECK(bind(t, 0, ExclusivePolicy{})->to_list() == "0-21,256-277");
+  CHECK(bind(t, 1, ExclusivePolicy{})->to_list() == "22-42,278-298");
+  CHECK(bind(t, 2, ExclusivePolicy{})->to_list() == "86-106,342-362");
+  CHECK(bind(t, 3, ExclusivePolicy{})->to_list() == "107-127,363-383");
+  CHECK(bind(t, 4, ExclusivePolicy{})->to_list() == "128-149,384-405");
+  CHECK(bind(t, 7, ExclusivePolicy{})->to_list() == "235-255,491-511");
+  // core-complex: the socket's one L3 meets node 0 in the whole node, so each
+  // GPU of the node gets all of it (one group for two GPUs).
+  CHECK(bind(t, 0, CoreComplexPolicy{})->to_list() == "0-42,256-298");
+  CHECK(bind(t, 1, CoreComplexPolicy{})->to_list() == "0-42,256-298");
+  // unique-contiguous, balanced: every GPU gets the smallest per-GPU count of
+  // any node with GPUs, min(43/2, 42/2) = 21 cores, from the node's first core.
+  CHECK(bind(t, 0, UniqueContiguousPolicy{})->to_list() == "0-20,256-276");
+  CHECK(bind(t, 1, UniqueContiguousPolicy{})->to_list() == "21-41,277-297");
+  CHECK(bind(t, 3, UniqueContiguousPolicy{})->to_list() == "107-127,363-383");
+  // memory: the GPU's own node under node and exclusive.
+  CHECK(memory_nodes(t, 2).value() == NodeSet{2});
+  // distances: 12 within the socket, 21 across (the SLIT modelled).
+  const NumaNode* n0 = t.find_node(0);
+  REQUIRE(n0 != nullptr);
+  CHECK(n0->distances == std::vector<int>{10, 12, 12, 21, 21, 21});
+}
+
 // ---- bind_table and bind_all against bind, GPU by GPU ------------------------------
 // bind_table derives the facts the bindings share (nodes, allowed CPUs,
 // physical cores, cache groups, sockets) once for every GPU and policy;

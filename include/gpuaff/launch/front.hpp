@@ -109,9 +109,11 @@ inline bool device_nodes_probe_due(const Environment& env) {
 /// (topo), or what a binding needs (the nearest node needs the distances, the
 /// NICs and the GPU's memory nodes come with a full read).
 inline LoadRequest load_request(const LaunchOptions& o, const Environment& env, const Readers& readers,
-                                SysfsDetail detail, TopologyParts needs = TopologyParts::policies()) {
+                                SysfsDetail detail, TopologyParts needs = TopologyParts::policies(),
+                                std::optional<LoadFocus> focus = std::nullopt) {
   LoadRequest r{
       .source = o.machine, .visible = visible_devices_of(o, env), .detail = detail, .needs = needs, .readers = readers};
+  r.focus = std::move(focus);
   r.probe_device_nodes = device_nodes_probe_due(env);
   if (o.pci) r.extra_pci.push_back(*o.pci);
   r.priorities = o.priority_cores;
@@ -140,14 +142,39 @@ inline TopologyParts plan_needs(const LaunchOptions& o) {
   return p;
 }
 
-/// The machine `o` names, its visible GPUs selected.
+/// The answer a plan of `o` gives in `c`, when its load may read only what
+/// that answer depends on (SysfsOptions::focus, docs/contract.md section 1):
+/// one device (gpu=N, pci=BDF or the local rank) under PyTorch's four policies,
+/// binding detail, and no option that looks beyond the device's node (share,
+/// reserved OS cores, roles, parts, several GPUs, memory or NIC choices).
+inline std::optional<LoadFocus> plan_focus(const LaunchOptions& o, const LaunchContext& c) {
+  PolicyKind k = o.policy.kind;
+  if (k != PolicyKind::node && k != PolicyKind::socket && k != PolicyKind::exclusive && k != PolicyKind::core_complex)
+    return std::nullopt;
+  if (o.all_gpus || !o.more_gpus.empty() || o.share != Share::visible || plan_detail(o) != SysfsDetail::binding ||
+      o.reserve_os_cores > 0 || o.roles.given() || o.priority_cores || o.omp_threads || o.ranks_per_gpu > 1 ||
+      o.domains_per_gpu > 1 || o.part || o.mem_nodes != MemNodes::cpu || !o.machine.topology.empty() ||
+      o.machine.wants_hwloc())
+    return std::nullopt;
+  LoadFocus f;
+  f.peers = splits_among_gpus(o.policy.kind);
+  if (o.pci) f.pci = *o.pci;
+  else if (o.local_rank && c.local_rank) f.gpu = c.local_rank->value;
+  else if (o.gpu) f.gpu = *o.gpu;
+  else return std::nullopt;
+  return f;
+}
+
+/// The machine `o` names, its visible GPUs selected; `focus`: only what that
+/// answer reads (plan_focus()).
 /// Errors: those of check_options (LaunchStage::options) and load_machine.
 inline Result<Topology> load(const LaunchOptions& o, const Environment& env = process_environment(),
                              const Readers& readers = {}, SysfsDetail detail = SysfsDetail::full,
-                             LaunchStage* failed_at = nullptr, TopologyParts needs = TopologyParts::policies()) {
+                             LaunchStage* failed_at = nullptr, TopologyParts needs = TopologyParts::policies(),
+                             std::optional<LoadFocus> focus = std::nullopt) {
   if (auto ok = check_options(o); !ok) return detail::staged(ok.error(), LaunchStage::options, failed_at);
   LoadStage stage = LoadStage::machine;
-  auto topo = load_machine(load_request(o, env, readers, detail, needs), &stage);
+  auto topo = load_machine(load_request(o, env, readers, detail, needs, std::move(focus)), &stage);
   if (!topo) return detail::staged(topo.error(), detail::stage_of(stage), failed_at);
   return topo;
 }
@@ -182,7 +209,8 @@ inline Result<LaunchContext> launch_context(const LaunchOptions& o, const Enviro
 namespace detail {
 
 inline Result<std::pair<Topology, LaunchContext>> prepare(const LaunchOptions& o, const Environment& env,
-                                                          const Readers& readers, LaunchStage* failed_at) {
+                                                          const Readers& readers, LaunchStage* failed_at,
+                                                          bool one_device = false) {
   if (auto ok = check_options(o); !ok) return staged(ok.error(), LaunchStage::options, failed_at);
   auto context = launch_context(o, env);
   if (!context) return staged(context.error(), LaunchStage::options, failed_at);
@@ -190,7 +218,8 @@ inline Result<std::pair<Topology, LaunchContext>> prepare(const LaunchOptions& o
   if (!cgroup) return staged(cgroup.error(), LaunchStage::machine, failed_at);
   context->cgroup = std::move(*cgroup);
   TopologyParts needs = plan_needs(o);
-  GPUAFF_TRY(Topology topo, load(o, env, readers, plan_detail(o), failed_at, needs));
+  std::optional<LoadFocus> focus = one_device ? plan_focus(o, *context) : std::nullopt;
+  GPUAFF_TRY(Topology topo, load(o, env, readers, plan_detail(o), failed_at, needs, focus));
   // A local size that is a whole multiple of the GPUs makes several ranks per
   // GPU (make_plan), and a partitioned AMD GPU several GPUs of one device:
   // both cut the device's share on whole cores. Read them then, and only then.
@@ -199,8 +228,8 @@ inline Result<std::pair<Topology, LaunchContext>> prepare(const LaunchOptions& o
                                                 static_cast<int>(topo.gpus.size())) > 1;
   bool partitioned = std::any_of(topo.gpus.begin(), topo.gpus.end(),
                                  [](const Gpu& g) { return g.pci.compute_partitions > 1; });
-  if (!needs.cores && (multiple || partitioned)) {
-    needs.cores = true;
+  if ((!needs.cores || focus) && (multiple || partitioned)) {
+    needs.cores = true;  // the whole machine: the parts of a GPU are its own answer
     GPUAFF_TRY(topo, load(o, env, readers, plan_detail(o), failed_at, needs));
   }
   if (auto split = split_domains(topo, o.domains_per_gpu); !split) return staged(split.error(), LaunchStage::device, failed_at);
@@ -218,8 +247,13 @@ inline Result<LaunchPlan> plan(const LaunchOptions& o, const Environment& env = 
                                const Readers& readers = {}, LaunchStage* failed_at = nullptr) {
   if (auto ok = detail::check_device_named(o, LaunchContext{.local_rank = LauncherValue{}}); !ok)
     return detail::staged(ok.error(), LaunchStage::options, failed_at);
-  GPUAFF_TRY(auto prepared, detail::prepare(o, env, readers, failed_at));
+  GPUAFF_TRY(auto prepared, detail::prepare(o, env, readers, failed_at, true));
   auto p = make_plan(std::move(prepared.first), o, prepared.second);
+  if (!p && plan_focus(o, prepared.second)) {
+    // A focused load holds one node: an error is worded from the whole machine.
+    GPUAFF_TRY(prepared, detail::prepare(o, env, readers, failed_at));
+    p = make_plan(std::move(prepared.first), o, prepared.second);
+  }
   if (!p) return detail::staged(p.error(), LaunchStage::plan, failed_at);
   return p;
 }
@@ -261,6 +295,14 @@ inline Result<int> plan_threads(const LaunchPlan& p, const LaunchOptions& o,
                                 const Environment& env = process_environment(), const Readers& readers = {},
                                 std::optional<Topology>* cores = nullptr) {
   if (!p.topo.cores.empty()) return recommended_threads(p.topo, p.cpus);
+  const NumaNode* planned = p.topo.find_node(p.node);
+  if (cores == nullptr && planned != nullptr && (p.cpus - planned->cpus).empty()) {
+    // One device's plan within its node: the siblings of that node.
+    auto node = load(o, env, readers, SysfsDetail::binding, nullptr, TopologyParts::only(&TopologyParts::cores),
+                     LoadFocus{.pci = p.target().address()});
+    if (node && node->nodes.size() == 1 && (p.cpus - node->nodes.front().cpus).empty())
+      return recommended_threads(*node, p.cpus);
+  }
   std::optional<Topology> once;
   std::optional<Topology>& read = cores != nullptr ? *cores : once;
   if (!read) {

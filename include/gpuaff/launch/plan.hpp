@@ -610,7 +610,8 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchOptions& o, const
                                                                  : std::string();
   if (!narrowed.empty()) plan.warnings.push_back(narrowed);
   detail::reserve_os_cores(topo, o.reserve_os_cores);
-  if (auto w = device_order_warning(detail::process_gpus_with_ids(topo), context.cuda_device_order))
+  // CUDA's numbering matters only where an index names the GPU, not pci=BDF.
+  if (auto w = o.pci ? std::nullopt : device_order_warning(detail::process_gpus_with_ids(topo), context.cuda_device_order))
     plan.warnings.push_back(*w);
   GPUAFF_TRY(int gpu, detail::rank_part(plan, o, context, named, static_cast<int>(topo.gpus.size())));
   std::vector<Gpu> visible = o.more_gpus.empty() ? std::vector<Gpu>() : topo.gpus;  // before Share::machine

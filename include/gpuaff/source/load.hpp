@@ -14,6 +14,7 @@
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -81,6 +82,8 @@ struct LoadRequest {
   /// SysfsOptions::probe_device_nodes (the sysfs reader only): drop the NVIDIA
   /// GPUs whose device node the process may not open.
   bool probe_device_nodes = false;
+  /// SysfsOptions::focus (the sysfs reader only): the one answer the load is for.
+  std::optional<LoadFocus> focus{};
 };
 
 namespace detail {
@@ -160,7 +163,8 @@ inline Result<Topology> read_machine(const LoadRequest& r, const std::vector<Pci
                  .needs = r.needs,
                  .priorities = r.priorities,
                  .probe_device_nodes = r.probe_device_nodes,
-                 .vendor = s.vendor};
+                 .vendor = s.vendor,
+                 .focus = r.focus};
   return SysfsSource(std::move(o)).load();
 }
 

@@ -71,6 +71,12 @@
 // answer does not need that fails is left out with a note (docs/contract.md
 // section 1, "What each answer reads").
 //
+// One device's answer (SysfsOptions::focus, LoadFocus): with binding detail a
+// load for one device reads less than the table: the driver's list instead of
+// every device's class where it exists, that device's numa_node (every visible
+// GPU's for exclusive and core-complex), its node's cpulist, and the parts of
+// that node only; see read_focused() and docs/contract.md section 1.
+//
 // When proc/driver/nvidia/gpus exists, an NVIDIA GPU it does not list is not the
 // process's (a container given some of the host's GPUs): it stays in host_gpus,
 // goes to hidden_gpus, and is never a visible GPU. With probe_device_nodes (a
@@ -152,6 +158,18 @@ enum class SysfsDetail {
             ///< UUIDs (uuid empty)
 };
 
+/// The one answer a load is for (SysfsOptions::focus): a device, and whether
+/// the answer splits the device's node among the node's GPUs. A focused load
+/// reads only what that answer depends on (docs/contract.md section 1, "What
+/// each answer reads"); see read_focused().
+struct LoadFocus {
+  std::optional<int> gpu{};         ///< a GPU index, after the visibility list (visible_later)
+  std::optional<PciAddress> pci{};  ///< or a PCI device by address (a GPU or any other device)
+  /// The answer splits the node among its GPUs (exclusive, core-complex):
+  /// every visible GPU's node is read.
+  bool peers = false;
+};
+
 struct SysfsOptions {
   std::string root = "/";                ///< directory laid out like `/`; "/" reads this machine
   VisibleDevices visible{};              ///< GPU visibility (see source/visible.hpp)
@@ -181,6 +199,15 @@ struct SysfsOptions {
   /// the other vendors' GPUs are not GPUs of this topology (they stay in
   /// pci_devices).
   GpuVendor vendor = GpuVendor::automatic;
+  /// Binding detail only: the load is for one device's answer (LoadFocus), and
+  /// reads what that answer depends on where it can (read_focused()): the
+  /// resulting Topology holds the device's node and, for other GPUs, what the
+  /// answer needs of them (their nodes with `peers`), nothing more. Where the
+  /// answer needs more (a device whose numa_node is -1, a memory-only node, a
+  /// machine without the NVIDIA driver's list) or a file it depends on cannot
+  /// be read, the load reads the whole machine as without focus, so answers,
+  /// errors and their wording are the same.
+  std::optional<LoadFocus> focus{};
 };
 
 /// Reads a Topology from sysfs under a root (see the table at the top of this file).
@@ -305,11 +332,12 @@ inline Result<void> read_online_cpus(SysfsReader& r, Topology& t) {
 
 /// One sibling list per core (read for its first online CPU). Returns each
 /// CPU's core index, for packages without member lists.
-inline Result<std::vector<int>> read_cores(SysfsReader& r, Topology& t) {
+inline Result<std::vector<int>> read_cores(SysfsReader& r, Topology& t, const CpuSet* only = nullptr) {
   CpuSet covered;
   CpuSet unlisted;  // CPUs with no sibling list of their own
   std::string s;
-  for (int c : t.online) {
+  const CpuSet which = only != nullptr ? t.online & *only : t.online;  // a focused load: one node's CPUs
+  for (int c : which) {
     if (covered.test(c)) continue;
     std::string dir = cpu_dir(c) + "/topology/";
     GPUAFF_TRY(auto file, r.list_or_mask(dir, {"core_cpus_list", "thread_siblings_list", "core_cpus", "thread_siblings"},
@@ -504,12 +532,13 @@ inline Result<std::pair<int, long long>> find_last_level_cache(SysfsReader& r, T
 /// The groups of CPUs that share the last-level cache (core complexes). A
 /// group that does not name the CPU it was read for says nothing true about
 /// that level: the level is ignored (no core complex, noted).
-inline Result<void> read_cache_groups(SysfsReader& r, Topology& t) {
+inline Result<void> read_cache_groups(SysfsReader& r, Topology& t, const CpuSet* only = nullptr) {
   GPUAFF_TRY(auto llc, find_last_level_cache(r, t));
   if (llc.first < 0) return {};
   CpuSet covered;
   std::string s;
-  for (int c : t.online) {
+  const CpuSet which = only != nullptr ? t.online & *only : t.online;  // a focused load: one node's groups
+  for (int c : which) {
     if (covered.test(c)) continue;
     std::string dir = cpu_dir(c) + std::string("/cache/index") + std::to_string(llc.first) + "/";
     GPUAFF_TRY(auto file, r.list_or_mask(dir, {"shared_cpu_list", "shared_cpu_map"}, Empty::allowed, s));
@@ -878,10 +907,11 @@ inline Result<void> place_pci_device(SysfsReader& r, Topology& t, PciDevice& d, 
 /// `vendor` is missing is not a GPU and is left out, noted when its other file
 /// says it could have been one; an `extra` device, which was asked for, is
 /// kept with class or vendor 0 (its binding needs only its node and CPUs).
-/// Then place_pci_device().
+/// Then place_pci_device(), unless `place` is false (a focused load places
+/// only the devices its answer needs: read_focused()).
 inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology& t, const PciAddress& addr,
                                                         const std::string& name, bool extra, SysfsDetail detail,
-                                                        std::uint32_t* class_seen = nullptr) {
+                                                        std::uint32_t* class_seen = nullptr, bool place = true) {
   std::string dir = std::string(sysfs_pci) + "/" + name + "/";
   std::string s;
   PciDevice d;
@@ -939,7 +969,7 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology
     if (v) d.device = static_cast<std::uint16_t>(*v);
     else t.notes.push_back(dir + "device is malformed ('" + escape_control(trim(s).substr(0, 24)) + "'): device id 0");
   }
-  GPUAFF_TRY_VOID(place_pci_device(r, t, d, dir, extra, detail));
+  if (place) GPUAFF_TRY_VOID(place_pci_device(r, t, d, dir, extra, detail));
   return std::optional<PciDevice>(d);
 }
 
@@ -1152,6 +1182,253 @@ inline Result<void> read_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o
   return {};
 }
 
+/// The node a device names, as a focused load places it: its numa_node, -1
+/// when that file is missing (as a whole load reads it); nullopt when the
+/// device is not there or the file is malformed.
+inline std::optional<int> focused_numa_node(SysfsReader& r, const PciAddress& a) {
+  std::string dir = std::string(sysfs_pci) + "/" + std::string(a.to_string().view());
+  std::string s;
+  auto have = r.get(dir + "/numa_node", s);
+  if (!have) return std::nullopt;
+  if (!*have) return r.is_directory(dir) ? std::optional<int>(-1) : std::nullopt;
+  auto v = r.integer(dir + "/numa_node", s, -1, CpuSet::capacity - 1);
+  if (!v) return std::nullopt;
+  return static_cast<int>(*v);
+}
+
+/// A focused load's device of numa_node -1: its local CPUs, as
+/// place_pci_device() reads them (resolve_gpu_node may place it by them).
+/// false: the file is malformed.
+inline bool focused_local_cpus(SysfsReader& r, Topology& t, const PciAddress& a) {
+  std::string dir = std::string(sysfs_pci) + "/" + std::string(a.to_string().view()) + "/";
+  std::string s;
+  auto local = r.list_or_mask(dir, {"local_cpulist", "local_cpus"}, Empty::allowed, s);
+  if (!local) return false;
+  if (!*local) return true;
+  if ((*local)->cpus.empty()) {
+    t.notes.push_back((*local)->path + " is empty: the device's local CPUs are unknown");
+    return true;
+  }
+  for (auto* gpus : {&t.gpus, &t.host_gpus})
+    for (Gpu& g : *gpus)
+      if (g.address() == a) {
+        g.pci.local_cpus = (*local)->cpus & t.online;
+        g.pci.has_local_cpus = true;
+      }
+  for (PciDevice& d : t.pci_devices)
+    if (d.address == a) {
+      d.local_cpus = (*local)->cpus & t.online;
+      d.has_local_cpus = true;
+    }
+  return true;
+}
+
+/// A load for one answer (SysfsOptions::focus), reading what it depends on:
+/// - the online CPUs and the allowed sets (every answer);
+/// - which devices are the process's GPUs, in order: the NVIDIA driver's list
+///   proc/driver/nvidia/gpus where it exists (docs/contract.md section 6: it
+///   is then the list, and no PCI device's `class` is read), else every PCI
+///   device's `class` (and `vendor`, partitions) as a whole load reads them,
+///   without placing the GPUs;
+/// - the named device's numa_node (with `peers`, every visible GPU's);
+/// - the cpulist of that node; of the lower-numbered nodes only to find one
+///   that lists the same CPUs (merge_identical_nodes: the device is then
+///   placed there; such a list that cannot be read is passed over); of a
+///   peer's node only to find whether it is the same;
+/// - every node, where the answer spans them: socket (with the packages), and
+///   a device of numa_node -1, placed from every node and its own local CPUs
+///   (resolve_gpu_node), whose parts are then read for every CPU;
+/// - with TopologyParts::cores the node's core siblings; with
+///   TopologyParts::caches the last-level cache probe of the first online CPU
+///   and the node's cache groups;
+/// - the GPUs' PCI `device` ids where the CUDA_DEVICE_ORDER warning needs
+///   them (an index names the GPU: read_nvidia_device_ids).
+/// Another GPU's numa_node, another node's cpulist or siblings are not read
+/// where the answer does not depend on them, so they cannot break it.
+///
+/// The Topology holds only that: Topology::nodes the nodes read (a peer's
+/// node whose CPUs were not read, empty), Topology::cores and core_complexes
+/// those of the node, the GPUs with the numa_node of those read (-1 for the
+/// others; from the driver's list, class 0x030200 is taken for each: the
+/// driver lists GPUs only, and they are the host's GPUs as far as this load
+/// knows), and the named device.
+///
+/// nullopt where the answer needs more than this reads, or a file it depends
+/// on is malformed: UUIDs in a visibility list, device nodes to probe,
+/// distances or NICs, devices named in extra_pci (the focus names its own),
+/// partitioned GPUs, a peer of numa_node -1 beside a device whose node is
+/// known, a node without CPUs or directory, an index beyond the visible GPUs,
+/// a GPU that is the only visible one of its node under `peers` (the warning
+/// that follows counts the host's GPUs). SysfsSource::load() then reads the
+/// whole machine, which gives the same answer, or the error that names the file.
+inline std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& o) {
+  const LoadFocus& f = *o.focus;
+  const TopologyParts& needs = o.needs;
+  if (o.detail != SysfsDetail::binding || needs.distances || needs.nics ||
+      o.priorities || o.probe_device_nodes || !o.extra_pci.empty() || (!f.gpu && !f.pci))
+    return std::nullopt;
+  VisibleDevices visible = (o.visible_later ? *o.visible_later : o.visible).with_environment();
+  if (names_uuids(visible)) return std::nullopt;
+  Topology t;
+  t.origin = std::string_view(o.root);
+  if (!read_online_cpus(r, t) || !read_allowed(r, t)) return std::nullopt;
+  auto listed = read_driver_gpus(r, t);
+  if (!listed) return std::nullopt;
+  r.found.driver_gpus = *listed;
+  bool from_driver = *listed && !(*listed)->empty() && (o.vendor == GpuVendor::automatic || o.vendor == GpuVendor::nvidia);
+  if (from_driver) {
+    std::vector<PciAddress> driver = **listed;
+    std::sort(driver.begin(), driver.end());
+    for (const PciAddress& a : driver) {
+      Gpu g;
+      g.pci.address = a;
+      g.pci.vendor = pci_vendor::nvidia;
+      g.pci.class_code = 0x030200;
+      g.index = static_cast<int>(t.gpus.size());
+      t.gpus.push_back(g);
+      t.pci_devices.push_back(g.pci);
+    }
+    t.host_gpus = t.gpus;
+  } else {
+    // The GPUs by class, as a whole load finds them, none placed yet.
+    auto devices = list_pci_devices(r, t, {});
+    if (!devices) return std::nullopt;
+    for (const auto& [addr, name] : *devices) {
+      auto d = read_pci_device(r, t, addr, name, false, o.detail, nullptr, false);
+      if (!d) return std::nullopt;
+      if (*d) t.pci_devices.push_back(**d);
+    }
+    if (!read_gpus(r, t, o)) return std::nullopt;
+    if (std::any_of(t.gpus.begin(), t.gpus.end(), [](const Gpu& g) { return g.pci.compute_partitions > 1; }))
+      return std::nullopt;
+  }
+  auto selected = select_visible_gpus(t.gpus, visible);
+  if (!selected) return std::nullopt;
+  PciAddress target{};
+  if (f.pci) {
+    target = *f.pci;
+  } else {
+    if (*f.gpu < 0 || *f.gpu >= static_cast<int>(selected->size())) return std::nullopt;
+    target = (*selected)[static_cast<std::size_t>(*f.gpu)].address();
+  }
+  auto place = [&t](const PciAddress& a, int node) {
+    for (auto* gpus : {&t.gpus, &t.host_gpus})
+      for (Gpu& g : *gpus)
+        if (g.address() == a) g.pci.numa_node = node;
+    for (PciDevice& d : t.pci_devices)
+      if (d.address == a) d.numa_node = node;
+  };
+  std::optional<int> node = focused_numa_node(r, target);
+  if (!node) return std::nullopt;
+  std::string s;
+  auto node_dir = [](int id) { return std::string(sysfs_node) + "node" + std::to_string(id); };
+  CpuSet cpus;
+  int kept = *node;
+  // socket reads every node and the packages, as a whole load reads them; a
+  // device of numa_node -1 is placed from every node (resolve_gpu_node), and
+  // its parts are read for every CPU.
+  bool all_nodes = needs.packages || kept < 0;
+  if (all_nodes) {
+    if (!read_nodes(r, t)) return std::nullopt;
+    for (const auto& [merged, into] : r.found.node_aliases)
+      if (kept == merged) kept = into;
+    if (kept >= 0) {
+      const NumaNode* n = t.find_node(kept);
+      if (n == nullptr || n->cpus.empty()) return std::nullopt;
+      cpus = n->cpus;
+    } else {
+      cpus = t.online;
+    }
+    if (needs.packages && !read_packages(r, t, std::vector<int>())) return std::nullopt;
+  } else {
+    // The device's node: its CPUs, and whether a lower node lists the same ones.
+    auto own = r.list_or_mask(node_dir(*node) + "/", {"cpulist", "cpumap"}, Empty::allowed, s);
+    if (!own || !*own) return std::nullopt;
+    cpus = (*own)->cpus & t.online;
+    if (cpus.empty()) return std::nullopt;
+    auto dirs = *node > 0 ? node_directories(r) : Result<std::vector<int>>(std::vector<int>());
+    if (!dirs) return std::nullopt;
+    for (int id : *dirs) {
+      if (id >= *node) break;
+      auto other = r.list_or_mask(node_dir(id) + "/", {"cpulist", "cpumap"}, Empty::allowed, s);
+      if (other && *other && ((*other)->cpus & t.online) == cpus) {
+        t.notes.push_back((*own)->path + " lists the same CPUs as " + (*other)->path + " (" + cpus.to_list() +
+                          std::string("): nodes ") + std::to_string(id) + " and " + std::to_string(*node) +
+                          " read as one node " + std::to_string(id) + ", where devices on node " +
+                          std::to_string(*node) + " are placed");
+        r.found.node_aliases.emplace_back(*node, id);
+        kept = id;
+        break;
+      }
+    }
+    t.nodes.push_back(NumaNode{kept, cpus, {}});
+  }
+  if (t.find_pci(target) == nullptr) {  // not a GPU: any device, placed by its node
+    PciDevice d;
+    d.address = target;
+    t.pci_devices.push_back(d);
+    std::sort(t.pci_devices.begin(), t.pci_devices.end(),
+              [](const PciDevice& a, const PciDevice& b) { return a.address < b.address; });
+  }
+  place(target, kept);
+  if (kept < 0 && !focused_local_cpus(r, t, target)) return std::nullopt;
+  if (f.peers) {
+    int on_node = 0;
+    bool is_gpu = false;
+    for (const Gpu& v : *selected) {
+      if (v.address() == target) {
+        is_gpu = true;
+        ++on_node;
+        continue;
+      }
+      std::optional<int> n = focused_numa_node(r, v.address());
+      if (!n) return std::nullopt;
+      for (const auto& [merged, into] : r.found.node_aliases)
+        if (*n == merged) n = into;
+      if (*n < 0) {
+        // Placed from every node: read them, unless they are (then its local CPUs).
+        if (!all_nodes) return std::nullopt;
+        place(v.address(), *n);
+        if (!focused_local_cpus(r, t, v.address())) return std::nullopt;
+        continue;
+      }
+      if (all_nodes && t.find_node(*n) == nullptr) return std::nullopt;
+      if (t.find_node(*n) == nullptr) {
+        // Its node must be there (a cut recording is an error, as in a whole
+        // load). Its CPUs matter only if they are this node's (the nodes
+        // read as one: the GPU is a peer); else they are not this answer's.
+        auto other = r.list_or_mask(node_dir(*n) + "/", {"cpulist", "cpumap"}, Empty::allowed, s);
+        if (other && *other && ((*other)->cpus & t.online) == cpus) {
+          r.found.node_aliases.emplace_back(*n, kept);
+          n = kept;
+        } else {
+          if (!r.is_directory(node_dir(*n))) return std::nullopt;
+          t.nodes.push_back(NumaNode{*n, {}, {}});
+        }
+      }
+      place(v.address(), *n);
+      if (*n == kept) ++on_node;
+    }
+    if (is_gpu && kept >= 0 && on_node < 2) return std::nullopt;
+    std::sort(t.nodes.begin(), t.nodes.end(), [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
+  }
+  if (needs.cores) {
+    if (!read_cores(r, t, &cpus)) return std::nullopt;
+  }
+  if (needs.caches) {
+    if (!read_cache_groups(r, t, &cpus)) return std::nullopt;
+  }
+  // The CUDA_DEVICE_ORDER warning compares the GPUs' device ids: read them
+  // only when it can be given (an index names the GPU; read_gpus did so for
+  // GPUs found by class).
+  if (f.gpu && from_driver) {
+    std::optional<std::string> order = o.visible.with_environment().cuda_device_order;
+    if (!order && o.visible_later) order = o.visible_later->with_environment().cuda_device_order;
+    if (!read_nvidia_device_ids(r, t, t.gpus, order)) return std::nullopt;
+    t.host_gpus = t.gpus;
+  }
+  return t;
+}
 
 }  // namespace detail
 
@@ -1173,6 +1450,10 @@ inline Result<Topology> SysfsSource::load() {
     }
   } publish{this, &r};
 
+  if (options_.focus) {
+    if (auto focused = detail::read_focused(r, options_)) return std::move(*focused);
+    r.found = {};  // the whole machine, as without focus
+  }
   Topology t;
   t.origin = std::string_view(options_.root);
   const TopologyParts& needs = options_.needs;
