@@ -941,7 +941,10 @@ TEST_CASE("doctor --merge reads a large report in time linear in its size") {
   Run r = tool({"doctor", "--merge", (dir / "a.json").string()});
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(r.rc == 0);
-  CHECK(seconds < 10);
+  // Not a benchmark: the bound only tells linear from quadratic. The quadratic
+  // parse took minutes here; the linear one about 1 s at -O1 and up to 22 s
+  // under AddressSanitizer on a machine shared with three builds.
+  CHECK(seconds < 60);
 }
 
 TEST_CASE("topo --format dra: the standard DRA attributes and gpuaff's own, per GPU") {
