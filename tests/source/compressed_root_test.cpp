@@ -74,11 +74,10 @@ std::string gzip_bomb(std::uint64_t matches) {
 }  // namespace
 
 TEST_CASE("shipped .tar.xz fixtures read as roots are the fixtures read from their directories") {
-  // The largest and the most unlike (1152 CPUs, 64 partitions, 16 NICs, masks
-  // only, hybrid cores, one core), not all 45: the decoder is the same for
-  // each, and the sanitizer build runs it slowly.
-  for (const std::string name : {"big-1152", "mi300x-cpx", "b300-16nics", "gb200-tray", "masks-only", "hybrid",
-                                 "vm-2cpu", "dgx-h100"}) {
+  // Unlike machines (64 partitions, 16 NICs, masks only, hybrid cores, one
+  // core), not all 45: the decoder is the same for each, and the sanitizer
+  // build runs it slowly (archive_root_test reads 1152 CPUs from a tar).
+  for (const std::string name : {"mi300x-cpx", "b300-16nics", "masks-only", "hybrid", "vm-2cpu"}) {
     INFO(name);
     std::string archive = std::string(GPUAFF_SOURCE_DIR) + "/fixtures/" + name + ".tar.xz";
     auto from_dir = load(gpuaff_test::fixture(name));
@@ -95,7 +94,7 @@ TEST_CASE("shipped .tar.xz fixtures read as roots are the fixtures read from the
 
 TEST_CASE("a gzip-compressed tar root, as gzip writes it, is read as the tar") {
   gpuaff_test::TempTree out;
-  for (const char* name : {"dgx-h100", "gb200-tray"}) {
+  for (const char* name : {"gb200-tray"}) {
     INFO(name);
     std::string tar = out.path(std::string(name) + ".tar");
     auto w = gpuaff::write_tar(gpuaff_test::fixture(name), tar, true);
