@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -357,7 +358,7 @@ class RootResolver {
       out.clear();
       return 0;
     }
-    if (auto hit = cached(key); hit != cache_.end() && hit->first == key) {
+    if (auto hit = cache_.find(key); hit != cache_.end()) {
       out = hit->second;
       return 0;
     }
@@ -371,20 +372,13 @@ class RootResolver {
     err = walk(done, pending, nullptr);
     if (err != 0) return err;
     out = join_path(done);
-    auto at = cached(key);  // found again: resolving the parent cached its prefixes
-    cache_.insert(at, {std::move(key), out});
+    cache_.emplace(std::move(key), out);
     return 0;
   }
 
  private:
   static constexpr int max_links = 40;  // as the kernel's MAXSYMLINKS
 
-  using CacheEntry = std::pair<std::string, std::string>;
-  /// Where `key` is in the cache, or would be inserted.
-  std::vector<CacheEntry>::iterator cached(const std::string& key) {
-    return std::lower_bound(cache_.begin(), cache_.end(), key,
-                            [](const CacheEntry& entry, const std::string& k) { return entry.first < k; });
-  }
 
   // `pending` is a stack: its back is the next component to resolve.
   int walk(std::vector<std::string>& done, std::vector<std::string>& pending, std::vector<Link>* links) {
@@ -451,7 +445,10 @@ class RootResolver {
   // Directory -> its resolved path, sorted by directory: a few hundred entries
   // at most, and a sorted vector keeps <unordered_map>'s instantiations out of
   // every translation unit of the umbrella header (benchmarks row 6).
-  std::vector<CacheEntry> cache_;
+  /// Resolved directories by root-relative path: a map, as a root may list
+  /// thousands of CPUs whose folders are looked up (a sorted vector's
+  /// insertions made the lookups of cpu/online "0-7000" quadratic: a minute).
+  std::map<std::string, std::string> cache_;
 };
 
 /// Lexically normalised root-relative path of `base_dir/target` (absolute
