@@ -21,8 +21,9 @@ gpuaff's issue tracker, where they were measured in-process: node 0.32 ms,
 socket 1.05 ms, exclusive 11.6 ms, core-complex 96.5 ms, 7,248 files opened
 for 8 GPUs. They are not measured here.
 
-A second table measures that comparison on every run instead, in one process:
-every GPU of the DGX H100 root planned side by side, per mode, by
+Two more tables measure that comparison on every run instead, in one process:
+every GPU of the DGX H100 root, then of the 1152-CPU one (big-1152), planned
+side by side, per mode, by
   reader   a reader of exactly the files each PyTorch mode reads, written here
            from the modes' semantics (../shared/REFERENCE.md in the project's
            brief; not PyTorch's code): the GPU's numa_node (-1 -> 0) and its
@@ -38,9 +39,13 @@ every GPU of the DGX H100 root planned side by side, per mode, by
            which device GPU g is (docs/contract.md section 2: every PCI
            device's class, the vendor of the display and accelerator ones,
            the NVIDIA driver's list): the input gpuaff.plan(gpu=g) starts from
-  per call gpuaff.plan(gpu=g, root=..., policy=P): each call reads what its
-           answer needs (docs/contract.md section 1, "What each answer reads"),
-           the PCI scan that finds GPU g included
+  pci=     gpuaff.plan(pci=<GPU g's address>, root=..., policy=P): the same
+           input as the reader, each call reading what its answer needs
+           (docs/contract.md section 1, "What each answer reads"). The target:
+           faster than the reader in every mode
+  per call gpuaff.plan(gpu=g, root=..., policy=P): the same, GPU g found by
+           index (from the NVIDIA driver's list where it exists, else the PCI
+           scan)
   loaded   m = gpuaff.load(root=...) once, then m.plan(gpu=g, policy=P)
   load+8   gpuaff.load() and the 8 plans, the load counted
 Medians of interleaved rounds (wall time, perf_counter); the answers of the
@@ -214,13 +219,13 @@ def read_calls(f):
 MODES = ["node", "socket", "exclusive", "core-complex"]
 
 
-def side_by_side(build, rounds):
+def side_by_side(build, rounds, fixture):
     import time
 
     sys.path.insert(0, os.path.join(build, "python"))
     import gpuaff
 
-    root = os.path.join(build, "fixtures", "dgx-h100")
+    root = os.path.join(build, "fixtures", fixture)
     bdfs = [g["pci"] for g in gpuaff.gpus(root=root)]
     allowed = _cpulist(_read(root, "sys/devices/system/cpu/online"))
     reader = Reader(root, bdfs, allowed)
@@ -243,6 +248,9 @@ def side_by_side(build, rounds):
     def run_per_call(mode):
         return [sorted(gpuaff.plan(gpu=g, root=root, policy=mode).cpus) for g in gpus]
 
+    def run_per_call_pci(mode):
+        return [sorted(gpuaff.plan(pci=bdfs[g], root=root, policy=mode).cpus) for g in gpus]
+
     def run_loaded(mode):
         return [sorted(machine.plan(gpu=g, policy=mode).cpus) for g in gpus]
 
@@ -250,15 +258,15 @@ def side_by_side(build, rounds):
         m = gpuaff.load(root=root)
         return [sorted(m.plan(gpu=g, policy=mode).cpus) for g in gpus]
 
-    ways = [("reader", run_reader), ("finding", run_finding), ("per call", run_per_call), ("loaded", run_loaded),
-            ("load+8", run_load_and_plan)]
+    ways = [("reader", run_reader), ("finding", run_finding), ("per call pci", run_per_call_pci),
+            ("per call", run_per_call), ("loaded", run_loaded), ("load+8", run_load_and_plan)]
     reads = {}
     for mode in MODES:
         want = run_reader(mode)
         for name, way in ways[1:]:
             if way(mode) != want:
                 sys.exit("python_bind.py: %s and the PyTorch-equivalent reader disagree on %s" % (name, mode))
-        for name in ("reader", "finding", "per call"):
+        for name in ("reader", "finding", "per call pci", "per call"):
             reads[(mode, name)] = read_calls(lambda: dict(ways)[name](mode)) / len(bdfs)
     times = {(m, w): [] for m in MODES for w, _ in ways}
     for r in range(rounds):
@@ -273,26 +281,23 @@ def side_by_side(build, rounds):
         return "%.1fx faster" % r if r >= 1 else "%.1fx slower" % (1 / r)
 
     print()
-    print("| P | %d GPUs of dgx-h100 planned in one process, per mode (median of %d interleaved rounds, wall; "
-          "read system calls per GPU) | PyTorch-equivalent reader, addresses given | gpuaff loaded: 8 x Machine.plan "
-          "| ratio | gpuaff.plan(gpu=g) per call | ratio | the reader finding GPU g itself | gpuaff per call against "
-          "it | gpuaff.load + 8 plans | verdict |" % (len(bdfs), rounds))
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| P | %d GPUs of %s planned in one process, per mode (median of %d interleaved rounds, wall; read system "
+          "calls per GPU) | PyTorch-equivalent reader, addresses given | gpuaff.plan(pci=address) per call, the same "
+          "input | ratio (target: faster) | gpuaff.plan(gpu=g) per call | ratio | the reader finding GPU g itself | "
+          "gpuaff per call (gpu=g) against it | gpuaff loaded: 8 x Machine.plan | ratio | gpuaff.load + 8 plans | "
+          "verdict |" % (len(bdfs), fixture, rounds))
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for mode in MODES:
         med = {w: statistics.median(times[(mode, w)]) * 1e3 for w, _ in ways}
+        pci = med["reader"] / med["per call pci"]
         per, loaded = med["reader"] / med["per call"], med["reader"] / med["loaded"]
         same_input = med["finding"] / med["per call"]
-        if per > 1 and loaded > 1:
-            verdict = "holds"
-        elif loaded > 1 and same_input > 1:
-            verdict = "loaded: holds; per call: faster than a reader that finds the GPU, slower than one handed it"
-        else:
-            verdict = "DOES NOT HOLD"
-        print("| P | %s | %.3f ms (%.0f reads) | %.3f ms | %s | %.3f ms (%.0f reads) | %s | %.3f ms (%.0f reads) | %s "
-              "| %.3f ms | %s |"
-              % (mode, med["reader"], reads[(mode, "reader")], med["loaded"], ratio(loaded), med["per call"],
-                 reads[(mode, "per call")], ratio(per), med["finding"], reads[(mode, "finding")], ratio(same_input),
-                 med["load+8"], verdict))
+        verdict = "holds" if pci > 1 else "DOES NOT HOLD"
+        print("| P | %s | %.3f ms (%.0f reads) | %.3f ms (%.0f reads) | %s | %.3f ms (%.0f reads) | %s | %.3f ms "
+              "(%.0f reads) | %s | %.3f ms | %s | %.3f ms | %s |"
+              % (mode, med["reader"], reads[(mode, "reader")], med["per call pci"], reads[(mode, "per call pci")],
+                 ratio(pci), med["per call"], reads[(mode, "per call")], ratio(per), med["finding"],
+                 reads[(mode, "finding")], ratio(same_input), med["loaded"], ratio(loaded), med["load+8"], verdict))
 
 
 def main():
@@ -324,7 +329,8 @@ def main():
         quoted = "%.2f ms" % QUOTED_PYTORCH_MS[p] if p in QUOTED_PYTORCH_MS else "-"
         print("| P | %s (GPU 7: %s) | %.2f ms | %.2f ms | %.3f ms | %.2f ms | %s |"
               % (p, samples[p][0]["cpus"], med["import"], med["plan"], med["apply"], total, quoted))
-    side_by_side(build, max(rounds, 21))
+    for fixture in ("dgx-h100", "big-1152"):
+        side_by_side(build, max(rounds, 21), fixture)
 
 
 if __name__ == "__main__":

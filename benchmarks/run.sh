@@ -3,13 +3,14 @@
 # Builds and runs every gpuaff benchmark and prints one table (benchmarks/README.md
 # explains each row).
 #
-#   benchmarks/run.sh [--quick] [--no-callgrind] [--rounds=N] [--compile-runs=N]
+#   benchmarks/run.sh [--quick] [--no-callgrind] [--rounds=N] [--compile-runs=N] [--startup]
 #
 #   --quick         a few rounds only: checks that everything runs (numbers meaningless)
 #   --no-callgrind  skip the instruction counts (valgrind --tool=callgrind), the
 #                   noise-free cross-check of rows 1 and 7
 #   --rounds=N      interleaved samples per variant (default 31)
 #   --compile-runs=N compilations of each test TU for row 6 (default 7)
+#   --startup       rows P and S only (the Python module per call, whole processes)
 #
 # Build directory: build/bench (Release). Environment: CXX is the compiler used
 # for row 6 when set, else the one CMake found.
@@ -20,13 +21,15 @@ quick=0
 callgrind=1
 rounds=31
 compile_runs=7
+startup_only=0
 for a in "$@"; do
   case $a in
     --quick) quick=1; rounds=3; compile_runs=1; callgrind=0 ;;
     --no-callgrind) callgrind=0 ;;
     --rounds=*) rounds=${a#*=} ;;
     --compile-runs=*) compile_runs=${a#*=} ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --startup) startup_only=1 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$a' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -36,6 +39,9 @@ gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
 echo "== building $build (Release) =="
 cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DGPUAFF_BUILD_BENCHMARKS=ON >/dev/null
+tus=$(mktemp -d)
+trap 'rm -rf "$tus"' EXIT
+if ((!startup_only)); then
 cmake --build "$build" --target gpuaff_bench
 bench=$build/benchmarks/gpuaff_bench
 
@@ -48,8 +54,6 @@ bench=$build/benchmarks/gpuaff_bench
 # commit ($base_commit), read from git, so the change is measured in one loop.
 cxx=${CXX:-$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")}
 base_commit=1b17af4b
-tus=$(mktemp -d)
-trap 'rm -rf "$tus"' EXIT
 tu() {  # tu NAME HEADER: a TU that includes HEADER and binds GPU 0 with NodePolicy
   printf '#include <%s>\ngpuaff::Result<gpuaff::CpuSet> bind_first_gpu(const gpuaff::Topology& t) {\n  return gpuaff::bind(t, 0, gpuaff::NodePolicy{});\n}\n' \
     "$2" >"$tus/$1.cpp"
@@ -153,6 +157,7 @@ args=(--rounds="$rounds" --compile="$compile")
 [[ -n $instructions ]] && args+=(--instructions="$instructions")
 echo
 "$bench" "${args[@]}"
+fi
 
 # ---- row P: the Python module, from `import gpuaff` to bound -----------------------
 if cmake --build "$build" --target gpuaff_python >/dev/null 2>&1; then
@@ -169,8 +174,13 @@ fi
 # ---- row S: a whole gpuaff process, beside the floor of any process ---------------
 # The floor is a static C program that does nothing (exec, map, exit). Beside it,
 # interleaved by hyperfine: the static tool (tools/package.sh builds it the same
-# way) answering --version, and binding GPU 3 of the DGX H100 recording with the
-# exclusive policy, the whole process. Targets: --version <= 1.2x, bind <= 2.0x.
+# way) answering --version, and binding GPU 3 of the DGX H100 recording, the
+# whole process: by index under node and exclusive, and by address (--pci, the
+# input PyTorch has) under node. Each bind beside its I/O floor: a static C
+# program that opens, reads and closes exactly the files that bind opens
+# (listed with strace), parsing nothing; no reader of those files can start and
+# finish faster. Targets: --version <= 1.2x the floor; each bind <= 1.3x its I/O
+# floor; the I/O floor of node <= 1.6x the floor.
 if command -v hyperfine >/dev/null; then
   static=build/bench-static
   echo
@@ -181,27 +191,41 @@ if command -v hyperfine >/dev/null; then
   tool=$static/tools/gpuaff/gpuaff
   printf 'int main(void) { return 0; }\n' >"$tus/floor.c"
   cc -O2 -static "$tus/floor.c" -o "$tus/floor"
+  cc -O2 -static benchmarks/read_floor.c -o "$tus/read_floor"
   s_runs=300
   ((quick)) && s_runs=20
-  bind_cmd="$tool bind --root $build/fixtures/dgx-h100 --gpu 3 --policy exclusive"
-  # The I/O floor of that bind (information): a static C program that opens,
-  # reads and closes exactly the files the bind opens (listed with strace),
-  # parsing nothing. No reader of those files can start and finish faster.
-  io=()
-  if command -v strace >/dev/null; then
-    strace -f -e trace=openat2 -o "$tus/opens" $bind_cmd >/dev/null 2>&1 || true
-    sed -n 's/.*openat2([0-9]*, "\([^"]*\)".*/\1/p' "$tus/opens" >"$tus/files"
-    cc -O2 -static benchmarks/read_floor.c -o "$tus/read_floor"
-    io=("$tus/read_floor $build/fixtures/dgx-h100 $tus/files")
-  fi
-  hyperfine -N --warmup 20 --runs "$s_runs" --export-csv "$tus/s.csv" \
-    "$tus/floor" "$tool --version" "$bind_cmd" "${io[@]}" >/dev/null
-  # CSV: command,mean,stddev,median,user,system,min,max (seconds)
-  files=$( [[ -s $tus/files ]] && wc -l <"$tus/files" || echo 0)
-  awk -F, -v files="$files" 'NR == 2 { floor = $4 } NR > 1 {
-    name = NR == 2 ? "floor (static C, does nothing)" : NR == 3 ? "gpuaff --version" : NR == 4 ? "gpuaff bind --gpu 3 --policy exclusive" : "I/O floor: the bind'"'"'s " files " files, read"
-    printf "   %-44s median %.3f ms  %.2fx the floor%s\n", name, $4 * 1000, $4 / floor,
-           NR == 3 ? " (target 1.2x)" : NR == 4 ? " (target 2.0x)" : NR == 5 ? " (information)" : "" }' "$tus/s.csv"
+  root=$build/fixtures/dgx-h100
+  names=("gpuaff bind --gpu 3 --policy node" "gpuaff bind --pci 0000:61:00.0 --policy node"
+         "gpuaff bind --gpu 3 --policy exclusive")
+  binds=("$tool bind --root $root --gpu 3 --policy node" "$tool bind --root $root --pci 0000:61:00.0 --policy node"
+         "$tool bind --root $root --gpu 3 --policy exclusive")
+  cmds=("$tus/floor" "$tool --version")
+  counts=()
+  for i in "${!binds[@]}"; do
+    if command -v strace >/dev/null; then
+      strace -f -e trace=openat2 -o "$tus/opens$i" ${binds[$i]} >/dev/null 2>&1 || true
+      sed -n 's/.*openat2([0-9]*, "\([^"]*\)".*/\1/p' "$tus/opens$i" >"$tus/files$i"
+    else
+      : >"$tus/files$i"
+    fi
+    counts+=("$(wc -l <"$tus/files$i")")
+    cmds+=("${binds[$i]}" "$tus/read_floor $root $tus/files$i")
+  done
+  hyperfine -N --warmup 20 --runs "$s_runs" --export-csv "$tus/s.csv" "${cmds[@]}" >/dev/null
+  # CSV: command,mean,stddev,median,user,system,min,max (seconds); rows in the order of cmds
+  mapfile -t med < <(awk -F, 'NR > 1 { print $4 * 1000 }' "$tus/s.csv")
+  printf '   %-46s %s\n' "floor (static C, does nothing)" "median $(printf %.3f "${med[0]}") ms"
+  awk -v v="${med[1]}" -v f="${med[0]}" 'BEGIN { printf "   %-46s median %.3f ms  %.2fx the floor (target 1.2x)\n", "gpuaff --version", v, v / f }'
+  echo
+  echo "| S | whole process, static tool, dgx-h100 (median of $s_runs hyperfine runs) | bind | its I/O floor (files) | do-nothing floor | bind / I/O floor | I/O floor / do-nothing |"
+  echo "| --- | --- | --- | --- | --- | --- | --- |"
+  for i in "${!binds[@]}"; do
+    b=${med[$((2 + 2 * i))]} io=${med[$((3 + 2 * i))]}
+    awk -v n="${names[$i]}" -v b="$b" -v io="$io" -v f="${med[0]}" -v files="${counts[$i]}" -v node="$([[ ${names[$i]} == *node* ]] && echo 1 || echo 0)" 'BEGIN {
+      printf "| S | %s | %.3f ms | %.3f ms (%d) | %.3f ms | %.2fx (target 1.3x: %s) | %.2fx%s |\n", n, b, io, files, f, b / io,
+             b / io <= 1.3 ? "holds" : "DOES NOT HOLD", io / f,
+             node ? (io / f <= 1.6 ? " (target 1.6x: holds)" : " (target 1.6x: DOES NOT HOLD)") : " (information)" }'
+  done
 else
   echo "== row S: hyperfine not installed (Debian: apt-get install hyperfine), skipped =="
 fi

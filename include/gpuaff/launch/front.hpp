@@ -228,9 +228,12 @@ inline Result<std::pair<Topology, LaunchContext>> prepare(const LaunchOptions& o
                                                 static_cast<int>(topo.gpus.size())) > 1;
   bool partitioned = std::any_of(topo.gpus.begin(), topo.gpus.end(),
                                  [](const Gpu& g) { return g.pci.compute_partitions > 1; });
-  if ((!needs.cores || focus) && (multiple || partitioned)) {
-    needs.cores = true;  // the whole machine: the parts of a GPU are its own answer
-    GPUAFF_TRY(topo, load(o, env, readers, plan_detail(o), failed_at, needs));
+  // A focused load of a partitioned GPU reads the cores of its node (the
+  // partitions' parts are cut there); several ranks per GPU number the GPUs
+  // anew (rank / N), so the whole machine is read for them.
+  if ((multiple || partitioned) && (!needs.cores || (focus && multiple))) {
+    needs.cores = true;
+    GPUAFF_TRY(topo, load(o, env, readers, plan_detail(o), failed_at, needs, multiple ? std::nullopt : focus));
   }
   if (auto split = split_domains(topo, o.domains_per_gpu); !split) return staged(split.error(), LaunchStage::device, failed_at);
   return std::pair<Topology, LaunchContext>{std::move(topo), std::move(*context)};

@@ -1223,6 +1223,44 @@ inline bool focused_local_cpus(SysfsReader& r, Topology& t, const PciAddress& a)
   return true;
 }
 
+/// A focused load of the only visible GPU of its node, under a policy that
+/// splits the node: the warning that follows (one_gpu_warning) counts the
+/// host's GPUs on that node. Their list comes from every PCI device's class
+/// (read now where the driver's list stood for it), their numa_node each read
+/// leniently: a file that cannot be read leaves that GPU out of the count,
+/// which the warning rests on, not the answer. false: the scan failed.
+inline bool count_host_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o, bool from_driver,
+                            const PciAddress& target, int node) {
+  if (from_driver) {
+    Topology h;
+    h.origin = t.origin;
+    h.online = t.online;
+    auto devices = list_pci_devices(r, h, {});
+    if (!devices) return false;
+    for (const auto& [addr, name] : *devices) {
+      auto d = read_pci_device(r, h, addr, name, false, o.detail, nullptr, false);
+      if (!d) return false;
+      if (*d) h.pci_devices.push_back(**d);
+    }
+    if (!read_gpus(r, h, o)) return false;
+    t.host_gpus = std::move(h.host_gpus);
+    t.hidden_gpus = std::move(h.hidden_gpus);
+  }
+  for (Gpu& g : t.host_gpus) {
+    auto seen = std::find_if(t.gpus.begin(), t.gpus.end(), [&g](const Gpu& x) { return x.address() == g.address(); });
+    if (g.address() == target) {
+      g.pci.numa_node = node;
+    } else if (seen != t.gpus.end() && seen->pci.numa_node >= 0) {
+      g.pci.numa_node = seen->pci.numa_node;
+    } else if (std::optional<int> n = focused_numa_node(r, g.address()); n && *n >= 0) {
+      g.pci.numa_node = *n;
+      for (const auto& [merged, into] : r.found.node_aliases)
+        if (g.pci.numa_node == merged) g.pci.numa_node = into;
+    }
+  }
+  return true;
+}
+
 /// A load for one answer (SysfsOptions::focus), reading what it depends on:
 /// - the online CPUs and the allowed sets (every answer);
 /// - which devices are the process's GPUs, in order: the NVIDIA driver's list
@@ -1256,11 +1294,11 @@ inline bool focused_local_cpus(SysfsReader& r, Topology& t, const PciAddress& a)
 /// nullopt where the answer needs more than this reads, or a file it depends
 /// on is malformed: UUIDs in a visibility list, device nodes to probe,
 /// distances or NICs, devices named in extra_pci (the focus names its own),
-/// partitioned GPUs, a peer of numa_node -1 beside a device whose node is
-/// known, a node without CPUs or directory, an index beyond the visible GPUs,
-/// a GPU that is the only visible one of its node under `peers` (the warning
-/// that follows counts the host's GPUs). SysfsSource::load() then reads the
-/// whole machine, which gives the same answer, or the error that names the file.
+/// a peer of numa_node -1 beside a device whose node is known, a node without
+/// CPUs or directory, an index beyond the visible GPUs. (The only visible GPU
+/// of its node under `peers` also reads the host's GPUs there: count_host_gpus.)
+/// SysfsSource::load() then reads the whole machine, which gives the same
+/// answer, or the error that names the file.
 inline std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& o) {
   const LoadFocus& f = *o.focus;
   const TopologyParts& needs = o.needs;
@@ -1299,8 +1337,6 @@ inline std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& 
       if (*d) t.pci_devices.push_back(**d);
     }
     if (!read_gpus(r, t, o)) return std::nullopt;
-    if (std::any_of(t.gpus.begin(), t.gpus.end(), [](const Gpu& g) { return g.pci.compute_partitions > 1; }))
-      return std::nullopt;
   }
   auto selected = select_visible_gpus(t.gpus, visible);
   if (!selected) return std::nullopt;
@@ -1324,6 +1360,19 @@ inline std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& 
   auto node_dir = [](int id) { return std::string(sysfs_node) + "node" + std::to_string(id); };
   CpuSet cpus;
   int kept = *node;
+  // Whether another node's list (read only to find that it is the device's
+  // node) names the same CPUs; one that cannot be read, or names none, is
+  // not, which may change the answer: said in a note naming it.
+  auto same_or_noted = [&](const Result<std::optional<CpuFile>>& other, int id) {
+    std::string why;
+    if (!other) why = std::string(other.error().message());
+    else if (!*other) why = node_dir(id) + "/cpulist is missing (and so is cpumap)";
+    else if (((*other)->cpus & t.online).empty()) why = (*other)->path + " lists no online CPU";
+    else return ((*other)->cpus & t.online) == cpus;
+    t.notes.push_back(why + ": node " + std::to_string(id) + " is not taken to list the same CPUs as node " +
+                      std::to_string(kept));
+    return false;
+  };
   // socket reads every node and the packages, as a whole load reads them; a
   // device of numa_node -1 is placed from every node (resolve_gpu_node), and
   // its parts are read for every CPU.
@@ -1351,15 +1400,14 @@ inline std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& 
     for (int id : *dirs) {
       if (id >= *node) break;
       auto other = r.list_or_mask(node_dir(id) + "/", {"cpulist", "cpumap"}, Empty::allowed, s);
-      if (other && *other && ((*other)->cpus & t.online) == cpus) {
-        t.notes.push_back((*own)->path + " lists the same CPUs as " + (*other)->path + " (" + cpus.to_list() +
-                          std::string("): nodes ") + std::to_string(id) + " and " + std::to_string(*node) +
-                          " read as one node " + std::to_string(id) + ", where devices on node " +
-                          std::to_string(*node) + " are placed");
-        r.found.node_aliases.emplace_back(*node, id);
-        kept = id;
-        break;
-      }
+      if (!same_or_noted(other, id)) continue;
+      t.notes.push_back((*own)->path + " lists the same CPUs as " + (*other)->path + " (" + cpus.to_list() +
+                        std::string("): nodes ") + std::to_string(id) + " and " + std::to_string(*node) +
+                        " read as one node " + std::to_string(id) + ", where devices on node " +
+                        std::to_string(*node) + " are placed");
+      r.found.node_aliases.emplace_back(*node, id);
+      kept = id;
+      break;
     }
     t.nodes.push_back(NumaNode{kept, cpus, {}});
   }
@@ -1373,14 +1421,20 @@ inline std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& 
   place(target, kept);
   if (kept < 0 && !focused_local_cpus(r, t, target)) return std::nullopt;
   if (f.peers) {
-    int on_node = 0;
+    std::vector<PciAddress> on_node;  // the visible devices on the node (a partitioned one once)
+    auto count = [&on_node](const PciAddress& a) {
+      if (std::find(on_node.begin(), on_node.end(), a) == on_node.end()) on_node.push_back(a);
+    };
     bool is_gpu = false;
+    std::vector<PciAddress> done;  // a partitioned device's partitions share its files
     for (const Gpu& v : *selected) {
       if (v.address() == target) {
         is_gpu = true;
-        ++on_node;
+        count(target);
         continue;
       }
+      if (std::find(done.begin(), done.end(), v.address()) != done.end()) continue;
+      done.push_back(v.address());
       std::optional<int> n = focused_numa_node(r, v.address());
       if (!n) return std::nullopt;
       for (const auto& [merged, into] : r.found.node_aliases)
@@ -1398,7 +1452,7 @@ inline std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& 
         // load). Its CPUs matter only if they are this node's (the nodes
         // read as one: the GPU is a peer); else they are not this answer's.
         auto other = r.list_or_mask(node_dir(*n) + "/", {"cpulist", "cpumap"}, Empty::allowed, s);
-        if (other && *other && ((*other)->cpus & t.online) == cpus) {
+        if (same_or_noted(other, *n)) {
           r.found.node_aliases.emplace_back(*n, kept);
           n = kept;
         } else {
@@ -1407,9 +1461,10 @@ inline std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& 
         }
       }
       place(v.address(), *n);
-      if (*n == kept) ++on_node;
+      if (*n == kept) count(v.address());
     }
-    if (is_gpu && kept >= 0 && on_node < 2) return std::nullopt;
+    if (is_gpu && kept >= 0 && on_node.size() < 2 && !count_host_gpus(r, t, o, from_driver, target, kept))
+      return std::nullopt;
     std::sort(t.nodes.begin(), t.nodes.end(), [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
   }
   if (needs.cores) {
@@ -1425,7 +1480,6 @@ inline std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& 
     std::optional<std::string> order = o.visible.with_environment().cuda_device_order;
     if (!order && o.visible_later) order = o.visible_later->with_environment().cuda_device_order;
     if (!read_nvidia_device_ids(r, t, t.gpus, order)) return std::nullopt;
-    t.host_gpus = t.gpus;
   }
   return t;
 }

@@ -60,7 +60,12 @@ inline Result<bool> is_live_root(const std::string& root) {
                 "' is neither a directory nor a file; pass root=/, a directory made by `gpuaff record`, or the "
                 "FILE.tar it writes (also as .tar.xz or .tar.gz)");
   }
-  return S_ISDIR(st.st_mode) && is_host_root(root);
+  if (!S_ISDIR(st.st_mode)) return false;
+  // Only the directory "/" itself can resolve to "/": another one is not the
+  // host's root, known without walking its path (realpath reads each link).
+  struct stat top {};
+  if (root != "/" && ::stat("/", &top) == 0 && (top.st_dev != st.st_dev || top.st_ino != st.st_ino)) return false;
+  return is_host_root(root);
 }
 
 /// One load: file access with counting and tracing, and error wording.
