@@ -442,9 +442,6 @@ class RootResolver {
 
   std::string root_;
   const FileTree* archive_ = nullptr;
-  // Directory -> its resolved path, sorted by directory: a few hundred entries
-  // at most, and a sorted vector keeps <unordered_map>'s instantiations out of
-  // every translation unit of the umbrella header (benchmarks row 6).
   /// Resolved directories by root-relative path: a map, as a root may list
   /// thousands of CPUs whose folders are looked up (a sorted vector's
   /// insertions made the lookups of cpu/online "0-7000" quadratic: a minute).
