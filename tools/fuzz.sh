@@ -11,7 +11,8 @@
 # sanitizer catches is a finding: libFuzzer stops that fuzzer and writes the
 # input to build/fuzz/findings/NAME/; add it to tests/fuzz/corpus (first byte:
 # the selector) once fixed. Without libFuzzer it replays the corpus only
-# (fuzz_replay), which fuzzes nothing, and says so.
+# (fuzz_replay), which fuzzes nothing, and says so. FUZZ_TIMEOUT (seconds,
+# default 30) is how long one input may run before it is a finding (a hang).
 set -euo pipefail
 
 seconds=${1:-60}
@@ -24,6 +25,12 @@ if [ "$seconds" -eq 0 ]; then echo "fuzz.sh: SECONDS must be at least 1" >&2; ex
 src=$(cd "$(dirname "$0")/.." && pwd)
 build="$src/build/fuzz"
 jobs=${FUZZ_BUILD_JOBS:-2}
+# One input may take this long (libFuzzer's -timeout) before it is a finding.
+# It catches hangs and superlinear blowups (a root naming CPUs 0-7000 once
+# took a minute); a root of thousands of CPUs legitimately takes several
+# seconds under the sanitizers, and more at nice 19 on a shared machine,
+# where 10 s gave false findings.
+timeout=${FUZZ_TIMEOUT:-30}
 
 # name, selector (the first byte fuzz_entry.hpp dispatches on)
 fuzzers=("list 0" "mask 1" "pci 2" "tree 3" "visible 4" "tar 224" "record 240" "json 241")
@@ -99,7 +106,7 @@ for f in "${fuzzers[@]}"; do
   seed_corpus "$sel" "$work/corpus"
   before=$(find "$findings" -type f | wc -l)
   set +e
-  GPUAFF_FUZZ_SELECT=$sel "$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+  GPUAFF_FUZZ_SELECT=$sel "$fuzzer" -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=4096 \
     -artifact_prefix="$findings/" -print_final_stats=1 "$work/corpus" >"$work/log" 2>&1
   rc=$?
   set -e
