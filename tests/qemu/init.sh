@@ -75,5 +75,12 @@ if [ -x /bin/gpuaff ] && [ -x /bin/first_touch ] && [ "$gpuaff_shape" = 2s2n-smt
     wait $pid 2>/dev/null
   done
 fi
+# Scenarios (tests/qemu/scenarios/README.md): each runs in its own shell with
+# the shape in GPUAFF_QEMU_SHAPE and prints its own marked lines.
+for s in /scenarios/*.guest.sh; do
+  [ -f "$s" ] || continue
+  GPUAFF_QEMU_SHAPE=$gpuaff_shape timeout 120 sh "$s"
+  echo "@@GPUAFF-QEMU END scenario $(basename "$s" .guest.sh) rc=$?"
+done
 echo "@@GPUAFF-QEMU DONE"
 poweroff -f

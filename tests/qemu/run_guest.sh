@@ -21,6 +21,7 @@
 set -uo pipefail
 
 shape="" guest="" tool="" host_tool="" work="" fixture="" busybox="" first_touch=""
+programs=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --shape) shape=$2; shift 2 ;;
@@ -31,12 +32,13 @@ while [[ $# -gt 0 ]]; do
     --fixture) fixture=$2; shift 2 ;;
     --busybox) busybox=$2; shift 2 ;;
     --first-touch) first_touch=$2; shift 2 ;;
+    --program) programs+=("$2"); shift 2 ;;
     *) echo "run_guest.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 if [[ -z $shape || -z $guest || -z $work ]]; then
   echo "usage: run_guest.sh --shape NAME --guest PROGRAM --work DIR [--gpuaff STATIC_TOOL]" \
-       "[--host-gpuaff TOOL] [--fixture DIR] [--busybox PATH] [--first-touch PROGRAM]" >&2
+       "[--host-gpuaff TOOL] [--fixture DIR] [--busybox PATH] [--first-touch PROGRAM] [--program PATH]..." >&2
   exit 2
 fi
 
@@ -47,6 +49,7 @@ die() { echo "FAILED [$shape]: $*" >&2; exit 1; }
 common_memory() {  # size of each node's memory
   echo "-object memory-backend-ram,id=m$1,size=512M"
 }
+shape_append=""  # kernel command-line words a shape adds (isolcpus=..., say)
 case $shape in
   2s2n-smt2-memnode)
     # 2 sockets x 2 cores x 2 threads; node 0 = socket 0, node 1 = socket 1,
@@ -120,6 +123,17 @@ copy_with_libs "$busybox" busybox
 copy_with_libs "$guest" guest_checks
 [[ -n $tool ]] && copy_with_libs "$tool" gpuaff
 [[ -n $first_touch ]] && copy_with_libs "$first_touch" first_touch
+for p in "${programs[@]}"; do
+  [[ -x $p ]] || die "program '$p' is missing: build it first"
+  copy_with_libs "$p" "$(basename "$p")"
+done
+# Scenarios (tests/qemu/scenarios/README.md): each NAME.guest.sh runs in the
+# guest after the shared checks; each NAME.host.sh judges its lines here.
+scenarios=$(cd "$(dirname "$0")" && pwd)/scenarios
+mkdir -p "$root/scenarios"
+for s in "$scenarios"/*.guest.sh; do
+  [[ -e $s ]] && cp "$s" "$root/scenarios/"
+done
 cp "$(dirname "$0")/init.sh" "$root/init"
 chmod 755 "$root/init" "$root/bin/"*
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet | gzip -1 >"$work/initrd.gz") ||
@@ -132,7 +146,7 @@ echo "booting shape $shape: kernel $kernel, limit ${limit}s, serial log $log"
 start=$SECONDS
 cmd=("$qemu" -accel tcg -cpu Skylake-Server -display none -no-reboot
   -monitor none -serial stdio -kernel "$kernel" -initrd "$work/initrd.gz"
-  -append "console=ttyS0 quiet loglevel=3 panic=-1 gpuaff_shape=$shape"
+  -append "console=ttyS0 quiet loglevel=3 panic=-1 gpuaff_shape=$shape${shape_append:+ $shape_append}"
   "${shape_args[@]}")
 printf '%q ' "${cmd[@]}" >"$work/qemu.cmdline"
 echo "qemu command line: $work/qemu.cmdline"
@@ -275,4 +289,12 @@ if not healthy:
   expect_doctor local 0 1 true
   echo "gpuaff doctor reports memory first-touched on node 0 as remote and on node 1 as local"
 fi
+# ---- scenarios (tests/qemu/scenarios/README.md) ----
+# Each NAME.host.sh is sourced here with: $shape, $log (the serial log, CRs
+# removed, as $log.txt), $work, $tool, and die(); it checks its guest lines.
+for s in "$scenarios"/*.host.sh; do
+  [[ -e $s ]] || continue
+  # shellcheck source=/dev/null
+  source "$s"
+done
 echo "PASSED [$shape]"
