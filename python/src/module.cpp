@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -97,17 +98,32 @@ const char* errc_name(Errc c) {
 /// the variable array while it is reallocated and freed: a crash or a torn
 /// value. No library call below reads the environment any other way.
 Environment environment_snapshot() {
-  auto vars = std::make_shared<std::map<std::string, std::string, std::less<>>>();
+  // One copy of every "NAME=value" entry, end to end, and where each starts:
+  // two allocations, where a map of strings took two per variable, which was
+  // a third of a loaded machine's plan() (benchmarks/README.md, row P). A
+  // plan asks for a few dozen names; a linear search finds each.
+  struct Snapshot {
+    std::string text;
+    std::vector<std::pair<std::size_t, std::size_t>> entries;  // offset, length of each "NAME=value"
+  };
+  auto snap = std::make_shared<Snapshot>();
+  std::size_t total = 0, count = 0;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e, ++count) total += std::strlen(*e);
+  snap->text.reserve(total);
+  snap->entries.reserve(count);
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string_view entry(*e);
-    std::size_t eq = entry.find('=');
-    // The first of two entries of one name wins, as getenv() finds it.
-    if (eq != std::string_view::npos) vars->emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+    std::size_t length = std::strlen(*e);
+    snap->entries.emplace_back(snap->text.size(), length);
+    snap->text.append(*e, length);
   }
-  return [vars](std::string_view name) -> std::optional<std::string> {
-    auto it = vars->find(name);
-    if (it == vars->end()) return std::nullopt;
-    return it->second;
+  return [snap](std::string_view name) -> std::optional<std::string> {
+    // The first entry of the name wins, as getenv() finds it.
+    for (auto [offset, length] : snap->entries) {
+      std::string_view entry(snap->text.data() + offset, length);
+      if (entry.size() > name.size() && entry[name.size()] == '=' && entry.substr(0, name.size()) == name)
+        return std::string(entry.substr(name.size() + 1));
+    }
+    return std::nullopt;
   };
 }
 

@@ -48,9 +48,15 @@ struct Given {
   std::vector<std::string> record_pci{};
   std::vector<std::string> doctor_merge{};
 
+  /// The option was given (a row not written on the command line was not
+  /// registered: add_rows).
   bool has(const OptionInfo& o) const {
-    return (!o.flag.empty() && app->count(std::string(o.flag)) > 0) ||
-           (!o.negation.empty() && app->count(std::string(o.negation)) > 0);
+    auto given = [&](std::string_view name) {
+      if (name.empty()) return false;
+      const CLI::Option* opt = app->get_option_no_throw(std::string(name));
+      return opt != nullptr && opt->count() > 0;
+    };
+    return given(o.flag) || given(o.negation);
   }
   /// What the flag `name` was last given: "true" when written bare, VALUE for
   /// --name=VALUE; nullopt when it was not given.
@@ -104,14 +110,52 @@ void add_row(Given& g, const OptionInfo& o) {
   if (std::string_view d = option_default(o, g.command); !d.empty()) opt->default_str(std::string(d));
 }
 
-/// Registers every row of both tables that belongs to `command`.
-Given add_rows(CLI::App& app, unsigned command) {
+/// Registers the rows of both tables that belong to `command` and are
+/// written in `words` (the command line: a row is registered when its flag or
+/// its negation is a word, or a word up to its '='), or every row when
+/// `words` is null (--help). The parser then compares each option it adds
+/// with every option already added, and each word with every option: with
+/// the forty rows of `bind` that was half of a whole `gpuaff bind` process's
+/// instructions (benchmarks/README.md, row S). What a row not registered
+/// would have said is said from the tables: table_flags().
+Given add_rows(CLI::App& app, unsigned command, const std::vector<std::string_view>* words) {
   Given g{.app = &app, .command = command};
+  auto written = [&](const OptionInfo& o) {
+    if (words == nullptr) return true;
+    for (std::string_view w : *words) {
+      std::string_view name = w.substr(0, w.find('='));
+      if ((!o.flag.empty() && name == o.flag) || (!o.negation.empty() && name == o.negation)) return true;
+    }
+    return false;
+  };
   for (const auto& o : gpuaff::launch_options)
-    if ((o.commands & command) != 0 && !o.flag.empty()) add_row(g, o);
+    if ((o.commands & command) != 0 && !o.flag.empty() && written(o)) add_row(g, o);
   for (const auto& o : cli_options)
-    if ((o.commands & command) != 0) add_row(g, o);
+    if ((o.commands & command) != 0 && written(o)) add_row(g, o);
   return g;
+}
+
+/// Every flag (and negation) `command` takes, from the tables, and --help:
+/// for "did you mean" and for the checks made before parsing, which must not
+/// depend on which rows add_rows() registered.
+std::vector<std::string> table_flags(unsigned command) {
+  std::vector<std::string> out;
+  auto add = [&](const OptionInfo& o) {
+    if ((o.commands & command) == 0) return;
+    if (!o.flag.empty()) out.emplace_back(o.flag);
+    if (!o.negation.empty()) out.emplace_back(o.negation);
+  };
+  for (const auto& o : gpuaff::launch_options) add(o);
+  for (const auto& o : cli_options) add(o);
+  out.emplace_back("--help");
+  return out;
+}
+
+/// The bit of the command named `name`; 0 for none.
+unsigned command_bit(std::string_view name) {
+  for (const CommandInfo& c : commands)
+    if (c.name == name) return c.bit;
+  return 0;
 }
 
 /// The launch options given on the command line, set through the library.
@@ -168,14 +212,6 @@ int usage_error(const CLI::App& app, const CLI::Error& e) {
   return exit_usage;
 }
 
-/// The flags `app` takes, for "did you mean".
-std::vector<std::string> flags_of(const CLI::App& app) {
-  std::vector<std::string> out;
-  for (const CLI::Option* o : app.get_options())
-    for (const std::string& name : o->get_lnames()) out.push_back("--" + name);
-  return out;
-}
-
 /// "--gpu=" with nothing after '=' (before the '--' that ends gpuaff's own
 /// options, and only for a flag of the command): the parser would take the
 /// next word for its value and report that word's neighbour instead, so it is
@@ -188,7 +224,7 @@ int empty_values(const CLI::App& app, int argc, char** argv) {
     std::string name(a.substr(0, eq));
     for (const CLI::App* sub : app.get_subcommands({})) {
       if (!sub->check_name(argv[1])) continue;
-      std::vector<std::string> flags = flags_of(*sub);
+      std::vector<std::string> flags = table_flags(command_bit(sub->get_name()));
       if (std::find(flags.begin(), flags.end(), name) == flags.end()) continue;
       print_line(stderr, "gpuaff: " + name + "= gives " + name + " no value; write " + name + " VALUE or " + name +
                              "=VALUE; see 'gpuaff " + sub->get_name() + " --help'");
@@ -246,8 +282,7 @@ int exec_unknown_options(const CLI::App& exec, int argc, char** argv) {
   int end = 2;
   while (end < argc && std::string_view(argv[end]) != "--") ++end;
   if (end == argc) return 0;
-  std::vector<std::string> flags = flags_of(exec);
-  flags.emplace_back("--help");
+  std::vector<std::string> flags = table_flags(command_bit(exec.get_name()));
   std::vector<std::string_view> views(flags.begin(), flags.end());
   for (int i = 2; i < end; ++i) {
     std::string_view a = argv[i];
@@ -277,7 +312,7 @@ int unexpected_arguments(const CLI::App& app, const std::vector<std::string>& ex
            command.front() + " " + first + " ...";
   } else if (first.rfind("--", 0) == 0) {
     std::string name = first.substr(0, first.find('='));
-    std::vector<std::string> flags = flags_of(app);
+    std::vector<std::string> flags = table_flags(command_bit(app.get_name()));
     std::vector<std::string_view> views(flags.begin(), flags.end());
     std::string_view guess = gpuaff::detail::closest(name, views);
     line = "unknown option '" + name + "'" +
@@ -429,14 +464,22 @@ int main(int argc, char** argv) try {
     return help_text(a->get_parent() == nullptr ? std::string_view() : std::string_view(a->get_name()), help_width());
   });
 
-  // Only the command that was named gets its options: building all five
-  // commands' options is most of the parser's start-up, on every run of every rank.
+  // Only the command that was named gets its options, and of those only the
+  // ones written on the command line (every one with --help): registering
+  // options is most of the parser's start-up, on every run of every rank.
   const std::string_view named = argc > 1 ? std::string_view(argv[1]) : std::string_view();
+  std::vector<std::string_view> words;
+  bool help = false;
+  for (int i = 2; i < argc && std::string_view(argv[i]) != "--"; ++i) {
+    std::string_view w = argv[i];
+    if (w.rfind("--", 0) == 0) words.push_back(w);
+    help = help || w == "-h" || w.substr(0, w.find('=')) == "--help";
+  }
   auto command = [&](std::string_view name) {
     for (const CommandInfo& c : commands) {
       if (c.name != name) continue;
       CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.summary));
-      return c.name == named ? add_rows(*sub, c.bit) : Given{.app = sub, .command = c.bit};
+      return c.name == named ? add_rows(*sub, c.bit, help ? nullptr : &words) : Given{.app = sub, .command = c.bit};
     }
     throw std::logic_error("no command " + std::string(name) + " in cli_options.hpp");
   };
