@@ -9,10 +9,13 @@
 #
 # OUTDIR receives: record.tar (the machine, as `gpuaff record` writes it),
 # topo.txt / topo.json, cli.txt (bindings, exec, NIC variables, doctor),
-# python.txt, torchrun.txt, ctest.txt, static.txt (dist/gpuaff, when present).
+# python.txt, torchrun.txt, torch-compare.txt (gpuaff.plan beside PyTorch's
+# own binding functions), ctest.txt, static.txt (dist/gpuaff, when present).
 # Dependencies the server lacks (doctest, CLI11, nlohmann_json headers) can be
 # given as a prefix: CMAKE_PREFIX_PATH=/path/usr. Nothing is installed.
 # BUILD=DIR builds there (default /tmp/gpuaff-check); SKIP_BUILD=1 uses it as it is.
+# CTEST_TIMEOUT=S bounds the test suite's run (default 400 s; 0 skips it),
+# CTEST_EXCLUDE=REGEX the labels it leaves out (default bench|pip).
 set -uo pipefail
 out=${1:?usage: gpu-server-check.sh OUTDIR}
 mkdir -p "$out"
@@ -117,8 +120,14 @@ if command -v torchrun >/dev/null; then
   GPUAFF=$g NPROC=1 run timeout 120 bash examples/torchrun.sh "$b/train.py" >"$out/torchrun.txt" 2>&1
 fi
 
-log "test suite"
-(cd "$b" && timeout 400 ctest -j "$jobs" -LE 'bench|pip' --output-on-failure) >"$out/ctest.txt" 2>&1
-echo "[ctest exit $?]" >>"$out/ctest.txt"
-tail -5 "$out/ctest.txt"
+log "gpuaff.plan beside PyTorch's own binding functions (row PT)"
+PYTHONPATH=$b/python run "$py" benchmarks/python_vs_torch.py "$b" >"$out/torch-compare.txt" 2>&1
+
+if [[ ${CTEST_TIMEOUT:-400} != 0 ]]; then
+  log "test suite"
+  (cd "$b" && timeout "${CTEST_TIMEOUT:-400}" ctest -j "$jobs" -LE "${CTEST_EXCLUDE:-bench|pip}" --output-on-failure) \
+    >"$out/ctest.txt" 2>&1
+  echo "[ctest exit $?]" >>"$out/ctest.txt"
+  tail -5 "$out/ctest.txt"
+fi
 grep -h '^\[exit\|^\$' "$out"/cli.txt "$out"/python.txt "$out"/torchrun.txt 2>/dev/null | paste - - | awk '$NF != "0]"' | head -20
