@@ -457,6 +457,8 @@ void define_plan(py::module_& m) {
       .def_property_readonly("node", [](const Plan& p) { return p.plan.node; }, "the device's NUMA node")
       .def_property_readonly("memory_nodes", [](const Plan& p) { return set_of(p.plan.memory_nodes); })
       .def_property_readonly("membind", &Plan::memory_words, "the memory policy applied over memory_nodes")
+      .def_property_readonly("host_nodes", [](const Plan& p) { return set_of(p.plan.host_nodes); },
+                             "the memory nodes for the rank's pinned host buffers (the GPU's node)")
       .def_property_readonly("policy", [](const Plan& p) { return std::string(to_string(p.plan.policy.kind)); })
       .def_property_readonly("recommended_threads",
                              [](const Plan& p) {
