@@ -89,6 +89,7 @@ enum OptionCommand : unsigned {
   for_doctor = 8u,
   for_record = 16u,
   for_python = 32u,  ///< a keyword of gpuaff.plan/bind/bound/use_executable
+  for_probe = 64u,
 };
 
 /// What an option's value is.
