@@ -18,7 +18,7 @@ from ._errors import (
     UnknownLocality as UnknownLocality,
     Unsupported as Unsupported,
 )
-from ._gpuaff import Machine as Machine, Plan as Plan, thread_affinity as thread_affinity
+from ._gpuaff import HostBuffer as HostBuffer, Machine as Machine, Plan as Plan, thread_affinity as thread_affinity
 
 __version__: str
 OPTIONS: tuple[str, ...]
@@ -49,6 +49,15 @@ def local_rank() -> int: ...
 def local_size() -> Optional[int]: ...
 def reapply() -> Plan: ...
 def bind_process(cpus: Cpus, membind: str = ..., memory_nodes: Optional[Cpus] = ...) -> dict[str, Any]: ...
+def host_buffer(
+    size: int,
+    nodes: Optional[Cpus] = ...,
+    *,
+    plan: Optional[Plan] = ...,
+    fault: Literal["touch", "populate"] = ...,
+    huge: Literal["none", "transparent", "hugetlb"] = ...,
+) -> HostBuffer: ...
+def pinned_tensor(buffer: HostBuffer, dtype: Any = ...) -> Any: ...
 
 class WorkerInit:
     cpus: list[int]
