@@ -314,6 +314,29 @@ def host_buffer(size, nodes=None, *, plan=None, fault="touch", huge="none"):
     return _gpuaff.host_buffer(size, nodes, fault, huge)
 
 
+def _cuda_host_register(torch):
+    """cudaHostRegister and cudaHostUnregister of the CUDA runtime torch loaded:
+    torch.cuda.cudart()'s, else the same library through ctypes."""
+    cudart = torch.cuda.cudart()
+    if hasattr(cudart, "cudaHostRegister") and hasattr(cudart, "cudaHostUnregister"):
+        return (lambda p, n: int(cudart.cudaHostRegister(p, n, 0)),  # cudaHostRegisterDefault
+                lambda p: int(cudart.cudaHostUnregister(p)))
+    import ctypes
+    lib = None
+    for name in ("libcudart.so", "libcudart.so.13", "libcudart.so.12"):
+        try:
+            lib = ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL | getattr(os, "RTLD_NOLOAD", 4))  # the one torch loaded
+            break
+        except OSError:
+            continue
+    if lib is None:
+        raise Unsupported("pinned_tensor: torch.cuda.cudart() has no cudaHostRegister and no CUDA runtime "
+                          "(libcudart.so) is loaded in this process")
+    lib.cudaHostRegister.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint]
+    lib.cudaHostUnregister.argtypes = [ctypes.c_void_p]
+    return (lambda p, n: int(lib.cudaHostRegister(p, n, 0)), lambda p: int(lib.cudaHostUnregister(p)))
+
+
 def pinned_tensor(buffer, dtype=None):
     """A torch tensor over a ``host_buffer``, pinned for CUDA: the pages are
     registered with cudaHostRegister (through torch.cuda.cudart()), so copies to
@@ -333,15 +356,15 @@ def pinned_tensor(buffer, dtype=None):
     if not isinstance(buffer, _gpuaff.HostBuffer):
         raise InvalidArgument("pinned_tensor takes a gpuaff.host_buffer(...), not %s" % type(buffer).__name__)
     torch.cuda.init()
-    cudart = torch.cuda.cudart()
-    rc = cudart.cudaHostRegister(buffer.address, buffer.mapped, 0)  # cudaHostRegisterDefault
-    if int(rc) != 0:
+    register, unregister_at = _cuda_host_register(torch)
+    rc = register(buffer.address, buffer.mapped)
+    if rc != 0:
         raise SystemCallError("cudaHostRegister of %d bytes at 0x%x failed (cudaError %d)"
-                              % (buffer.mapped, buffer.address, int(rc)))
+                              % (buffer.mapped, buffer.address, rc))
     address = buffer.address
 
     def unregister():
-        cudart.cudaHostUnregister(address)
+        unregister_at(address)
 
     buffer._set_on_free(unregister)
     # torch.frombuffer holds a reference to the buffer for as long as the storage lives.

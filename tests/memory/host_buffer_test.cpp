@@ -132,3 +132,14 @@ TEST_CASE("hugetlb with an empty pool is a clear error, and nothing stays mapped
   CHECK(b.error().code() == Errc::unsupported);
   CHECK(contains(std::string(b.error().message()), "huge pages (hugetlb) are not available"));
 }
+
+TEST_CASE("a node's meminfo lines are read by key, in bytes") {
+  // The layout of /sys/devices/system/node/node1/meminfo: "Node N Key:  value kB".
+  std::string text = "Node 1 MemTotal:       65536 kB\nNode 1 MemFree:        2048 kB\n"
+                     "Node 1 Active(file):     100 kB\nNode 1 Inactive(file):   28 kB\nNode 1 HugePages_Free:     3\n";
+  CHECK(gpuaff::detail::meminfo_value(text, "MemFree") == 2048LL * 1024);
+  CHECK(gpuaff::detail::meminfo_value(text, "Active(file)") == 100LL * 1024);  // not Inactive(file)'s
+  CHECK(gpuaff::detail::meminfo_value(text, "Inactive(file)") == 28LL * 1024);
+  CHECK(gpuaff::detail::meminfo_value(text, "HugePages_Free") == 3);  // a count, no unit
+  CHECK(!gpuaff::detail::meminfo_value(text, "SReclaimable").has_value());
+}

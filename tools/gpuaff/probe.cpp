@@ -537,7 +537,10 @@ int run_probe(const ProbeArgs& args) {
                                " are faster (" + probe_fixed(best / 2, 1) + " vs " + probe_fixed(at_sysfs / 2, 1) + " GiB/s)");
   }
 
-  if (!args.gpu_nodes_out.empty()) {
+  bool measured = std::any_of(gpus.begin(), gpus.end(), [](const GpuResult& g) { return g.best >= 0; });
+  if (!args.gpu_nodes_out.empty() && !measured)
+    print_line(stderr, "gpuaff: --gpu-nodes " + args.gpu_nodes_out + " was not written: no GPU was measured");
+  if (!args.gpu_nodes_out.empty() && measured) {
     std::string text = "# gpuaff probe --gpu-nodes: the measured NUMA node of each GPU (PCI address, node); read by "
                        "gpuaff bind/exec --gpu-nodes FILE\n";
     for (const GpuResult& g : gpus)

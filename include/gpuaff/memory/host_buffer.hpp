@@ -100,7 +100,7 @@ struct HostLimits {
   std::optional<NodeSet> mems_allowed{};     ///< Mems_allowed_list of /proc/self/status
   std::optional<long long> cgroup_room{};    ///< memory.max - memory.current of the memory cgroup; nullopt: no limit
   std::string cgroup_file{};                 ///< the memory.max that gave cgroup_room
-  std::map<int, long long> free_bytes{};     ///< per node: MemFree of nodeN/meminfo
+  std::map<int, long long> free_bytes{};     ///< per node: MemFree + file cache + SReclaimable of nodeN/meminfo
   std::map<int, long long> free_huge{};      ///< per node: free default-size huge pages
   std::size_t huge_page_size = 0;            ///< Hugepagesize of /proc/meminfo; 0 when unknown
   std::string thp_enabled{};                 ///< /sys/kernel/mm/transparent_hugepage/enabled; empty when absent
@@ -199,8 +199,16 @@ inline HostLimits read_host_limits(const NodeSet& nodes) {
     if (auto h = detail::meminfo_value(text, "Hugepagesize")) l.huge_page_size = static_cast<std::size_t>(*h);
   for (int n : nodes) {
     std::string base = "/sys/devices/system/node/node" + std::to_string(n);
+    // Free, plus what the kernel reclaims before it would fail a bound page:
+    // the file cache and reclaimable slab (a node full of a data set's cache
+    // still takes a buffer).
     if (detail::read_whole_file(base + "/meminfo", text) == 0)
-      if (auto f = detail::meminfo_value(text, "MemFree")) l.free_bytes[n] = *f;
+      if (auto f = detail::meminfo_value(text, "MemFree")) {
+        long long room = *f;
+        for (std::string_view k : {"Active(file)", "Inactive(file)", "SReclaimable"})
+          room += detail::meminfo_value(text, k).value_or(0);
+        l.free_bytes[n] = room;
+      }
     if (l.huge_page_size != 0 &&
         detail::read_whole_file(base + "/hugepages/hugepages-" + std::to_string(l.huge_page_size / 1024) + "kB/free_hugepages",
                                 text) == 0)
@@ -262,7 +270,8 @@ inline Result<void> check_host_room(std::size_t bytes, const HostBufferOptions& 
     if (auto it = limits.free_bytes.find(n); it != limits.free_bytes.end()) free += it->second, known = true;
   if (known && free < b)
     return fail(Errc::empty_result, "a host buffer of ", detail::mib(b), " does not fit on NUMA node(s) ",
-                o.nodes.to_list(), ": ", detail::mib(free), " free (MemFree of /sys/devices/system/node/nodeN/meminfo)"
+                o.nodes.to_list(), ": ", detail::mib(free), " free or reclaimable (MemFree, the file cache and "
+                "SReclaimable of /sys/devices/system/node/nodeN/meminfo)"
                 "; ask for less or free memory there");
   return {};
 }
