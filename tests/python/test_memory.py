@@ -54,3 +54,18 @@ def test_pinned_tensor_without_cuda_says_so():
         gpuaff.pinned_tensor(buf)
     # The buffer still works as a plain buffer.
     assert memoryview(buf).nbytes == 4096
+
+
+def test_host_nodes_are_the_cpu_node_beside_a_gb200_gpu_not_its_memory_node():
+    # fixtures/README: gb200-tray-numa's GPU 2 (0018:01:00.0) sits on Grace 1 (node 1, its PCI
+    # numa_node) and its HBM is the CPU-less node 18. Buffers the GPU copies from belong on node 1,
+    # whatever mem_nodes says the memory policy binds to.
+    from conftest import FIXTURES
+    import os
+    root = os.path.join(FIXTURES, "gb200-tray-numa")
+    if not os.path.isdir(root):
+        pytest.skip("%s is missing: configure the build" % root)
+    plan = gpuaff.plan(root=root, gpu=2, mem_nodes="gpu", membind="local")
+    assert plan.memory_nodes == {18}
+    assert plan.host_nodes == {1}
+    assert " host=1" in plan.environment["GPUAFF_PLAN"]
