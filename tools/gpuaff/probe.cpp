@@ -305,8 +305,9 @@ std::optional<GpuRuntime> open_gpu(int index, std::size_t bytes, std::string& wh
     no_runtime = false;
     void* dptr = nullptr;
     if (index >= n || set(index) != 0 || alloc(&dptr, bytes) != 0) {
-      why = name + ": no GPU " + std::to_string(index) + " of " + std::to_string(n) + ", or no " +
-            std::to_string(bytes >> 20) + " MiB on it";
+      why = index >= n ? "no GPU " + std::to_string(index) + ": " + name + " sees " + std::to_string(n)
+                       : name + ": cannot open GPU " + std::to_string(index) + " or allocate " +
+                             std::to_string(bytes >> 20) + " MiB on it";
       return std::nullopt;
     }
     bus(id, sizeof id, index);
@@ -336,6 +337,7 @@ double copy_rate(const std::function<int()>& copy, std::size_t bytes, double sec
 
 constexpr int child_no_runtime = 3;
 constexpr int child_failed = 4;
+constexpr int child_no_such_gpu = 5;
 
 /// The child: measures GPU `index` from a buffer on each memory node, one line
 /// each on `fd` ("bdf B", "cell NODE H2D D2H", "error TEXT"). Never returns.
@@ -349,7 +351,7 @@ constexpr int child_failed = 4;
   auto gpu = open_gpu(index, bytes, why, no_runtime);
   if (!gpu) {
     say("error " + why);
-    ::_exit(no_runtime ? child_no_runtime : child_failed);
+    ::_exit(no_runtime ? child_no_runtime : why.rfind("no GPU ", 0) == 0 ? child_no_such_gpu : child_failed);
   }
   say("bdf " + gpu->bdf + " " + gpu->library);
   int done = 0, total = 0;
@@ -559,7 +561,7 @@ int run_probe(const ProbeArgs& args) {
                          (none ? "no GPU runtime or no GPU here (" + g.error +
                                      "); the memory measurements stand, the GPU ones were skipped"
                                : g.error));
-    code = none ? exit_no_gpu : exit_system;
+    code = none ? exit_no_gpu : g.exit == child_no_such_gpu ? exit_not_found : exit_system;
   }
 
   if (args.format == ProbeFormat::json) {
