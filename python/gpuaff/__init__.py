@@ -33,7 +33,7 @@ from ._errors import (  # noqa: F401  (the public exception classes)
     Unsupported,
 )
 from . import _gpuaff
-from ._gpuaff import Machine, Plan, thread_affinity  # noqa: F401
+from ._gpuaff import HostBuffer, Machine, Plan, thread_affinity  # noqa: F401
 
 _gpuaff._register_errors(_errors.BY_CODE)
 
@@ -297,6 +297,78 @@ def use_executable(plan=None, context=None, **options):
         import multiprocessing as context
     context.set_executable(path)
     return p
+
+
+def host_buffer(size, nodes=None, *, plan=None, fault="touch", huge="none"):
+    """``size`` bytes of host memory on NUMA ``nodes`` (a cpulist such as "0" or ids),
+    or on ``plan.host_nodes``: mapped, bound (mbind), faulted in (``fault="touch"``:
+    by this thread; ``"populate"``: by the kernel, MADV_POPULATE_WRITE) and checked
+    page by page with the kernel (``.placement``). ``huge``: "none", "transparent"
+    or "hugetlb". What cannot be placed raises, naming the node and the limit
+    (Mems_allowed_list, the memory cgroup, free memory, huge pages). The result
+    has the buffer protocol (memoryview, numpy, torch.frombuffer); see pinned_tensor."""
+    if nodes is None:
+        if plan is None:
+            raise InvalidArgument("host_buffer needs nodes= (e.g. \"0\") or plan= (its host_nodes)")
+        nodes = sorted(plan.host_nodes)
+    return _gpuaff.host_buffer(size, nodes, fault, huge)
+
+
+def _cuda_host_register(torch):
+    """cudaHostRegister and cudaHostUnregister of the CUDA runtime torch loaded:
+    torch.cuda.cudart()'s, else the same library through ctypes."""
+    cudart = torch.cuda.cudart()
+    if hasattr(cudart, "cudaHostRegister") and hasattr(cudart, "cudaHostUnregister"):
+        return (lambda p, n: int(cudart.cudaHostRegister(p, n, 0)),  # cudaHostRegisterDefault
+                lambda p: int(cudart.cudaHostUnregister(p)))
+    import ctypes
+    lib = None
+    for name in ("libcudart.so", "libcudart.so.13", "libcudart.so.12"):
+        try:
+            lib = ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL | getattr(os, "RTLD_NOLOAD", 4))  # the one torch loaded
+            break
+        except OSError:
+            continue
+    if lib is None:
+        raise Unsupported("pinned_tensor: torch.cuda.cudart() has no cudaHostRegister and no CUDA runtime "
+                          "(libcudart.so) is loaded in this process")
+    lib.cudaHostRegister.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint]
+    lib.cudaHostUnregister.argtypes = [ctypes.c_void_p]
+    return (lambda p, n: int(lib.cudaHostRegister(p, n, 0)), lambda p: int(lib.cudaHostUnregister(p)))
+
+
+def pinned_tensor(buffer, dtype=None):
+    """A torch tensor over a ``host_buffer``, pinned for CUDA: the pages are
+    registered with cudaHostRegister (through torch.cuda.cudart()), so copies to
+    and from the GPU are DMA from the buffer's nodes. The tensor keeps the buffer
+    alive; the pages are unregistered, then unmapped, when the buffer's last user
+    is gone. ``dtype`` (default torch.uint8) must divide the buffer's size.
+    Raises Unsupported without torch or without CUDA."""
+    try:
+        import torch
+    except ImportError as e:
+        raise Unsupported("pinned_tensor needs torch (import torch failed: %s); the buffer itself works "
+                          "without it (memoryview(buffer))" % e) from None
+    if not torch.cuda.is_available():
+        raise Unsupported("pinned_tensor needs torch with CUDA and a GPU: torch %s has CUDA %s and sees %d GPU(s); "
+                          "the buffer itself works without it (memoryview(buffer))"
+                          % (torch.__version__, torch.version.cuda, torch.cuda.device_count()))
+    if not isinstance(buffer, _gpuaff.HostBuffer):
+        raise InvalidArgument("pinned_tensor takes a gpuaff.host_buffer(...), not %s" % type(buffer).__name__)
+    torch.cuda.init()
+    register, unregister_at = _cuda_host_register(torch)
+    rc = register(buffer.address, buffer.mapped)
+    if rc != 0:
+        raise SystemCallError("cudaHostRegister of %d bytes at 0x%x failed (cudaError %d)"
+                              % (buffer.mapped, buffer.address, rc))
+    address = buffer.address
+
+    def unregister():
+        unregister_at(address)
+
+    buffer._set_on_free(unregister)
+    # torch.frombuffer holds a reference to the buffer for as long as the storage lives.
+    return torch.frombuffer(buffer, dtype=dtype if dtype is not None else torch.uint8)
 
 
 def doctor(pid, min_local=None, **options):

@@ -18,7 +18,7 @@ from ._errors import (
     UnknownLocality as UnknownLocality,
     Unsupported as Unsupported,
 )
-from ._gpuaff import Machine as Machine, Plan as Plan, thread_affinity as thread_affinity
+from ._gpuaff import HostBuffer as HostBuffer, Machine as Machine, Plan as Plan, thread_affinity as thread_affinity
 
 __version__: str
 OPTIONS: tuple[str, ...]
@@ -49,6 +49,15 @@ def local_rank() -> int: ...
 def local_size() -> Optional[int]: ...
 def reapply() -> Plan: ...
 def bind_process(cpus: Cpus, membind: str = ..., memory_nodes: Optional[Cpus] = ...) -> dict[str, Any]: ...
+def host_buffer(
+    size: int,
+    nodes: Optional[Cpus] = ...,
+    *,
+    plan: Optional[Plan] = ...,
+    fault: Literal["touch", "populate"] = ...,
+    huge: Literal["none", "transparent", "hugetlb"] = ...,
+) -> HostBuffer: ...
+def pinned_tensor(buffer: HostBuffer, dtype: Any = ...) -> Any: ...
 
 class WorkerInit:
     cpus: list[int]
@@ -94,6 +103,7 @@ def plan(
     part: Optional[int] = ...,
     domains_per_gpu: Optional[int] = ...,
     membind: Optional[Literal["none", "local", "bind", "preferred", "interleave"]] = ...,
+    gpu_nodes: Optional[str] = ...,
     mem_nodes: Optional[Literal["cpu", "gpu", "socket"]] = ...,
     nic_env: Optional[bool] = ...,
     nic_libs: Optional[str] = ...,
@@ -130,6 +140,7 @@ def bind(
     part: Optional[int] = ...,
     domains_per_gpu: Optional[int] = ...,
     membind: Optional[Literal["none", "local", "bind", "preferred", "interleave"]] = ...,
+    gpu_nodes: Optional[str] = ...,
     mem_nodes: Optional[Literal["cpu", "gpu", "socket"]] = ...,
     nic_env: Optional[bool] = ...,
     nic_libs: Optional[str] = ...,
@@ -166,6 +177,7 @@ def bound(
     part: Optional[int] = ...,
     domains_per_gpu: Optional[int] = ...,
     membind: Optional[Literal["none", "local", "bind", "preferred", "interleave"]] = ...,
+    gpu_nodes: Optional[str] = ...,
     mem_nodes: Optional[Literal["cpu", "gpu", "socket"]] = ...,
     nic_env: Optional[bool] = ...,
     nic_libs: Optional[str] = ...,
@@ -203,6 +215,7 @@ def use_executable(
     part: Optional[int] = ...,
     domains_per_gpu: Optional[int] = ...,
     membind: Optional[Literal["none", "local", "bind", "preferred", "interleave"]] = ...,
+    gpu_nodes: Optional[str] = ...,
     mem_nodes: Optional[Literal["cpu", "gpu", "socket"]] = ...,
     nic_env: Optional[bool] = ...,
     nic_libs: Optional[str] = ...,
@@ -240,6 +253,7 @@ def doctor(
     part: Optional[int] = ...,
     domains_per_gpu: Optional[int] = ...,
     membind: Optional[Literal["none", "local", "bind", "preferred", "interleave"]] = ...,
+    gpu_nodes: Optional[str] = ...,
     mem_nodes: Optional[Literal["cpu", "gpu", "socket"]] = ...,
     nic_env: Optional[bool] = ...,
     nic_libs: Optional[str] = ...,

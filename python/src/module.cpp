@@ -39,6 +39,7 @@
 #include "gpuaff/launch/launcher.hpp"
 #include "gpuaff/launch/options.hpp"
 #include "gpuaff/launch/plan_variable.hpp"
+#include "gpuaff/memory/host_buffer.hpp"
 #include "gpuaff/policy/threads.hpp"
 #include "gpuaff/version.hpp"
 #if GPUAFF_PYTHON_HAS_JSON
@@ -473,6 +474,8 @@ void define_plan(py::module_& m) {
       .def_property_readonly("node", [](const Plan& p) { return p.plan.node; }, "the device's NUMA node")
       .def_property_readonly("memory_nodes", [](const Plan& p) { return set_of(p.plan.memory_nodes); })
       .def_property_readonly("membind", &Plan::memory_words, "the memory policy applied over memory_nodes")
+      .def_property_readonly("host_nodes", [](const Plan& p) { return set_of(p.plan.host_nodes); },
+                             "the memory nodes for the rank's pinned host buffers (the GPU's node)")
       .def_property_readonly("policy", [](const Plan& p) { return std::string(to_string(p.plan.policy.kind)); })
       .def_property_readonly("recommended_threads",
                              [](const Plan& p) {
@@ -687,6 +690,96 @@ void define_process(py::module_& m) {
   }, "The calling thread's CPUs.");
 }
 
+/// A HostBuffer for Python: the buffer protocol over its bytes, and a
+/// callback run before the memory is unmapped (the torch helper unregisters
+/// the pages from CUDA there), so the order is always unregister, then unmap.
+struct PyHostBuffer {
+  HostBuffer buffer;
+  py::object on_free = py::none();
+  PyHostBuffer() = default;
+  PyHostBuffer(const PyHostBuffer&) = delete;
+  PyHostBuffer& operator=(const PyHostBuffer&) = delete;
+  ~PyHostBuffer() {
+    if (!on_free.is_none()) {
+      try {
+        on_free();
+      } catch (py::error_already_set& e) {
+        e.discard_as_unraisable("gpuaff.HostBuffer's on_free callback");
+      }
+    }
+  }
+};
+
+py::dict placement_dict(const PagePlacement& p) {
+  py::dict nodes;
+  for (const auto& [node, count] : p.by_node) nodes[py::int_(node)] = count;
+  py::dict d;
+  d["page_size"] = p.page_size;
+  d["pages"] = p.pages;
+  d["nodes"] = nodes;
+  d["not_present"] = p.not_present;
+  d["unknown"] = p.other;
+  return d;
+}
+
+void define_memory(py::module_& m) {
+  py::class_<PyHostBuffer>(m, "HostBuffer", py::buffer_protocol(),
+                           "Host memory bound to NUMA nodes, every page faulted in and checked; a writable buffer "
+                           "of `size` bytes (memoryview, numpy.frombuffer, torch.frombuffer). Unmapped when the "
+                           "last reference (a view, a tensor) is gone.")
+      .def_buffer([](PyHostBuffer& h) {
+        return py::buffer_info(h.buffer.data(), 1, py::format_descriptor<unsigned char>::format(), 1,
+                               {static_cast<py::ssize_t>(h.buffer.size())}, {1});
+      })
+      .def_property_readonly("size", [](const PyHostBuffer& h) { return h.buffer.size(); }, "the bytes asked for")
+      .def_property_readonly("mapped", [](const PyHostBuffer& h) { return h.buffer.mapped(); },
+                             "the bytes mapped: size rounded up to whole pages (what a runtime registers)")
+      .def_property_readonly("address", [](const PyHostBuffer& h) { return reinterpret_cast<std::uintptr_t>(h.buffer.data()); })
+      .def_property_readonly("page_size", [](const PyHostBuffer& h) { return h.buffer.page_size(); })
+      .def_property_readonly("nodes", [](const PyHostBuffer& h) { return set_of(h.buffer.options().nodes); })
+      .def_property_readonly("placement", [](const PyHostBuffer& h) { return placement_dict(h.buffer.placement()); },
+                             "where the pages were when the allocation was checked: {'nodes': {node: pages}, ...}")
+      .def("query", [](const PyHostBuffer& h) {
+        Result<PagePlacement> r = Unexpected(Error());
+        {
+          py::gil_scoped_release nogil;
+          r = h.buffer.query();
+        }
+        return placement_dict(value_or_raise(std::move(r)));
+      }, "asks the kernel again where the pages are (move_pages)")
+      .def("_set_on_free", [](PyHostBuffer& h, py::object f) { h.on_free = std::move(f); },
+           "a callable run once before the memory is unmapped (gpuaff.pinned_tensor's unregister)");
+
+  m.def(
+      "host_buffer",
+      [](std::size_t size, py::handle nodes, py::handle fault, py::handle huge) {
+        HostBufferOptions o;
+        o.nodes = cpus_of(nodes, "nodes");
+        if (!py::isinstance<py::str>(fault)) usage("fault=" + shown(fault) + " must be a str");
+        if (!py::isinstance<py::str>(huge)) usage("huge=" + shown(huge) + " must be a str");
+        std::string f = utf8_of(fault, "fault"), h = utf8_of(huge, "huge");
+        if (f == "touch") o.fault = FaultIn::touch;
+        else if (f == "populate") o.fault = FaultIn::populate;
+        else usage("fault='" + f.substr(0, 40) + "' is not touch or populate");
+        if (h == "none") o.huge = HugePages::none;
+        else if (h == "transparent") o.huge = HugePages::transparent;
+        else if (h == "hugetlb") o.huge = HugePages::hugetlb;
+        else usage("huge='" + h.substr(0, 40) + "' is not none, transparent or hugetlb");
+        auto out = std::make_unique<PyHostBuffer>();
+        Result<HostBuffer> b = Unexpected(Error());
+        {
+          py::gil_scoped_release nogil;
+          b = allocate_host_buffer(size, o);
+        }
+        if (!b) raise(b.error(), false);
+        out->buffer = std::move(*b);
+        return out;
+      },
+      py::arg("size"), py::arg("nodes"), py::arg("fault") = "touch", py::arg("huge") = "none",
+      "`size` bytes of host memory on `nodes` (a cpulist-style list or ids; a plan's host_nodes), faulted in and "
+      "checked page by page; what cannot be placed raises, naming the node and the limit.");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_gpuaff, m) {
@@ -703,5 +796,6 @@ PYBIND11_MODULE(_gpuaff, m) {
   define_machine(m);
   define_launch(m);
   define_doctor(m);
+  define_memory(m);
   define_process(m);
 }

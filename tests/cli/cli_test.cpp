@@ -569,3 +569,49 @@ TEST_CASE("messages say what is so: a machine without GPUs, a process without a 
   CHECK(gpuaff::detail::one_line("done. ") == "done");
   CHECK(gpuaff::detail::one_line("done.") == "done");
 }
+
+TEST_CASE("bind --gpu-nodes FILE settles a numa_node of -1 from probe's file; host_nodes follows it") {
+  // cloud-vm-numa-unknown: GPU 1 (0000:00:04.0) has numa_node -1 and a local_cpulist
+  // of both nodes, so nothing settles its node (exit 4); the file names node 1
+  // (CPUs 16-31), which must then be its CPUs and its host buffers' node.
+  const std::string vm = fixture("cloud-vm-numa-unknown");
+  auto dir = cli_test::temp_dir("gpu-nodes");
+  std::string file = (dir / "nodes.txt").string();
+  gpuaff::detail::write_whole_file(file, "# gpuaff probe --gpu-nodes\n0000:00:04.0 1\n\n0000:99:00.0 0  # another machine's GPU\n");
+  CHECK(bind_line(vm, {"--gpu", "1", "--gpu-nodes", file}) == "16-31\n");
+  Run r = tool({"bind", "--root", vm, "--gpu", "1", "--gpu-nodes", file, "--format", "json"});
+  REQUIRE(r.rc == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["node"] == 1);
+  CHECK(j["host_nodes"] == "1");
+  // A malformed line, a node the machine lacks, a missing file: named, never ignored.
+  gpuaff::detail::write_whole_file(file, "0000:00:04.0\n");
+  check_error({"bind", "--root", vm, "--gpu", "1", "--gpu-nodes", file}, 3);
+  CHECK(tool({"bind", "--root", vm, "--gpu", "1", "--gpu-nodes", file}).err.find("line 1") != std::string::npos);
+  gpuaff::detail::write_whole_file(file, "0000:00:04.0 7\n");
+  check_error({"bind", "--root", vm, "--gpu", "1", "--gpu-nodes", file}, 4);
+  check_error({"bind", "--root", vm, "--gpu", "1", "--gpu-nodes", (dir / "absent").string()}, 3);
+}
+
+TEST_CASE("bind --format json carries host_nodes, the GPU's node") {
+  // p4d.24xlarge: GPU 0 (0000:10:1c.0) is on node 0 (fixtures/README).
+  Run r = tool({"bind", "--root", p4d, "--gpu", "0", "--format", "json"});
+  REQUIRE(r.rc == 0);
+  CHECK(nlohmann::json::parse(r.out)["host_nodes"] == "0");
+}
+
+TEST_CASE("probe: usage mistakes exit 2, a missing GPU runtime exits 8 after the memory tables") {
+  check_error({"probe", "--seconds", "0"}, 2);
+  check_error({"probe", "--seconds", "soon"}, 2);
+  check_error({"probe", "--size", "0"}, 2);
+  check_error({"probe", "--gpu", "x"}, 2);
+  check_error({"probe", "--gpu-nodes", "/tmp/x"}, 2);  // writes what --gpu measured: needs --gpu
+  // A runtime that cannot exist stands for a machine without a GPU driver.
+  Run r = tool({"probe", "--size", "8", "--seconds", "0.05", "--gpu", "0", "--format", "json"},
+               {{"GPUAFF_GPU_RUNTIME", "/nonexistent/libcuda.so.1"}});
+  CHECK(r.rc == 8);
+  CHECK(r.err.find("no GPU runtime or no GPU here") != std::string::npos);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(!j["memory"].empty());  // at least this machine's own node
+  CHECK(j["gpus"][0]["error"].get<std::string>().find("/nonexistent/libcuda.so.1") != std::string::npos);
+}

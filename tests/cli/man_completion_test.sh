@@ -8,7 +8,7 @@
 set -euo pipefail
 gpuaff=$1 man=$2 completion=$3
 fail=0
-for command in bind topo exec record doctor; do
+for command in bind topo exec record doctor probe; do
   # The man page's section for the command: from its .SS line to the next .SS/.SH.
   section=$(awk -v want=".SS \"gpuaff $command\"" '$0 == want {on = 1; next} /^\.S[SH] / {on = 0} on' "$man")
   [[ -n $section ]] || { echo "FAIL: the man page has no section for $command"; fail=1; continue; }
@@ -30,7 +30,7 @@ got=$(bash -c 'source "$1"
   COMP_WORDS=(gpuaff ""); COMP_CWORD=1; _gpuaff; echo "${COMPREPLY[*]}"' _ "$completion")
 expected="node socket exclusive core-complex all single single-unique unique-interleaved unique-contiguous
 cpulist mask numactl json env
-bind topo exec record doctor --help --version"
+bind topo exec record doctor probe --help --version"
 [[ $got == "$expected" ]] || { echo "FAIL: completion values:"; echo "$got"; fail=1; }
 # File names: one word each, whatever they hold, and quoted when inserted
 # (compopt -o filenames: readline then escapes a blank or a ';'). compopt

@@ -42,7 +42,7 @@ std::string commands_of(unsigned bits) {
   std::string out;
   for (auto [bit, name] : {std::pair{gpuaff::for_bind, "bind"}, std::pair{gpuaff::for_exec, "exec"},
                            std::pair{gpuaff::for_topo, "topo"}, std::pair{gpuaff::for_doctor, "doctor"},
-                           std::pair{gpuaff::for_record, "record"}})
+                           std::pair{gpuaff::for_record, "record"}, std::pair{gpuaff::for_probe, "probe"}})
     if ((bits & bit) != 0) out += (out.empty() ? "" : ", ") + std::string(name);
   return out;
 }

@@ -159,3 +159,25 @@ TEST_CASE("applying a plan from another machine whose CPUs are not here changes 
   CHECK(applied.error().code() == Errc::empty_result);
   CHECK(gpuaff::thread_affinity().value() == *before);
 }
+
+TEST_CASE("host_nodes: the GPU's node, or a memory-only node's nearest CPU node(s)") {
+  gpuaff::SysfsSource source(gpuaff::SysfsOptions{
+      .root = gpuaff_test::fixture("gb200-tray"),
+      .visible = gpuaff::VisibleDevices{.list = std::nullopt, .use_environment = false}});
+  auto t = source.load();
+  REQUIRE_MESSAGE(t, (t ? "" : std::string(t.error().message())));
+  // gb200-tray (fixtures/gb200-tray.json): CPU nodes 0 (0-71) and 1 (72-143); the
+  // CPU-less HBM nodes 2 and 10 are 80 from node 0 and 120 from node 1, 18 and 26
+  // the other way round. GPU 2 (0018:01:00.0) has PCI numa_node 1, its Grace.
+  auto plan = gpuaff::make_plan(*t, LaunchOptions{.gpu = 2});
+  REQUIRE_MESSAGE(plan, (plan ? "" : std::string(plan.error().message())));
+  CHECK(plan->host_nodes == cpus("1"));
+  // Firmware that names the HBM node as the PCI numa_node: the nearest CPU node.
+  CHECK(gpuaff::detail::host_nodes_for(*t, 2) == cpus("0"));
+  CHECK(gpuaff::detail::host_nodes_for(*t, 26) == cpus("1"));
+  CHECK(gpuaff::detail::host_nodes_for(*t, 1) == cpus("1"));
+  // Several GPUs per process: the union of their nodes (GPU 0 on Grace 0, GPU 3 on Grace 1).
+  auto both = gpuaff::make_plan(*t, LaunchOptions{.gpu = 0, .more_gpus = {3}});
+  REQUIRE_MESSAGE(both, (both ? "" : std::string(both.error().message())));
+  CHECK(both->host_nodes == cpus("0-1"));
+}

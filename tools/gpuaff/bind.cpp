@@ -99,6 +99,7 @@ nlohmann::ordered_json plan_json(const LaunchPlan& p, const LaunchOptions& o, st
   j["mask"] = mask_of(p.topo, p.cpus);
   j["memory_nodes"] = p.memory_nodes.to_list();
   j["membind"] = std::string(name_of(membind_choices, p.membind));
+  j["host_nodes"] = p.host_nodes.to_list();  // where the rank's pinned host buffers belong
   j["baseline"] = std::string(name_of(baseline_choices, p.baseline));
   // Present only when --unreachable nearest was needed: the nodes the CPUs came from.
   if (!p.nearest_nodes.empty()) j["nearest_nodes"] = p.nearest_nodes;

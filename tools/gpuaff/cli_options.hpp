@@ -19,15 +19,16 @@ struct CommandInfo {
   unsigned bit;  ///< the OptionCommand bit of the options it takes
   std::string_view summary;
 };
-inline constexpr std::array<CommandInfo, 5> commands{{
+inline constexpr std::array<CommandInfo, 6> commands{{
     {"bind", for_bind, "Print the CPUs (and memory nodes) a GPU's process should use"},
     {"topo", for_topo, "Describe the machine: CPUs, NUMA nodes, GPUs, and every policy's binding"},
     {"exec", for_exec, "Bind this process (every thread, and memory if asked), then run COMMAND"},
     {"record", for_record, "Copy the files gpuaff reads into DIR (or FILE.tar), to replay with --root DIR"},
     {"doctor", for_doctor, "Check a running process against its plan: threads, memory, environment"},
+    {"probe", for_probe, "Measure this machine: memory bandwidth and latency between nodes, GPU copies from each node"},
 }};
 
-inline constexpr std::array<OptionInfo, 15> cli_options{{
+inline constexpr std::array<OptionInfo, 21> cli_options{{
     {"format", "--format", "cpulist|mask|numactl|json|env", OptionType::choice, for_bind, "cpulist",
      "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... (and a memory option "
      "with --membind); json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, recommended_threads, "
@@ -65,6 +66,21 @@ inline constexpr std::array<OptionInfo, 15> cli_options{{
      "also record these non-GPU devices (e.g. the NIC used with --pci); may be repeated"},
     {"force", "--force", "", OptionType::flag, for_record, "",
      "write into DIR even when it is not empty, or overwrite FILE.tar"},
+    {"format", "--format", "text|json", OptionType::choice, for_probe, "text",
+     "text: tables, a picture and the contradictions found; json: one object (nodes, memory, gpus, contradictions)"},
+    {"size", "--size", "MIB", OptionType::positive, for_probe, "256",
+     "the buffer measured, in MiB (bound to each memory node in turn; also the size of each GPU copy)"},
+    {"seconds", "--seconds", "S", OptionType::text, for_probe, "0.5",
+     "how long each bandwidth measurement runs (latency: half of it); a decimal number above 0, at most 60"},
+    {"threads", "--threads", "N", OptionType::positive, for_probe, "8",
+     "reading threads per CPU node (at most its allowed CPUs), each pinned to one CPU"},
+    {"probe_gpu", "--gpu", "N[,N...]", OptionType::text, for_probe, "",
+     "also measure host-to-device and device-to-host copies of GPU N (the runtime's numbering) from a buffer on "
+     "each memory node, in a child process that loads libcuda.so.1 or libamdhip64.so (GPUAFF_GPU_RUNTIME=PATH "
+     "names another); exit 8 when there is no runtime or GPU"},
+    {"gpu_nodes", "--gpu-nodes", "FILE", OptionType::path, for_probe, "",
+     "with --gpu: write each GPU's measured best node to FILE ('BDF NODE' lines), for bind/exec --gpu-nodes FILE "
+     "on machines whose firmware reports numa_node -1"},
 }};
 
 /// The default `command` shows for `o` (--help, the man page): topo draws the

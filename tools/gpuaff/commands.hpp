@@ -56,7 +56,17 @@ struct DoctorArgs {
   std::string textfile{};          ///< --textfile PATH: write the output there atomically
 };
 
+struct ProbeArgs {
+  ProbeFormat format = ProbeFormat::text;
+  std::size_t size_mib = 256;
+  double seconds = 0.5;
+  int threads = 0;                 ///< 0: 8, at most the node's CPUs
+  std::vector<int> gpus{};         ///< --gpu: the runtime's device indexes
+  std::string gpu_nodes_out{};     ///< --gpu-nodes FILE
+};
+
 int run_bind(const BindArgs& args);
+int run_probe(const ProbeArgs& args);
 int run_doctor(const DoctorArgs& args);
 int run_topo(const TopoArgs& args);
 int run_exec(const ExecArgs& args);

@@ -417,6 +417,51 @@ int doctor_command(const Given& given) {
   return run_doctor(args);
 }
 
+/// `gpuaff probe`: --format, --size, --seconds, --threads, --gpu and --gpu-nodes, then run_probe.
+int probe_command(const Given& given) {
+  ProbeArgs args;
+  auto usage = [](const std::string& what) {
+    return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, what));
+  };
+  if (auto ok = take_choice(given, "format", gpuaff::probe_format_choices, args.format); !ok)
+    return report_error(ok.error());
+  if (auto s = cli_value(given, "size")) {
+    int n = gpuaff::detail::parse_count(*s);
+    if (n <= 0 || n > 1024 * 1024) return usage("--size '" + s->substr(0, 40) + "' is not a size in MiB (1 to 1048576)");
+    args.size_mib = static_cast<std::size_t>(n);
+  }
+  if (auto s = cli_value(given, "seconds")) {
+    char* end = nullptr;
+    double f = std::strtod(s->c_str(), &end);
+    if (s->empty() || end != s->c_str() + s->size() || !(f > 0.0 && f <= 60.0))
+      return usage("--seconds '" + s->substr(0, 40) + "' is not a duration in seconds (above 0, at most 60)");
+    args.seconds = f;
+  }
+  if (auto s = cli_value(given, "threads")) {
+    int n = gpuaff::detail::parse_count(*s);
+    if (n <= 0 || n > 1024) return usage("--threads '" + s->substr(0, 40) + "' is not a thread count (1 to 1024)");
+    args.threads = n;
+  }
+  if (auto s = cli_value(given, "probe_gpu")) {
+    std::string_view rest = *s;
+    while (true) {
+      std::string_view word = rest.substr(0, rest.find(','));
+      int n = gpuaff::detail::parse_count(word);
+      if (n < 0 || word.empty())
+        return usage("--gpu '" + s->substr(0, 40) + "' is not a list of GPU indexes (0,1,...)");
+      args.gpus.push_back(n);
+      if (rest.find(',') == std::string_view::npos) break;
+      rest = rest.substr(rest.find(',') + 1);
+    }
+  }
+  if (auto s = cli_value(given, "gpu_nodes")) {
+    if (s->empty()) return usage("--gpu-nodes '' is not a path; name the file to write");
+    if (args.gpus.empty()) return usage("--gpu-nodes FILE writes what --gpu measured: add --gpu N");
+    args.gpu_nodes_out = *s;
+  }
+  return run_probe(args);
+}
+
 /// The usage mistakes said before the parser runs, which would otherwise
 /// report them as something else: no command or an unknown one, a flag with
 /// an empty '=', a value given to --help or --version, exec's unknown options
@@ -488,17 +533,19 @@ int main(int argc, char** argv) try {
   Given exec_given = command("exec");
   Given record_given = command("record");
   Given doctor_given = command("doctor");
+  Given probe_given = command("probe");
   CLI::App* bind = bind_given.app;
   CLI::App* topo = topo_given.app;
   CLI::App* exec = exec_given.app;
   CLI::App* record = record_given.app;
   CLI::App* doctor = doctor_given.app;
+  CLI::App* probe = probe_given.app;
   ExecArgs exec_args;
   exec->add_option("command", exec_args.command, "the command and its arguments, after --")->type_name("COMMAND...");
 
   if (int rc = early_usage_error(app, *exec, argc, argv); rc != 0) return rc;
   // Arguments no option takes are checked below, to say what was meant.
-  for (CLI::App* sub : {bind, topo, exec, record, doctor}) sub->allow_extras();
+  for (CLI::App* sub : {bind, topo, exec, record, doctor, probe}) sub->allow_extras();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -511,14 +558,14 @@ int main(int argc, char** argv) try {
     return write_result(out.str(), rc);
   }
 
-  for (CLI::App* sub : {bind, topo, exec, record, doctor}) {
+  for (CLI::App* sub : {bind, topo, exec, record, doctor, probe}) {
     if (!sub->parsed()) continue;
     std::vector<std::string> extra;
     for (const std::string& a : sub->remaining())
       if (a != "--") extra.push_back(a);  // the separator before exec's COMMAND
     if (!extra.empty()) return unexpected_arguments(*sub, extra, exec_args.command);
   }
-  for (const Given* g : {&bind_given, &topo_given, &exec_given, &record_given, &doctor_given})
+  for (const Given* g : {&bind_given, &topo_given, &exec_given, &record_given, &doctor_given, &probe_given})
     if (g->app->parsed())
       if (int rc = flag_values(*g); rc != 0) return rc;
   if (bind->parsed()) return bind_command(bind_given);
@@ -526,6 +573,7 @@ int main(int argc, char** argv) try {
   if (exec->parsed()) return exec_command(exec_given, exec_args);
   if (record->parsed()) return record_command(record_given);
   if (doctor->parsed()) return doctor_command(doctor_given);
+  if (probe->parsed()) return probe_command(probe_given);
   return exit_usage;
 } catch (const std::exception& e) {
   std::string line = "gpuaff: internal error: " + one_line(e.what()) + "; please report this with 'gpuaff topo' output\n";

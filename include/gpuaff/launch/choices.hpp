@@ -33,6 +33,8 @@ struct Choice {
 enum class BindFormat { cpulist, mask, numactl, json, env };
 /// `gpuaff topo --format`.
 enum class TopoFormat { text, json, dra };
+/// `probe --format`.
+enum class ProbeFormat { text, json };
 /// `doctor --format`.
 enum class DoctorFormat { text, json, prometheus };
 /// `--baseline`: the CPUs (and memory nodes) bindings are drawn from.
@@ -75,6 +77,8 @@ inline constexpr std::array topo_format_choices{Choice<TopoFormat>{"text", TopoF
 inline constexpr std::array doctor_format_choices{Choice<DoctorFormat>{"text", DoctorFormat::text},
                                                   Choice<DoctorFormat>{"json", DoctorFormat::json},
                                                   Choice<DoctorFormat>{"prometheus", DoctorFormat::prometheus}};
+inline constexpr std::array probe_format_choices{Choice<ProbeFormat>{"text", ProbeFormat::text},
+                                                 Choice<ProbeFormat>{"json", ProbeFormat::json}};
 inline constexpr std::array color_choices{Choice<ColorMode>{"auto", ColorMode::automatic},
                                           Choice<ColorMode>{"always", ColorMode::always},
                                           Choice<ColorMode>{"never", ColorMode::never}};

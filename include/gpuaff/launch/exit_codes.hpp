@@ -26,6 +26,7 @@ enum ExitCode : int {
   exit_cannot_bind = 5,        ///< the binding would be empty, too few cores, CPUs not allowed here
   exit_system = 6,             ///< the kernel refused (permission) or a system call failed
   exit_unhealthy = 7,          ///< doctor: the process is not where its plan says
+  exit_no_gpu = 8,             ///< probe --gpu: no GPU runtime (libcuda.so.1, libamdhip64.so) or no GPU
   exit_cannot_execute = 126,   ///< exec: COMMAND exists but cannot be run (as shells do)
   exit_command_not_found = 127 ///< exec: COMMAND not found (as shells do)
 };

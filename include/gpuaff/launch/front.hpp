@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "gpuaff/detail/errno.hpp"
+#include "gpuaff/detail/fs.hpp"
 #include "gpuaff/launch/launcher.hpp"
 #include "gpuaff/launch/options.hpp"
 #include "gpuaff/launch/plan.hpp"
@@ -153,7 +155,7 @@ inline std::optional<LoadFocus> plan_focus(const LaunchOptions& o, const LaunchC
     return std::nullopt;
   if (o.all_gpus || !o.more_gpus.empty() || o.share != Share::visible || plan_detail(o) != SysfsDetail::binding ||
       o.reserve_os_cores > 0 || o.roles.given() || o.priority_cores || o.omp_threads || o.ranks_per_gpu > 1 ||
-      o.domains_per_gpu > 1 || o.part || o.mem_nodes != MemNodes::cpu || !o.machine.topology.empty() ||
+      o.domains_per_gpu > 1 || o.part || o.mem_nodes != MemNodes::cpu || !o.machine.topology.empty() || !o.gpu_nodes.empty() ||
       o.machine.wants_hwloc())
     return std::nullopt;
   LoadFocus f;
@@ -164,6 +166,49 @@ inline std::optional<LoadFocus> plan_focus(const LaunchOptions& o, const LaunchC
   else return std::nullopt;
   return f;
 }
+
+namespace detail {
+
+/// Sets each GPU's NUMA node from a gpu_nodes file: 'BDF NODE' lines, '#'
+/// comments and blank lines ignored (what `gpuaff probe --gpu-nodes` writes).
+/// A listed GPU the machine lacks is ignored (the file may cover other shapes).
+/// Errors: Errc::io_error (unreadable), Errc::parse_error naming the file and
+/// line, Errc::not_found for a node the machine does not have.
+inline Result<void> apply_gpu_nodes(Topology& topo, const std::string& file) {
+  std::string text;
+  if (int e = read_whole_file(file, text); e != 0)
+    return Unexpected(make_sys_error(Errc::io_error, e, "cannot read gpu_nodes=", file, " (", errno_text(e), ")"));
+  int number = 0;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = text.find('\n', at);
+    std::string_view line = std::string_view(text).substr(at, end == std::string::npos ? std::string::npos : end - at);
+    at = end == std::string::npos ? text.size() : end + 1;
+    ++number;
+    if (auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.remove_suffix(1);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    if (line.empty()) continue;
+    std::size_t sp = line.find_first_of(" \t");
+    auto bad = [&] {
+      return fail(Errc::parse_error, "gpu_nodes=", file, " line ", number, ": '", line.substr(0, 60),
+                  "' is not 'BDF NODE' (e.g. 0000:17:00.0 0)");
+    };
+    if (sp == std::string_view::npos) return bad();
+    auto bdf = PciAddress::parse(line.substr(0, sp));
+    std::string_view rest = line.substr(line.find_first_not_of(" \t", sp));
+    int node = parse_count(rest);
+    if (!bdf || node < 0) return bad();
+    if (topo.find_node(node) == nullptr)
+      return fail(Errc::not_found, "gpu_nodes=", file, " line ", number, ": NUMA node ", node, " is not a node of ",
+                  topo.origin.view());
+    for (auto* list : {&topo.gpus, &topo.host_gpus})
+      for (Gpu& g : *list)
+        if (g.address() == *bdf) g.pci.numa_node = node;
+  }
+  return {};
+}
+
+}  // namespace detail
 
 /// The machine `o` names, its visible GPUs selected; `focus`: only what that
 /// answer reads (plan_focus()).
@@ -176,6 +221,9 @@ inline Result<Topology> load(const LaunchOptions& o, const Environment& env = pr
   LoadStage stage = LoadStage::machine;
   auto topo = load_machine(load_request(o, env, readers, detail, needs, std::move(focus)), &stage);
   if (!topo) return detail::staged(topo.error(), detail::stage_of(stage), failed_at);
+  if (!o.gpu_nodes.empty())
+    if (auto ok = detail::apply_gpu_nodes(*topo, o.gpu_nodes); !ok)
+      return detail::staged(ok.error(), LaunchStage::machine, failed_at);
   return topo;
 }
 

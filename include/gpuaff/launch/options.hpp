@@ -45,6 +45,7 @@ struct LaunchOptions {
   // Which machine.
   MachineSource machine{};                      ///< root, topology, source (reader), hwloc_xml
   std::optional<std::string> visible_devices{}; ///< overrides CUDA_/HIP_/ROCR_VISIBLE_DEVICES
+  std::string gpu_nodes{};  ///< a file of 'BDF NODE' lines: each GPU's NUMA node, over what the firmware says (probe --gpu-nodes)
   // Which device: one of gpu, all_gpus, pci, local_rank.
   std::optional<int> gpu{};          ///< a visible GPU index (the first of a list)
   std::vector<int> more_gpus{};      ///< gpu=0,4: the others; the process serves them all
@@ -89,6 +90,7 @@ enum OptionCommand : unsigned {
   for_doctor = 8u,
   for_record = 16u,
   for_python = 32u,  ///< a keyword of gpuaff.plan/bind/bound/use_executable
+  for_probe = 64u,
 };
 
 /// What an option's value is.
@@ -236,6 +238,7 @@ GPUAFF_OPTION_SETTER(set_baseline, { GPUAFF_TRY(o.baseline, option_choice("basel
 GPUAFF_OPTION_SETTER(set_unreachable, { GPUAFF_TRY(o.unreachable, option_choice("unreachable", t, unreachable_choices)); })
 GPUAFF_OPTION_SETTER(set_reserve_os_cores, { GPUAFF_TRY(o.reserve_os_cores, option_int("reserve_os_cores", t, 0)); })
 GPUAFF_OPTION_SETTER(set_membind, { GPUAFF_TRY(o.membind, option_choice("membind", t, membind_choices)); })
+GPUAFF_OPTION_SETTER(set_gpu_nodes, { GPUAFF_TRY(o.gpu_nodes, option_path("gpu_nodes", t)); })
 GPUAFF_OPTION_SETTER(set_mem_nodes, { GPUAFF_TRY(o.mem_nodes, option_choice("mem_nodes", t, mem_nodes_choices)); })
 GPUAFF_OPTION_SETTER(set_nic_env, { GPUAFF_TRY(o.nic_env, option_flag("nic_env", t)); })
 GPUAFF_OPTION_SETTER(set_nic_libs, { GPUAFF_TRY(o.nic_libs, parse_nic_libs(t)); })
@@ -259,7 +262,7 @@ inline constexpr unsigned every_plan_command = for_bind | for_exec | for_topo | 
 }  // namespace detail
 
 /// Every option of a launch, in the order --help and the docs show them.
-inline const std::array<OptionInfo, 33> launch_options{{
+inline const std::array<OptionInfo, 34> launch_options{{
     {"root", "--root", "DIR|FILE.tar", OptionType::path, detail::every_plan_command, "this machine",
      "read the machine from a recorded root: a directory laid out like /, or the FILE.tar gpuaff record writes, "
      "also compressed with xz or gzip as the fixtures ship (read as it is, never unpacked)", detail::set_root},
@@ -340,6 +343,10 @@ inline const std::array<OptionInfo, 33> launch_options{{
      "memory policy over the GPU's node(s): none (the kernel's first touch), local (strict, as numactl's "
      "membind does; bind is a synonym), preferred, interleave",
      detail::set_membind},
+    {"gpu_nodes", "--gpu-nodes", "FILE", OptionType::path, detail::every_plan_command, "",
+     "each GPU's NUMA node from FILE ('BDF NODE' lines, '#' comments; gpuaff probe --gpu N --gpu-nodes FILE writes it), "
+     "over the numa_node the firmware reports (-1 in many VMs)",
+     detail::set_gpu_nodes},
     {"mem_nodes", "--mem-nodes", "cpu|gpu|socket", OptionType::choice, detail::launch_commands | for_doctor, "cpu",
      "the nodes memory is bound to: cpu (the GPU's CPU node), gpu (the GPU's own memory nodes: GH200/GB200 "
      "coherent mode), socket (every CPU node of the GPU's socket)",

@@ -68,6 +68,13 @@ struct LaunchPlan {
   NodeSet memory_nodes{}; ///< the target's memory node(s)
   int node = -1;          ///< the target's NUMA node (after JobOptions::unknown_node)
   MemPolicy membind = MemPolicy::none;
+  /// The memory nodes for the rank's pinned host buffers (what the GPU copies
+  /// from and to): the GPU's node (`node`); when that node has no CPU (a GPU
+  /// memory node some firmware names as the PCI numa_node), the nearest node(s)
+  /// with CPUs. On GH200/GB200 the PCI numa_node is already the Grace CPU node
+  /// beside the GPU's own memory. Never the GPU-memory nodes of mem_nodes=gpu,
+  /// and independent of `membind`. With several GPUs per process, the union.
+  NodeSet host_nodes{};
   std::string rank_source{};  ///< "LOCAL_RANK=3" when the device is the launcher's local rank
   /// Where the device choice came from: "LOCAL_RANK=3" (a launcher variable),
   /// "gpu=3" or "pci=0000:17:00.0" (named by the caller).
@@ -294,6 +301,24 @@ inline Result<NodeSet> gpu_memory_nodes(const Topology& topo, int gpu) {
                 " (only GH200/GB200 in coherent mode have one: proc/driver/nvidia/gpus/BDF/numa_status); use "
                 "mem_nodes=cpu");
   return nodes;
+}
+
+/// The host-buffer nodes for a device on NUMA node `node` (LaunchPlan::host_nodes):
+/// the node itself when it has CPUs or nothing to compare by; a memory-only node's
+/// nearest node(s) with CPUs by its SLIT distances (nodeN/distance), ties all included.
+inline NodeSet host_nodes_for(const Topology& topo, int node) {
+  const NumaNode* n = topo.find_node(node);
+  if (!NodeSet::valid_id(node)) return {};
+  if (n == nullptr || !n->memory_only() || n->distances.size() != topo.nodes.size()) return NodeSet::single(node);
+  int best = -1;
+  NodeSet out;
+  for (std::size_t i = 0; i < topo.nodes.size(); ++i) {
+    if (topo.nodes[i].cpus.empty() || !NodeSet::valid_id(topo.nodes[i].id)) continue;
+    int d = n->distances[i];
+    if (best < 0 || d < best) best = d, out = NodeSet{};
+    if (d == best) out.set(topo.nodes[i].id);
+  }
+  return out.empty() ? NodeSet::single(node) : out;
 }
 
 /// Every node with CPUs in the package that holds node `node`'s CPUs.
@@ -646,6 +671,7 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchOptions& o, const
   plan.memory_nodes = b.memory_nodes;
   plan.node = b.node;
   plan.nearest_nodes = b.nearest_nodes;
+  plan.host_nodes = detail::host_nodes_for(plan.topo, b.node);
   plan.gpu_share = plan.cpus;
   if (plan.ranks_per_gpu > 1) {
     GPUAFF_TRY(auto parts, split_share(plan.topo, plan.cpus, plan.ranks_per_gpu, cut_by));
@@ -655,6 +681,7 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchOptions& o, const
     GPUAFF_TRY(detail::GpuBinding other, detail::bind_gpu(plan, o, more, narrowed));
     plan.cpus |= other.cpus;
     plan.memory_nodes |= other.memory_nodes;
+    plan.host_nodes |= detail::host_nodes_for(plan.topo, other.node);
   }
   if (o.roles.given()) {
     GPUAFF_TRY(plan.roles, split_roles(plan.topo, plan.cpus, o.roles, o.priority_cores));

@@ -50,6 +50,7 @@ struct RecordedPlan {
   CpuSet cpus{};             ///< the CPUs every thread was bound to
   NodeSet memory_nodes{};    ///< the nodes `membind` applies to
   MemPolicy membind = MemPolicy::none;
+  NodeSet host_nodes{};      ///< the nodes for pinned host buffers (`host=`; empty from a plan written before it)
   std::optional<Roles> roles{};  ///< the rank's roles (main=, comm=, data=, compute= fields), when it had some
 };
 
@@ -60,6 +61,7 @@ inline std::string plan_variable_value(const LaunchPlan& p) {
                   std::string(" policy=") + std::string(to_string(p.policy.kind)) + std::string(" node=") + std::to_string(p.node) +
                   " cpus=" + p.cpus.to_list() + " mems=" + p.memory_nodes.to_list() +
                   std::string(" membind=") + std::string(name_of(membind_choices, p.membind));
+  if (!p.host_nodes.empty()) s += " host=" + p.host_nodes.to_list();
   if (p.ranks_per_gpu > 1) s += std::string(" part=") + std::to_string(p.part) + std::string("/") + std::to_string(p.ranks_per_gpu);
   if (!p.more_visible_gpus.empty()) {
     s += std::string(" gpus=") + std::to_string(p.visible_gpu);
@@ -115,10 +117,10 @@ inline Result<RecordedPlan> parse_plan_variable(std::string_view text) {
       auto k = parse_policy(value);
       if (!k) return bad("policy is not a policy name");
       r.policy = *k;
-    } else if (key == "cpus" || key == "mems") {
+    } else if (key == "cpus" || key == "mems" || key == "host") {
       auto set = CpuSet::parse_list(value);
-      if (!set || (key == "cpus" && set->empty())) return bad("cpus and mems are cpulists, cpus not empty");
-      (key == "cpus" ? r.cpus : r.memory_nodes) = *set;
+      if (!set || (key == "cpus" && set->empty())) return bad("cpus, mems and host are cpulists, cpus not empty");
+      (key == "cpus" ? r.cpus : key == "mems" ? r.memory_nodes : r.host_nodes) = *set;
       has_cpus |= key == "cpus";
     } else if (std::find(role_names.begin(), role_names.end(), key) != role_names.end()) {
       auto set = CpuSet::parse_list(value);
