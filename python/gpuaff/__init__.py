@@ -378,8 +378,9 @@ def doctor(pid, min_local=None, **options):
     and *_VISIBLE_DEVICES unless ``gpu=``). Returns a dict with the keys of
     ``gpuaff doctor --format json``: ``healthy``, ``problems``, ``notes``
     (where the plan came from), ``bdf``, ``threads``, ``roles``, ``memory``
-    (``pages_by_node`` keyed by node id, ``local_fraction``),
-    ``expected_cpus``, ...; CPU lists are sets."""
+    (``pages_by_node`` keyed by node id, ``local_fraction``, ``mappings``:
+    the largest and the host buffers off ``host_nodes``), ``expected_cpus``,
+    ``host_nodes``, ...; CPU and node lists are sets."""
     return _gpuaff.doctor(pid, min_local, **options)
 
 

@@ -57,7 +57,7 @@ def test_doctor_dict_is_the_cli_json():
     assert cli.returncode in (0, 7), cli.stderr
     js = json.loads(cli.stdout)
     assert list(py) == ["pid", "gpu", "bdf", "gpu_source", "plan_from", "policy", "expected_cpus", "memory_nodes",
-                        "roles", "healthy", "threads", "memory", "environment", "problems", "notes"]
+                        "host_nodes", "roles", "healthy", "threads", "memory", "environment", "problems", "notes"]
     assert py["bdf"] == "0000:43:00.0"
     assert py["expected_cpus"] == gpuaff._gpuaff.parse_cpulist("14-27,126-139")
     assert py["roles"]["main"] == {14, 126}

@@ -37,11 +37,38 @@ namespace {
 /// control characters as \xHH, so a newline cannot forge a line.
 std::string safe(std::string_view text) { return detail::escape_control(text); }
 
+/// "node 0: 99.2%, node 1: 0.8%": where a mapping's pages are.
+std::string node_shares(const Mapping& m) {
+  long long all = m.resident_pages();
+  std::string out;
+  for (const auto& [node, n] : m.pages)
+    out += (out.empty() ? "" : ", ") + std::string("node ") + std::to_string(node) + ": " +
+           detail::percent(all > 0 ? static_cast<double>(n) / static_cast<double>(all) : 0.0);
+  return out;
+}
+
+/// The verdict's mappings as a table under a "mappings:" line; "" without any.
+std::string mappings_text(const Verdict& v) {
+  if (v.mappings.empty()) return {};
+  const NodeSet& host = v.expected.host_nodes;
+  std::string out = "mappings: " + std::to_string(v.mapping_count) + " with resident pages; the largest" +
+                    (std::any_of(v.mappings.begin(), v.mappings.end(), [](const Mapping& m) { return m.off_host; })
+                         ? std::string(" and the host buffers off the host nodes")
+                         : std::string()) +
+                    " (host nodes " + (host.empty() ? std::string("not in the plan") : host.to_list()) + "):\n";
+  std::vector<std::vector<std::string>> rows{{"address", "kind", "resident", "pages on", "policy", "file", ""}};
+  for (const auto& m : v.mappings)
+    rows.push_back({m.address_text(), std::string(m.kind()), detail::mib_text(m.bytes()), node_shares(m), safe(m.policy),
+                    m.file.empty() ? std::string("-") : safe(m.file.substr(0, 60)), m.off_host ? "OFF the host nodes" : ""});
+  return out + render_table(rows, "  ");
+}
+
 std::string text_of(const Verdict& v) {
   const Expectation& e = v.expected;
   std::string out = "pid " + std::to_string(v.pid) + ": GPU " + std::to_string(e.gpu) + " (" + safe(e.pci) + ", " +
                     safe(cli_spelling(e.gpu_source)) + "), policy " + std::string(to_string(e.policy)) + ": expected CPUs " +
-                    e.cpus.to_list() + ", memory node(s) " + e.memory_nodes.to_list() + '\n';
+                    e.cpus.to_list() + ", memory node(s) " + e.memory_nodes.to_list() +
+                    (e.host_nodes.empty() ? std::string() : ", host buffers on node(s) " + e.host_nodes.to_list()) + '\n';
   for (const auto& n : v.notes) out += "plan: " + safe(cli_spelling(n)) + '\n';
   std::size_t drifted = 0;
   for (bool b : v.inside) drifted += b ? 0 : 1;
@@ -83,6 +110,7 @@ std::string text_of(const Verdict& v) {
     out += ")";
   }
   out += '\n';
+  out += mappings_text(v);
   for (const auto& s : v.environment)
     out += "environment: " + safe(s.name) + "=" + safe(s.value) + " (" + std::string(s.why) + ")\n";
   if (v.healthy()) {
@@ -170,6 +198,17 @@ std::string prometheus_of(const std::vector<Verdict>& verdicts, std::optional<in
            return std::string(buf);
          });
   metric("gpuaff_resident_pages", "Resident pages of the process.", [](const Verdict& v) { return std::to_string(v.total); });
+  metric("gpuaff_host_buffers_off_node", "Anonymous mappings of at least 16 MiB resident with most pages off the plan's "
+         "host nodes.",
+         [](const Verdict& v) {
+           return std::to_string(std::count_if(v.mappings.begin(), v.mappings.end(), [](const Mapping& m) { return m.off_host; }));
+         });
+  metric("gpuaff_host_buffer_off_node_bytes", "Resident bytes of those mappings.", [](const Verdict& v) {
+    long long bytes = 0;
+    for (const auto& m : v.mappings)
+      if (m.off_host) bytes += m.bytes();
+    return std::to_string(bytes);
+  });
   return out;
 }
 

@@ -18,6 +18,7 @@
 
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/doctor/doctor.hpp"
+#include "gpuaff/doctor/mappings.hpp"
 #include "gpuaff/doctor/verdict.hpp"
 #include "gpuaff/policy/roles.hpp"
 
@@ -56,10 +57,11 @@ constexpr std::string_view plan_origin_name(PlanOrigin o) {
 }
 
 /// The verdict's document: pid, gpu, bdf, gpu_source, plan_from, policy,
-/// expected_cpus, memory_nodes, roles (when the plan has roles), healthy,
-/// threads (tid, name, cpus, inside, owner when a runtime's name tells,
-/// role with roles), memory (pages_by_node, local_fraction), environment
-/// (name, value, why), problems, notes.
+/// expected_cpus, memory_nodes, host_nodes, roles (when the plan has roles),
+/// healthy, threads (tid, name, cpus, inside, owner when a runtime's name
+/// tells, role with roles), memory (pages_by_node, local_fraction,
+/// mapping_count, mappings: address, kind, file, policy, bytes, page_bytes,
+/// pages_by_node, off_host), environment (name, value, why), problems, notes.
 inline DocValue verdict_document(const Verdict& v) {
   const Expectation& e = v.expected;
   auto ids = [](const CpuSet& s) { return DocValue{DocIds{s.to_list()}}; };
@@ -72,6 +74,7 @@ inline DocValue verdict_document(const Verdict& v) {
   d.emplace_back("policy", DocValue{std::string(to_string(e.policy))});
   d.emplace_back("expected_cpus", ids(e.cpus));
   d.emplace_back("memory_nodes", ids(e.memory_nodes));
+  d.emplace_back("host_nodes", ids(e.host_nodes));
   if (e.roles) {
     DocObject roles;
     for (std::size_t k = 0; k < role_names.size(); ++k) {
@@ -94,9 +97,22 @@ inline DocValue verdict_document(const Verdict& v) {
   }
   d.emplace_back("threads", DocValue{std::move(threads)});
   DocNodeCounts pages(v.pages.begin(), v.pages.end());
+  DocArray mappings;
+  for (const Mapping& m : v.mappings)
+    mappings.push_back(DocValue{DocObject{
+        {"address", DocValue{m.address_text()}},
+        {"kind", DocValue{std::string(m.kind())}},
+        {"file", m.file.empty() ? DocValue{nullptr} : DocValue{m.file}},
+        {"policy", DocValue{m.policy}},
+        {"bytes", DocValue{m.bytes()}},
+        {"page_bytes", DocValue{m.page_bytes}},
+        {"pages_by_node", DocValue{DocNodeCounts(m.pages.begin(), m.pages.end())}},
+        {"off_host", DocValue{m.off_host}}}});
   d.emplace_back("memory", DocValue{DocObject{{"pages_by_node", DocValue{std::move(pages)}},
                                               {"local_fraction", v.total > 0 ? DocValue{v.local_fraction()}
-                                                                             : DocValue{nullptr}}}});
+                                                                             : DocValue{nullptr}},
+                                              {"mapping_count", DocValue{static_cast<long long>(v.mapping_count)}},
+                                              {"mappings", DocValue{std::move(mappings)}}}});
   DocArray env;
   for (const auto& s : v.environment)
     env.push_back(DocValue{DocObject{{"name", DocValue{s.name}},

@@ -22,6 +22,7 @@
 
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/doctor/doctor.hpp"
+#include "gpuaff/doctor/mappings.hpp"
 #include "gpuaff/launch/front.hpp"
 #include "gpuaff/launch/nics.hpp"
 #include "gpuaff/launch/plan_variable.hpp"
@@ -45,6 +46,7 @@ struct Expectation {
   PolicyKind policy = PolicyKind::node;
   CpuSet cpus{};
   NodeSet memory_nodes{};
+  NodeSet host_nodes{};          ///< the nodes for its pinned host buffers (empty: a plan written before them)
   PlanOrigin origin = PlanOrigin::guess;
   std::optional<Roles> roles{};  ///< the rank's roles, when the plan has some
 };
@@ -61,6 +63,10 @@ struct Verdict {
   std::map<int, long long> pages{};         ///< resident pages per node
   long long total = 0;                      ///< resident pages
   long long local = 0;                      ///< of them, on expected.memory_nodes
+  /// The largest mappings (DoctorOptions::listed_mappings) and every host
+  /// buffer off the host nodes (Mapping::off_host), largest first.
+  std::vector<Mapping> mappings{};
+  std::size_t mapping_count = 0;            ///< mappings with resident pages
   std::vector<FightingSetting> environment{};
   std::vector<std::string> problems{};      ///< empty: healthy
   std::vector<std::string> notes{};         ///< how the expectation was found
@@ -72,6 +78,10 @@ struct Verdict {
 /// What doctor needs besides the options.
 struct DoctorOptions {
   double min_local = 0.5;  ///< the least fraction of resident pages on the expected nodes that is healthy
+  /// The resident size from which an anonymous mapping counts as a host
+  /// buffer that must be on the plan's host nodes.
+  long long min_buffer_bytes = 16LL << 20;
+  std::size_t listed_mappings = 5;  ///< how many of the largest mappings the verdict lists
 };
 
 namespace detail {
@@ -79,6 +89,15 @@ namespace detail {
 inline std::string percent(double f) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%.1f%%", f * 100.0);
+  return buf;
+}
+
+/// "64.0 MiB", "1.5 GiB", "12 KiB".
+inline std::string mib_text(long long bytes) {
+  char buf[32];
+  if (bytes >= (1LL << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1LL << 30));
+  else if (bytes >= (1LL << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1LL << 20));
+  else std::snprintf(buf, sizeof buf, "%lld KiB", bytes / 1024);
   return buf;
 }
 
@@ -96,6 +115,7 @@ inline Expectation expectation_of(const LaunchPlan& p, PlanOrigin origin) {
                      .policy = p.policy.kind,
                      .cpus = p.cpus,
                      .memory_nodes = p.memory_nodes,
+                     .host_nodes = p.host_nodes,
                      .origin = origin,
                      .roles = p.roles};
 }
@@ -107,6 +127,7 @@ inline Expectation expectation_of(const RecordedPlan& r) {
                      .policy = r.policy,
                      .cpus = r.cpus,
                      .memory_nodes = r.memory_nodes,
+                     .host_nodes = r.host_nodes,
                      .origin = PlanOrigin::recorded,
                      .roles = r.roles};
 }
@@ -237,6 +258,51 @@ inline Verdict judge(int pid, Expectation e, std::vector<ThreadState> threads, s
   return v;
 }
 
+/// The share of `m`'s resident pages on `nodes`, 0-1.
+inline double share_on(const Mapping& m, const NodeSet& nodes) {
+  long long on = 0, all = 0;
+  for (const auto& [node, n] : m.pages) {
+    all += n;
+    if (NodeSet::valid_id(node) && nodes.test(node)) on += n;
+  }
+  return all > 0 ? static_cast<double>(on) / static_cast<double>(all) : 1.0;
+}
+
+/// The mappings' part of the verdict: the `d.listed_mappings` largest, and
+/// every host buffer off the plan's host nodes: an anonymous mapping
+/// (Mapping::buffer_like) of at least `d.min_buffer_bytes` resident with more
+/// than half of its pages on nodes that are neither `host_nodes` nor the
+/// plan's memory nodes (where mem_nodes puts memory on purpose, as a GH200's
+/// GPU memory). Each such buffer is a problem; a plan without host nodes (one
+/// written before them) is only a note. Pure.
+inline void judge_mappings(Verdict& v, std::vector<Mapping> mappings, const DoctorOptions& d) {
+  v.mapping_count = mappings.size();
+  std::stable_sort(mappings.begin(), mappings.end(), [](const Mapping& a, const Mapping& b) { return a.bytes() > b.bytes(); });
+  const NodeSet& host = v.expected.host_nodes;
+  NodeSet allowed = host | v.expected.memory_nodes;
+  bool unplanned = false;
+  for (std::size_t i = 0; i < mappings.size(); ++i) {
+    Mapping& m = mappings[i];
+    bool judged = m.buffer_like() && m.bytes() >= d.min_buffer_bytes;
+    if (judged && host.empty()) unplanned = true;
+    m.off_host = judged && !host.empty() && share_on(m, allowed) < 0.5;
+    if (m.off_host) {
+      NodeSet where;
+      for (const auto& [node, n] : m.pages)
+        if (NodeSet::valid_id(node) && !allowed.test(node)) where.set(node);
+      v.problems.push_back(std::string("host buffer at ") + m.address_text() + " (" + std::string(m.kind()) + ", " +
+                           detail::mib_text(m.bytes()) + " resident) has " + detail::percent(1.0 - share_on(m, allowed)) +
+                           " of its pages on node(s) " + where.to_list() + ", not on the plan's host nodes " +
+                           host.to_list() + ": a GPU's copies from and to it cross between nodes; allocate it on the "
+                           "host nodes (gpuaff::allocate_host_buffer, Python gpuaff.host_buffer(plan=...))");
+    }
+    if (i < d.listed_mappings || m.off_host) v.mappings.push_back(std::move(m));
+  }
+  if (unplanned)
+    v.notes.push_back("host buffers not checked: the plan carries no host nodes (written by a gpuaff before them); "
+                      "start the process again under this gpuaff");
+}
+
 /// Checks process `pid`: against its GPUAFF_PLAN when it carries one and
 /// `o` shapes no plan (only the machine may be named); otherwise against the
 /// plan `o` gives the GPU it names, or the process's own local rank, in the
@@ -311,10 +377,16 @@ inline Result<Verdict> examine_process(int pid, const LaunchOptions& o, const Do
       notes.push_back(std::string("checked against the options given, not the ") + std::string(plan_variable) + " it carries");
   }
   GPUAFF_TRY(auto threads, process_threads(pid));
-  GPUAFF_TRY(auto pages, process_pages_by_node(pid));
+  auto maps = process_numa_maps(pid);
+  if (!maps) {
+    Error err = maps.error();
+    err.prepend(std::string("process ") + std::to_string(pid) + ": ");
+    return Unexpected<Error>(err);
+  }
   std::string pci = e.pci;
-  Verdict v = judge(pid, std::move(e), std::move(threads), std::move(pages), vars, d);
+  Verdict v = judge(pid, std::move(e), std::move(threads), std::move(maps->pages), vars, d);
   v.notes = std::move(notes);
+  judge_mappings(v, std::move(maps->mappings), d);
   bool lists = std::any_of(std::begin(nic_list_variables), std::end(nic_list_variables),
                            [&](std::string_view n) { return vars.count(std::string(n)) != 0; });
   if (lists && with_nics != nullptr) {
