@@ -247,6 +247,8 @@ fi
 #     ~300/16384 < 0.1, below --min-local 0.5: not healthy, exit 7, one problem;
 #   local (bound to node 1): >= 16384 pages on node 1, local fraction at least
 #     16384/(16384+300) > 0.9: healthy, exit 0, no problem.
+# The plan's host nodes are node 1 too (the GPU's node, which has CPUs), so the
+# remote run's 64 MiB is also a host buffer off them: a second problem.
 if [[ -n $tool && -n $first_touch && $shape == 2s2n-smt2-memnode ]]; then
   command -v python3 >/dev/null || die "python3 is needed to read gpuaff doctor's JSON"
   expect_doctor() {  # RUN EXIT_CODE BOUND_NODE HEALTHY
@@ -280,9 +282,22 @@ else:
     check(fraction < 0.1, f"local fraction {fraction} is not below 0.1")
 problems = j["problems"]
 check(j["healthy"] == healthy, "healthy is " + str(j["healthy"]))
-check(len(problems) == (0 if healthy else 1), f"problems: {problems}")
+check(len(problems) == (0 if healthy else 2), f"problems: {problems}")
+# The 64 MiB is one anonymous mapping (possibly merged with a neighbour of a
+# few pages): on node 0 it is a host buffer off the plan host node 1 (the
+# GPU node); on node 1 it is where it belongs.
+off = [m for m in j["memory"]["mappings"] if m["off_host"]]
+check(j["host_nodes"] == "1", "the host nodes of the plan are not node 1")
 if not healthy:
-    check("resident pages" in problems[0], "the problem is not about the resident pages")
+    check("resident pages" in problems[0], "the first problem is not about the resident pages")
+    check(problems[1].startswith("host buffer at " + off[0]["address"] if off else "?"),
+          "the second problem does not name the buffer off the host nodes")
+    check(len(off) == 1 and off[0]["kind"] == "anon" and off[0]["pages_by_node"].get("0", 0) >= 16384,
+          "the 64 MiB on node 0 is not the one mapping named off the host nodes")
+else:
+    check(not off, "a mapping is named off the host nodes")
+    big = [m for m in j["memory"]["mappings"] if m["pages_by_node"].get("1", 0) >= 16384]
+    check(len(big) == 1, "the 64 MiB on node 1 is not among the largest mappings")
 ' "$run" "$3" "$4" <<<"$json" || die "doctor $run: the report does not match the placement (above)"
   }
   expect_doctor remote 7 0 false
