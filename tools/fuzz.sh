@@ -34,7 +34,7 @@ jobs=${FUZZ_BUILD_JOBS:-2}
 timeout=${FUZZ_TIMEOUT:-30}
 
 # name, selector (the first byte fuzz_entry.hpp dispatches on)
-fuzzers=("list 0" "mask 1" "pci 2" "tree 3" "visible 4" "tar 224" "record 240" "json 241")
+fuzzers=("list 0" "mask 1" "pci 2" "tree 3" "visible 4" "numamaps 208" "tar 224" "record 240" "json 241")
 if [ "$#" -gt 0 ]; then
   chosen=()
   for want in "$@"; do
@@ -83,11 +83,13 @@ for name in sorted(os.listdir(src)):
         continue
     first = data[0]
     # The ranges of fuzz_entry.hpp: 0xf0 and above by parity, 0xe0..0xef the
-    # tar reader, below that the first byte modulo 5.
+    # tar reader, 0xd0..0xdf numa_maps, below that the first byte modulo 5.
     if first >= 0xf0 or sel >= 0xf0:
         picks = first >= 0xf0 and sel >= 0xf0 and (first & 1) == (sel & 1)
     elif first >= 0xe0 or sel >= 0xe0:
         picks = first >= 0xe0 and sel >= 0xe0
+    elif first >= 0xd0 or sel >= 0xd0:
+        picks = first >= 0xd0 and sel >= 0xd0
     else:
         picks = first % 5 == sel
     if picks:

@@ -42,6 +42,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,6 +51,7 @@
 
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/detail/fs.hpp"
+#include "gpuaff/doctor/mappings.hpp"
 #include "gpuaff/record/record.hpp"
 #include "gpuaff/source/visible.hpp"
 #include "gpuaff/source/sysfs.hpp"
@@ -453,6 +455,28 @@ inline bool run_archive(std::string_view text) {
   return true;
 }
 
+/// numa_maps text (doctor's mappings): parsed, or one error; a mapping's bytes
+/// never negative, every node id a valid one, the pages per node the sum of
+/// the mappings' (of those with resident pages).
+inline void run_numa_maps(std::string_view text) {
+  auto r = gpuaff::detail::parse_numa_maps_mappings(text, "numa_maps", 4096);
+  if (!r) {
+    require(!r.error().message().empty());
+    return;
+  }
+  std::map<int, long long> sum;
+  for (const auto& m : r->mappings) {
+    require(m.bytes() > 0 && m.page_bytes > 0);
+    for (const auto& [node, n] : m.pages) {
+      require(gpuaff::NodeSet::valid_id(node) && n >= 0);
+      sum[node] += n;
+    }
+    (void)m.kind();
+    (void)m.address_text();
+  }
+  for (const auto& [node, n] : r->pages) require(n == 0 || sum[node] == n);
+}
+
 /// Runs one input; returns 0 (libFuzzer's convention) or aborts on a broken invariant.
 inline int fuzz_one(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
@@ -466,6 +490,10 @@ inline int fuzz_one(const std::uint8_t* data, std::size_t size) {
   }
   if (data[0] >= 0xe0) {  // no corpus file of the older cases starts with 0xe0..0xef
     (void)run_archive(text);
+    return 0;
+  }
+  if (data[0] >= 0xd0) {  // nor with 0xd0..0xdf
+    run_numa_maps(text);
     return 0;
   }
   switch (data[0] % 5) {

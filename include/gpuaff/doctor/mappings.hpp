@@ -186,7 +186,7 @@ inline Result<NumaMaps> parse_numa_maps_mappings(std::string_view text, std::str
     if (m.resident_pages() > max_mapping_bytes / m.page_bytes)
       return bad("a mapping of more than 2^60 bytes", m.address_text());
     for (const auto& [node, count] : m.pages) out.pages[node] += count;
-    if (!m.pages.empty()) out.mappings.push_back(std::move(m));
+    if (m.resident_pages() > 0) out.mappings.push_back(std::move(m));
   }
   return out;
 }
