@@ -34,6 +34,7 @@
 #include "gpuaff/detail/errno.hpp"
 #include "gpuaff/detail/fs.hpp"
 #include "gpuaff/detail/parse.hpp"
+#include "gpuaff/doctor/doctor.hpp"
 #include "gpuaff/result.hpp"
 
 namespace gpuaff {
@@ -208,8 +209,10 @@ inline Result<NumaMaps> process_numa_maps(int pid, const std::string& proc = "/p
   if (e == ENOENT) {
     std::string ignored;
     if (detail::read_whole_file(dir + "/stat", ignored) == 0) return NumaMaps{};
-    return unexpected(make_sys_error(Errc::not_found, e, "no process ", pid, " (", path, " is missing); check the PID with ps"));
   }
+  if ((e == ENOENT || e == ESRCH || e == EACCES || e == EPERM) && proc == "/proc") return detail::proc_error(pid, "numa_maps", e);
+  if (e == ENOENT)
+    return unexpected(make_sys_error(Errc::not_found, e, "no process ", pid, " (", path, " is missing); check the PID with ps"));
   if (e == EACCES || e == EPERM)
     return unexpected(make_sys_error(Errc::permission_denied, e, "cannot read ", path,
                                      ": permission denied; run doctor as the process's user or as root"));
