@@ -5,6 +5,7 @@
 // them (tid, comm name, Cpus_allowed_list).
 #include <gpuaff/doctor/rebind.hpp>
 #include <gpuaff/doctor/watch.hpp>
+#include <gpuaff/launch/repin_guards.hpp>
 
 #include <pthread.h>
 #include <sched.h>
@@ -189,4 +190,30 @@ TEST_CASE("rebind_threads: a thread of this process moved back, read back from t
   auto gone = gpuaff::rebind_threads(::getpid(), {{999999999, "x", {}, gpuaff::CpuSet::single(first)}});
   CHECK(gone.exited == 1);
   CHECK(gone.complete());
+}
+
+TEST_CASE("repin guards: exported only for a runtime found, never over the user's value") {
+  // TensorRT-LLM found by one of its own variables, MVAPICH2 by its launcher's.
+  std::map<std::string, std::string> vars{{"TLLM_LOG_LEVEL", "info"}, {"MV2_COMM_WORLD_LOCAL_RANK", "3"}};
+  auto g = gpuaff::repin_guard_variables(vars, "/usr/bin/python3");
+  REQUIRE(g.size() == 2);
+  CHECK(g[0].name == "TLLM_NUMA_AWARE_WORKER_AFFINITY");
+  CHECK(g[0].value == "0");
+  CHECK(g[0].found_by == "TLLM_LOG_LEVEL");
+  CHECK(g[1].name == "MV2_ENABLE_AFFINITY");
+  CHECK(g[1].value == "0");
+  // Found by the command's name alone.
+  auto serve = gpuaff::repin_guard_variables({}, "/opt/bin/trtllm-serve");
+  REQUIRE(serve.size() == 1);
+  CHECK(serve[0].found_by == "command trtllm-serve");
+  // Nothing found: nothing exported; a value the user set (even "1"): kept.
+  CHECK(gpuaff::repin_guard_variables({{"PATH", "/bin"}}, "python").empty());
+  CHECK(gpuaff::repin_guard_variables({{"TLLM_NUMA_AWARE_WORKER_AFFINITY", "1"}}, "trtllm-serve").empty());
+  // Every row cites where its runtime documents the variable.
+  for (const auto& row : gpuaff::repin_guards) CHECK_FALSE(row.source.empty());
+  // doctor does not count a guard's own value as a setting that fights the binding.
+  auto v = rank(100, 0, "0-3", {thread(100, "python", "0-3")}, {{0, 1}},
+                {{"MV2_ENABLE_AFFINITY", "0"}, {"KMP_AFFINITY", "compact"}});
+  REQUIRE(v.environment.size() == 1);
+  CHECK(v.environment[0].name == "KMP_AFFINITY");
 }

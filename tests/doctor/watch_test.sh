@@ -158,6 +158,15 @@ import json, sys
 for line in open(sys.argv[1]):
     json.loads(line)
 PY
+# exec gives a runtime found in the environment its documented switch
+# against re-pinning (TensorRT-LLM, found by one of its TLLM_ variables), and
+# never replaces a value the user set.
+got=$(TLLM_LOG_LEVEL=info "$gpuaff" exec --root "$root" --gpu 0 --policy exclusive -- env | grep '^TLLM_NUMA_AWARE_WORKER_AFFINITY=' || true)
+[[ $got == TLLM_NUMA_AWARE_WORKER_AFFINITY=0 ]] && ok "exec exports TLLM_NUMA_AWARE_WORKER_AFFINITY=0 for TensorRT-LLM" || bad "exec exported '$got'"
+got=$(TLLM_LOG_LEVEL=info TLLM_NUMA_AWARE_WORKER_AFFINITY=1 "$gpuaff" exec --root "$root" --gpu 0 --policy exclusive -- env | grep '^TLLM_NUMA_AWARE_WORKER_AFFINITY=' || true)
+[[ $got == TLLM_NUMA_AWARE_WORKER_AFFINITY=1 ]] && ok "the user's value is kept" || bad "the user's value became '$got'"
+got=$(env -u TLLM_LOG_LEVEL "$gpuaff" exec --root "$root" --gpu 0 --policy exclusive -- env | grep -c '^TLLM_NUMA_AWARE_WORKER_AFFINITY=' || true)
+[[ $got == 0 ]] && ok "no TensorRT-LLM found: nothing exported" || bad "exported without TensorRT-LLM"
 # Usage mistakes: said, exit 2.
 for args in "--pid 1 --watch" "--interval 5" "--watch --interval 0" "--watch --count x" "--watch --format prometheus"; do
   rc=0; "$gpuaff" doctor $args >/dev/null 2>"$tmp/err" || rc=$?
