@@ -139,6 +139,73 @@ def reapply():
     return _launch("process", _last_plan, {}, "running").plan
 
 
+class KeepBound:
+    """What keep_bound() returns: the background thread that puts drifted
+    threads back. ``moved`` and ``failed`` list every thread it moved or could
+    not move (dicts with ``tid``, ``name``, ``to``; ``from`` or ``error``);
+    ``stop()`` ends it (also on leaving a ``with`` block)."""
+
+    def __init__(self, plan, interval, on_drift):
+        self.plan = plan
+        self.interval = interval
+        self.on_drift = on_drift
+        self.moved = []
+        self.failed = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gpuaff-keep-bound", daemon=True)
+        self._thread.start()
+
+    def check(self):
+        """Puts drifted threads back now; returns this check's report."""
+        report = _gpuaff._rebind_drifted(self.plan)
+        self.moved += report["moved"]
+        self.failed += report["failed"]
+        for f in report["failed"]:
+            warnings.warn("gpuaff: thread %d '%s' could not be put back on CPUs %s: %s"
+                          % (f["tid"], f["name"], sorted(f["to"]), f["error"]), RuntimeWarning, stacklevel=2)
+        if (report["moved"] or report["failed"]) and self.on_drift is not None:
+            self.on_drift(report)
+        return report
+
+    def _run(self):
+        while not self._stop.wait(self.interval):
+            try:
+                self.check()
+            except Exception as e:  # a check that fails says so and keeps watching
+                warnings.warn("gpuaff: keep_bound check failed: %s" % e, RuntimeWarning)
+
+    def stop(self):
+        """Ends the background thread (after its current check)."""
+        self._stop.set()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def keep_bound(plan=None, interval=10.0, on_drift=None):
+    """Opt-in remedy for runtimes that re-pin threads after bind(): every
+    ``interval`` seconds a background thread puts each thread of this process
+    found off ``plan`` (default: the last plan bind() applied) back, one
+    sched_setaffinity each (the main thread on its ``main`` role, NCCL's
+    threads on ``comm`` when the plan has roles). ``on_drift(report)`` is
+    called after a check that moved or failed to move a thread; a thread that
+    could not be moved is also a RuntimeWarning. Returns a KeepBound
+    (``stop()``, usable with ``with``)."""
+    plan = plan if plan is not None else _last_plan
+    if plan is None:
+        raise InvalidArgument("nothing to keep: call gpuaff.bind() first, or pass plan=")
+    if not isinstance(plan, Plan):
+        raise InvalidArgument("%r is not a gpuaff.Plan; pass one from gpuaff.plan()" % (plan,))
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not 0.01 <= interval <= 86400:
+        raise InvalidArgument("interval=%r must be a number of seconds from 0.01 to 86400" % (interval,))
+    return KeepBound(plan, float(interval), on_drift)
+
+
 @contextlib.contextmanager
 def bound(plan=None, **options):
     """Binds the calling thread only, for the ``with`` block, then puts back

@@ -33,6 +33,7 @@
 #include "gpuaff/detail/suggest.hpp"
 #include "gpuaff/apply/scoped_affinity.hpp"
 #include "gpuaff/doctor/document.hpp"
+#include "gpuaff/doctor/rebind.hpp"
 #include "gpuaff/doctor/verdict.hpp"
 #include "gpuaff/launch/front.hpp"
 #include "gpuaff/launch/launch.hpp"
@@ -649,6 +650,51 @@ void define_doctor(py::module_& m) {
       "Checks a running process against its GPUAFF_PLAN, or the plan the keywords give its GPU.");
 }
 
+/// _rebind_drifted(): this process's threads found off a plan (or its roles)
+/// put back (gpuaff/doctor/rebind.hpp), for keep_bound().
+void define_rebind(py::module_& m) {
+  m.def(
+      "_rebind_drifted",
+      [](const Plan& p) {
+        int pid = static_cast<int>(::getpid());
+        RebindReport r;
+        Result<std::vector<ThreadState>> threads = Unexpected(Error());
+        {
+          py::gil_scoped_release nogil;
+          threads = process_threads(pid);
+          if (threads) {
+            Verdict v = judge(pid, detail::expectation_of(p.plan, PlanOrigin::recorded), std::move(*threads), {}, {}, {});
+            r = rebind_threads(pid, rebind_targets(v));
+          }
+        }
+        if (!threads) raise(threads.error(), false);
+        py::dict out;
+        py::list moved, failed;
+        for (const auto& t : r.moved) {
+          py::dict d;
+          d["tid"] = t.tid;
+          d["name"] = t.name;
+          d["from"] = set_of(t.from);
+          d["to"] = set_of(t.to);
+          moved.append(d);
+        }
+        for (const auto& f : r.failed) {
+          py::dict d;
+          d["tid"] = f.tid;
+          d["name"] = f.name;
+          d["to"] = set_of(f.to);
+          d["error"] = f.error;
+          failed.append(d);
+        }
+        out["moved"] = moved;
+        out["failed"] = failed;
+        out["exited"] = r.exited;
+        return out;
+      },
+      py::arg("plan"),
+      "Puts back this process's threads found off the plan (or off its roles); returns moved, failed and exited.");
+}
+
 /// The launcher's variables and this process's CPUs: local_rank(), bind_process(), thread_affinity().
 void define_process(py::module_& m) {
   m.def("local_rank", [] {
@@ -796,6 +842,7 @@ PYBIND11_MODULE(_gpuaff, m) {
   define_machine(m);
   define_launch(m);
   define_doctor(m);
+  define_rebind(m);
   define_memory(m);
   define_process(m);
 }

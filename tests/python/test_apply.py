@@ -221,3 +221,44 @@ def test_roles_bind_a_named_thread_and_give_data_workers_their_cpus(bindable):
     assert gpuaff.worker_init_fn().cpus == [0]
     assert gpuaff.worker_init_fn(q).cpus == [0]
     assert gpuaff.worker_init_fn(gpuaff.plan(gpu=[0, 1], root=bindable)).cpus == [0, 1]  # no roles: the rank's CPUs
+
+
+def test_keep_bound_puts_a_drifted_thread_back(bindable):
+    # GPU 0 of the two-CPU root plans CPU 0 (as test_reapply above). A thread
+    # that moves itself to CPUs 0-1 (what a runtime re-pinning does) is put
+    # back on CPU 0 by the next check, and reported; the kernel says so.
+    p = gpuaff.bind(gpu=0, root=bindable)
+    assert p.cpus == {0}
+    moved = threading.Event()
+    release = threading.Event()
+
+    def drifter():
+        os.sched_setaffinity(0, {0, 1})
+        moved.set()
+        release.wait()
+
+    t = threading.Thread(target=drifter, name="drifter")
+    t.start()
+    moved.wait()
+    seen = []
+    keeper = gpuaff.keep_bound(interval=3600, on_drift=seen.append)  # checks only when asked, here
+    try:
+        report = keeper.check()
+        assert [(m["tid"], m["from"], m["to"]) for m in report["moved"]] == [(t.native_id, {0, 1}, {0})]
+        assert report["failed"] == []
+        assert cpus_allowed("self/task/%d" % t.native_id) == "0"
+        assert seen == [report]
+        assert keeper.check()["moved"] == []  # nothing drifted since
+    finally:
+        keeper.stop()
+        release.set()
+        t.join()
+
+
+def test_keep_bound_needs_a_plan_and_a_sane_interval(bindable):
+    out = subprocess.run([sys.executable, "-c", "import gpuaff; gpuaff.keep_bound()"], capture_output=True, text=True)
+    assert out.returncode != 0 and "call gpuaff.bind() first" in out.stderr
+    p = gpuaff.plan(gpu=0, root=bindable)
+    for bad in (0, -1, "10", True):
+        with pytest.raises(gpuaff.InvalidArgument):
+            gpuaff.keep_bound(p, interval=bad)

@@ -28,7 +28,7 @@ inline constexpr std::array<CommandInfo, 6> commands{{
     {"probe", for_probe, "Measure this machine: memory bandwidth and latency between nodes, GPU copies from each node"},
 }};
 
-inline constexpr std::array<OptionInfo, 21> cli_options{{
+inline constexpr std::array<OptionInfo, 25> cli_options{{
     {"format", "--format", "cpulist|mask|numactl|json|env", OptionType::choice, for_bind, "cpulist",
      "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... (and a memory option "
      "with --membind); json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, recommended_threads, "
@@ -50,6 +50,20 @@ inline constexpr std::array<OptionInfo, 21> cli_options{{
     {"textfile", "--textfile", "PATH", OptionType::path, for_doctor, "",
      "with --format prometheus: write PATH atomically (a file beside it, then renamed over it) for node_exporter's "
      "textfile collector, whatever the verdict; the exit code still says it (7 when a process is off)"},
+    {"watch", "--watch", "", OptionType::flag, for_doctor, "",
+     "keep checking every process of this machine that carries a GPUAFF_PLAN (as --all), each --interval, until "
+     "SIGINT or SIGTERM (exit 0), printing only what changed: a process started or gone, a thread moved off its "
+     "plan or role or new outside it (its name, tid and the runtime that likely moved it), pages off the planned "
+     "nodes; --format json: one object per line and event; --format prometheus --textfile PATH: PATH rewritten "
+     "each interval"},
+    {"interval", "--interval", "S", OptionType::text, for_doctor, "10",
+     "with --watch: seconds between two checks, a decimal number from 0.1 to 86400"},
+    {"count", "--count", "N", OptionType::positive, for_doctor, "",
+     "with --watch: stop after N checks (exit 0), for scripts and tests; default: until stopped"},
+    {"rebind", "--rebind", "", OptionType::flag, for_doctor, "",
+     "with --watch: put back each thread found off its plan or role (sched_setaffinity: the CPUs it had while it "
+     "was inside, else its role's or the plan's), saying which it moved and which it could not, and why; needs "
+     "the processes' user or CAP_SYS_NICE"},
     {"color", "--color", "auto|always|never", OptionType::choice, for_topo, "auto",
      "colour the picture: auto (on a terminal, unless NO_COLOR is set), always, never"},
     {"dry_run", "--dry-run", "", OptionType::flag, for_exec, "",

@@ -54,6 +54,10 @@ struct DoctorArgs {
   double min_local = 0.5;
   DoctorFormat format = DoctorFormat::text;
   std::string textfile{};          ///< --textfile PATH: write the output there atomically
+  bool watch = false;              ///< --watch: check every planned process each interval, print changes
+  double interval = 10.0;          ///< --interval S
+  long long count = 0;             ///< --count N: stop after N checks; 0: until stopped
+  bool rebind = false;             ///< --rebind: put drifted threads back
 };
 
 struct ProbeArgs {

@@ -3,12 +3,15 @@
 // library's (gpuaff/doctor/verdict.hpp: its own GPUAFF_PLAN, or the plan the
 // options give its GPU); this file prints it as text or JSON (docs/doctor.md).
 #include <fcntl.h>
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <limits>
 #include <map>
 #include <optional>
@@ -23,7 +26,9 @@
 #include "gpuaff/detail/errno.hpp"
 #include "gpuaff/doctor/all.hpp"
 #include "gpuaff/doctor/document.hpp"
+#include "gpuaff/doctor/rebind.hpp"
 #include "gpuaff/doctor/verdict.hpp"
+#include "gpuaff/doctor/watch.hpp"
 #include "output.hpp"
 #include "prometheus.hpp"
 #include "report.hpp"
@@ -477,11 +482,170 @@ int write_textfile(const std::string& path, const std::string& text, int code) {
   return code;
 }
 
+namespace {
+
+// ---- --watch: a check each interval, the changes printed (gpuaff/doctor/watch.hpp).
+
+/// Now, in UTC, as ISO 8601 to the second ("2026-11-28T13:40:05Z").
+std::string utc_now() {
+  ::timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  std::tm tm{};
+  ::gmtime_r(&ts.tv_sec, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+double monotonic_seconds() {
+  ::timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+/// One event as one JSON object on one line (docs/contract.md, "doctor --watch").
+std::string watch_json_line(const WatchEvent& e, const std::string& node, const std::string& time) {
+  J j;
+  j["time"] = time;
+  j["node"] = node;
+  j["event"] = std::string(to_string(e.kind));
+  j["pid"] = e.pid;
+  j["rank"] = e.rank;
+  j["gpu"] = e.gpu;
+  if (e.tid != 0) {
+    j["tid"] = e.tid;
+    j["name"] = e.name;
+    j["cpus"] = e.cpus.to_list();
+    j["previous_cpus"] = e.previous_cpus ? J(e.previous_cpus->to_list()) : J(nullptr);
+    j["role"] = e.role;
+    j["runtime"] = e.runtime;
+  }
+  j["expected_cpus"] = e.expected.to_list();
+  j["message"] = cli_spelling(e.message);
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
+}
+
+std::string watch_text_line(const WatchEvent& e, const std::string& time) {
+  return time + " " + std::string(to_string(e.kind)) + " " + safe(cli_spelling(e.message)) + '\n';
+}
+
+/// The watch's own series, after the processes' (prometheus_of).
+std::string watch_prometheus(const std::map<WatchEventKind, long long>& totals, long long checks, double last_check,
+                             double check_seconds, std::size_t tids_watched) {
+  std::string out =
+      "# HELP gpuaff_watch_events_total Changes doctor --watch reported since it started, by kind.\n"
+      "# TYPE gpuaff_watch_events_total counter\n";
+  for (WatchEventKind k : watch_event_kinds) {
+    auto it = totals.find(k);
+    out += "gpuaff_watch_events_total{kind=\"" + std::string(to_string(k)) + "\"} " +
+           std::to_string(it == totals.end() ? 0 : it->second) + "\n";
+  }
+  char buf[64];
+  out += "# HELP gpuaff_watch_checks_total Checks doctor --watch made since it started.\n"
+         "# TYPE gpuaff_watch_checks_total counter\ngpuaff_watch_checks_total " + std::to_string(checks) + "\n";
+  std::snprintf(buf, sizeof buf, "%.3f", last_check);
+  out += "# HELP gpuaff_watch_last_check_timestamp_seconds When the last check ended (Unix time).\n"
+         "# TYPE gpuaff_watch_last_check_timestamp_seconds gauge\ngpuaff_watch_last_check_timestamp_seconds " +
+         std::string(buf) + "\n";
+  std::snprintf(buf, sizeof buf, "%.6f", check_seconds);
+  out += "# HELP gpuaff_watch_check_seconds How long the last check took (wall time).\n"
+         "# TYPE gpuaff_watch_check_seconds gauge\ngpuaff_watch_check_seconds " + std::string(buf) + "\n";
+  out += "# HELP gpuaff_watch_threads Threads of the planned processes at the last check.\n"
+         "# TYPE gpuaff_watch_threads gauge\ngpuaff_watch_threads " + std::to_string(tids_watched) + "\n";
+  return out;
+}
+
+/// doctor --watch: examine_all each interval until SIGINT or SIGTERM (or
+/// --count checks), the changes printed; exit 0 when stopped so. The signals
+/// are blocked and waited for with sigtimedwait, which is also the sleep: a
+/// signal during a check ends the watch after that check, never half-way
+/// through writing a line or the textfile.
+int run_watch(const DoctorArgs& args, const DoctorOptions& d) {
+  if (args.format == DoctorFormat::prometheus && args.textfile.empty())
+    return report_error(make_error(Errc::invalid_argument, "--watch --format prometheus rewrites a file each interval: "
+                                   "add --textfile PATH (in node_exporter's --collector.textfile.directory)"));
+  ::sigset_t stop;
+  ::sigemptyset(&stop);
+  ::sigaddset(&stop, SIGINT);
+  ::sigaddset(&stop, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  NodeReport before;
+  std::map<WatchEventKind, long long> totals;
+  long long checks = 0;
+  bool first = true;
+  for (;;) {
+    double start = monotonic_seconds();
+    NodeReport now = examine_all(args.options, d, cli_readers());
+    std::vector<WatchEvent> events = watch_events(before, now, WatchOptions{.min_local = d.min_local});
+    if (args.rebind) {
+      std::map<int, const Verdict*> old;
+      for (const auto& v : before.verdicts) old[v.pid] = &v;
+      for (const auto& v : now.verdicts) {
+        auto targets = rebind_targets(v, old.count(v.pid) != 0 ? old[v.pid] : nullptr);
+        if (targets.empty()) continue;
+        auto more = rebind_events(v, rebind_threads(v.pid, targets));
+        events.insert(events.end(), more.begin(), more.end());
+      }
+    }
+    ++checks;
+    std::string time = utc_now();
+    std::string out;
+    if (first && args.format == DoctorFormat::text)
+      out += time + " watching node " + safe(now.node) + ": " + std::to_string(now.planned()) +
+             " planned process(es), a check every " + seconds_text(args.interval) + " s\n";
+    if (first || now.notes != before.notes)
+      for (const auto& n : now.notes)
+        if (args.format == DoctorFormat::text) out += time + " note " + safe(cli_spelling(n)) + '\n';
+    for (const auto& e : events) {
+      ++totals[e.kind];
+      if (args.format == DoctorFormat::json) out += watch_json_line(e, now.node, time);
+      else if (args.format == DoctorFormat::text) out += watch_text_line(e, time);
+    }
+    if (args.format == DoctorFormat::prometheus) {
+      std::size_t tids = 0;
+      for (const auto& v : now.verdicts) tids += v.threads.size();
+      ::timespec wall{};
+      ::clock_gettime(CLOCK_REALTIME, &wall);
+      std::string text = prometheus_of(now.verdicts, static_cast<int>(now.planned()), static_cast<int>(now.invalid_plans.size())) +
+                         watch_prometheus(totals, checks, static_cast<double>(wall.tv_sec) + static_cast<double>(wall.tv_nsec) * 1e-9,
+                                          monotonic_seconds() - start, tids);
+      if (int code = write_textfile(args.textfile, text, exit_ok); code != exit_ok) return code;
+    }
+    if (!out.empty()) {
+      std::fputs(out.c_str(), stdout);
+      std::fflush(stdout);
+    }
+    before = std::move(now);
+    first = false;
+    if (args.count > 0 && checks >= args.count) return exit_ok;
+    double left = args.interval - (monotonic_seconds() - start);
+    if (left < 0) left = 0;
+    ::timespec wait{};
+    wait.tv_sec = static_cast<time_t>(left);
+    wait.tv_nsec = static_cast<long>((left - static_cast<double>(wait.tv_sec)) * 1e9);
+    for (;;) {
+      int sig = ::sigtimedwait(&stop, nullptr, &wait);
+      if (sig > 0) return exit_ok;
+      if (errno == EINTR) continue;  // another signal (SIGWINCH, a debugger): wait again
+      break;                          // EAGAIN: the interval is over
+    }
+  }
+}
+
+}  // namespace
+
 int run_doctor(const DoctorArgs& args) {
   if (args.options.all_gpus)
     return report_error(make_error(Errc::invalid_argument, "gpu=all is for bind: doctor checks one process; name its GPU with gpu=N"));
   if (!args.merge.empty()) return run_merge(args.merge);
   DoctorOptions d{.min_local = args.min_local};
+  if (args.watch) return run_watch(args, d);
   if (args.all) {
     NodeReport r = examine_all(args.options, d, cli_readers());
     std::string out = args.format == DoctorFormat::json ? dump(all_json(r))

@@ -6,11 +6,16 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "commands.hpp"
 #include "gpuaff/detail/errno.hpp"
 #include "gpuaff/launch/launch.hpp"
 #include "gpuaff/launch/plan_variable.hpp"
+#include "gpuaff/launch/repin_guards.hpp"
 #include "gpuaff/policy/threads.hpp"
 #include "output.hpp"
 #include "policies.hpp"
@@ -65,8 +70,28 @@ std::string bound_text(const LaunchPlan& plan, const ProcessBinding& done, const
 }
 
 /// --dry-run: the plan as `bind --format json` prints it, plus "command".
+/// This process's environment, as a map.
+std::map<std::string, std::string> own_environment() {
+  std::map<std::string, std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    std::size_t eq = entry.find('=');
+    if (eq != std::string_view::npos && eq > 0) out.emplace(std::string(entry.substr(0, eq)), std::string(entry.substr(eq + 1)));
+  }
+  return out;
+}
+
+/// The runtimes' own switches against re-pinning (gpuaff/launch/repin_guards.hpp) for this command.
+std::vector<RepinGuardSetting> guards_for(const ExecArgs& args) {
+  return repin_guard_variables(own_environment(), args.command.empty() ? std::string_view() : std::string_view(args.command.front()));
+}
+
 int print_dry_run(const LaunchPlan& plan, const ExecArgs& args) {
   nlohmann::ordered_json j = plan_json(plan, args.options);
+  nlohmann::ordered_json guards = nlohmann::ordered_json::array();
+  for (const auto& g : guards_for(args))
+    guards.push_back({{"name", g.name}, {"value", g.value}, {"runtime", g.runtime}, {"found_by", g.found_by}, {"source", g.source}});
+  j["repin_guards"] = std::move(guards);
   j["command"] = args.command;
   j["plan_variable"] = plan_variable_value(plan);
   if (args.options.omp_threads) j["omp_num_threads"] = omp_thread_count(plan);
@@ -90,9 +115,16 @@ int run_exec(const ExecArgs& args) {
   if (!l.ok()) return report_error(*l.error);
   if (args.dry_run) return print_dry_run(*l.plan, args);
   for (const auto& [name, value] : l.env) ::setenv(name.c_str(), value.c_str(), 1);
+  // A runtime found that would re-pin the bound threads gets its documented
+  // switch; a value the user set is never replaced (setenv's 0).
+  std::string guarded;
+  if (!l.unbound)
+    for (const auto& g : guards_for(args))
+      if (::setenv(g.name.c_str(), g.value.c_str(), 0) == 0)
+        guarded += ", " + g.name + "=" + g.value + " (" + std::string(g.runtime) + ", found by " + g.found_by + ")";
   if (args.verbose && !l.unbound)
     print_line(stderr, "gpuaff: " + cli_spelling(bound_text(*l.plan, *l.binding, args, omp_thread_count(*l.plan))) +
-                           "; exec " + command_text(args.command));
+                           guarded + "; exec " + command_text(args.command));
   return exec_command(args.command);
 }
 

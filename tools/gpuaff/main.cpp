@@ -390,10 +390,32 @@ int doctor_command(const Given& given) {
   auto pid = cli_value(given, "pid");
   args.all = cli_value(given, "all") == "true";
   args.merge = given.doctor_merge;
-  int modes = (pid ? 1 : 0) + (args.all ? 1 : 0) + (args.merge.empty() ? 0 : 1);
+  args.watch = cli_value(given, "watch") == "true";
+  // --watch watches what --all checks: with --all it says the same.
+  int modes = (pid ? 1 : 0) + (args.all || args.watch ? 1 : 0) + (args.merge.empty() ? 0 : 1);
   if (modes != 1)
-    return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, modes == 0 ? "doctor needs --pid PID, --all or --merge FILE; see 'gpuaff doctor --help'"
-                                                                                     : "--pid, --all and --merge each say what to check; give one"));
+    return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, modes == 0 ? "doctor needs --pid PID, --all, --watch or --merge FILE; see 'gpuaff doctor --help'"
+                                                                                     : "--pid, --all (or --watch) and --merge each say what to check; give one"));
+  for (std::string_view key : {"interval", "count", "rebind"})
+    if (!args.watch && cli_value(given, key))
+      return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--", key,
+                                             " is for --watch (a check each interval); add --watch or leave it out"));
+  if (auto iv = cli_value(given, "interval")) {
+    char* end = nullptr;
+    double s = std::strtod(iv->c_str(), &end);
+    if (iv->empty() || end != iv->c_str() + iv->size() || !(s >= 0.1 && s <= 86400.0))
+      return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--interval '", std::string_view(*iv).substr(0, 40),
+                                             "' is not a number of seconds from 0.1 to 86400 (such as 10 or 0.5)"));
+    args.interval = s;
+  }
+  if (auto c = cli_value(given, "count")) {
+    long long n = gpuaff::detail::parse_count(*c);
+    if (n <= 0)
+      return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--count '", std::string_view(*c).substr(0, 40),
+                                             "' is not a number of checks (a positive integer)"));
+    args.count = n;
+  }
+  args.rebind = cli_value(given, "rebind") == "true";
   if (pid) {
     int p = gpuaff::detail::parse_count(*pid);
     if (p <= 0) return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--pid '", std::string_view(*pid).substr(0, 40), "' is not a process id (a positive integer)"));

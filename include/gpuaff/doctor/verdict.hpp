@@ -26,6 +26,7 @@
 #include "gpuaff/launch/front.hpp"
 #include "gpuaff/launch/nics.hpp"
 #include "gpuaff/launch/plan_variable.hpp"
+#include "gpuaff/launch/repin_guards.hpp"
 #include "gpuaff/result.hpp"
 
 namespace gpuaff {
@@ -231,6 +232,8 @@ inline Verdict judge(int pid, Expectation e, std::vector<ThreadState> threads, s
   v.threads = std::move(threads);
   v.pages = std::move(pages);
   v.environment = fighting_settings(vars);
+  // A runtime's documented switch set to keep the binding (what exec exports) does not fight it.
+  std::erase_if(v.environment, [](const FightingSetting& s) { return is_repin_guard(s.name, s.value); });
   if (v.expected.roles) {  // the OpenMP variables the roles exported are the plan's own, not a fight
     auto places = vars.find("OMP_PLACES");
     auto bind = vars.find("OMP_PROC_BIND");
