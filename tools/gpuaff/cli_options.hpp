@@ -28,7 +28,7 @@ inline constexpr std::array<CommandInfo, 6> commands{{
     {"probe", for_probe, "Measure this machine: memory bandwidth and latency between nodes, GPU copies from each node"},
 }};
 
-inline constexpr std::array<OptionInfo, 21> cli_options{{
+inline constexpr std::array<OptionInfo, 24> cli_options{{
     {"format", "--format", "cpulist|mask|numactl|json|env", OptionType::choice, for_bind, "cpulist",
      "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... (and a memory option "
      "with --membind); json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, recommended_threads, "
@@ -50,6 +50,15 @@ inline constexpr std::array<OptionInfo, 21> cli_options{{
     {"textfile", "--textfile", "PATH", OptionType::path, for_doctor, "",
      "with --format prometheus: write PATH atomically (a file beside it, then renamed over it) for node_exporter's "
      "textfile collector, whatever the verdict; the exit code still says it (7 when a process is off)"},
+    {"nics", "--nics", "", OptionType::flag, for_doctor, "",
+     "sample every RDMA NIC's byte counters twice, --interval apart, and check the traffic against the NIC sets of "
+     "the node's planned processes (their GPUAFF_PLAN, UCX_NET_DEVICES, NVSHMEM_HCA_LIST, NCCL_IB_HCA): an idle NIC "
+     "of a rank's set, traffic outside every set, ranks piled on one NIC (exit 7)"},
+    {"interval", "--interval", "S", OptionType::text, for_doctor, "10",
+     "seconds between the two samples of --nics; a decimal number above 0, at most 3600"},
+    {"counters", "--counters", "FILE", OptionType::path, for_doctor, "",
+     "with --nics: read the samples from FILE, a recorded counter sequence (docs/doctor.md), instead of this "
+     "machine's counters; the first and last samples are compared, nothing waits"},
     {"color", "--color", "auto|always|never", OptionType::choice, for_topo, "auto",
      "colour the picture: auto (on a terminal, unless NO_COLOR is set), always, never"},
     {"dry_run", "--dry-run", "", OptionType::flag, for_exec, "",

@@ -54,6 +54,9 @@ struct DoctorArgs {
   double min_local = 0.5;
   DoctorFormat format = DoctorFormat::text;
   std::string textfile{};          ///< --textfile PATH: write the output there atomically
+  bool nics = false;               ///< --nics: the NICs' traffic against the ranks' sets
+  double interval = 10.0;          ///< --interval S: seconds between the samples
+  std::string counters{};          ///< --counters FILE: a recorded counter sequence instead of this machine
 };
 
 struct ProbeArgs {
@@ -68,6 +71,10 @@ struct ProbeArgs {
 int run_bind(const BindArgs& args);
 int run_probe(const ProbeArgs& args);
 int run_doctor(const DoctorArgs& args);
+/// doctor --nics (doctor_nics.cpp).
+int run_doctor_nics(const DoctorArgs& args);
+/// Writes `text` to `path` atomically for node_exporter's textfile collector; returns `code` or an error's (doctor.cpp).
+int write_textfile(const std::string& path, const std::string& text, int code);
 int run_topo(const TopoArgs& args);
 int run_exec(const ExecArgs& args);
 int run_record(const RecordArgs& args);

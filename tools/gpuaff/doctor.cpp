@@ -442,6 +442,7 @@ int run_doctor(const DoctorArgs& args) {
   if (args.options.all_gpus)
     return report_error(make_error(Errc::invalid_argument, "gpu=all is for bind: doctor checks one process; name its GPU with gpu=N"));
   if (!args.merge.empty()) return run_merge(args.merge);
+  if (args.nics) return run_doctor_nics(args);
   DoctorOptions d{.min_local = args.min_local};
   if (args.all) {
     NodeReport r = examine_all(args.options, d, cli_readers());

@@ -390,10 +390,26 @@ int doctor_command(const Given& given) {
   auto pid = cli_value(given, "pid");
   args.all = cli_value(given, "all") == "true";
   args.merge = given.doctor_merge;
-  int modes = (pid ? 1 : 0) + (args.all ? 1 : 0) + (args.merge.empty() ? 0 : 1);
+  args.nics = cli_value(given, "nics") == "true";
+  int modes = (pid ? 1 : 0) + (args.all ? 1 : 0) + (args.merge.empty() ? 0 : 1) + (args.nics ? 1 : 0);
   if (modes != 1)
-    return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, modes == 0 ? "doctor needs --pid PID, --all or --merge FILE; see 'gpuaff doctor --help'"
-                                                                                     : "--pid, --all and --merge each say what to check; give one"));
+    return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, modes == 0 ? "doctor needs --pid PID, --all, --merge FILE or --nics; see 'gpuaff doctor --help'"
+                                                                                     : "--pid, --all, --merge and --nics each say what to check; give one"));
+  if (auto c = cli_value(given, "counters")) {
+    if (!args.nics)
+      return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--counters replays NIC counters: add --nics"));
+    args.counters = *c;
+  }
+  if (auto s = cli_value(given, "interval")) {
+    char* end = nullptr;
+    double f = std::strtod(s->c_str(), &end);
+    if (s->empty() || end != s->c_str() + s->size() || !(f > 0.0 && f <= 3600.0))
+      return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--interval '", std::string_view(*s).substr(0, 40),
+                                             "' is not a duration in seconds (above 0, at most 3600)"));
+    if (!args.nics)
+      return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--interval is the time between --nics's samples: add --nics"));
+    args.interval = f;
+  }
   if (pid) {
     int p = gpuaff::detail::parse_count(*pid);
     if (p <= 0) return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--pid '", std::string_view(*pid).substr(0, 40), "' is not a process id (a positive integer)"));

@@ -445,7 +445,7 @@ inline NicTrafficReport judge_nic_traffic(const NicSample& before, const NicSamp
     if (!n.busy || !n.owners.empty()) continue;
     NicFinding f{.kind = NicFindingKind::outside_sets, .nic = n.nic, .ranks = n.users};
     f.problem = !n.users.empty() || n.rail;
-    f.message = "NIC " + n.nic + " moves " + detail::rate_text(n.bytes_per_second()) + " but is in no rank's set";
+    f.message = "NIC " + n.nic + " moves " + detail::rate_text(n.bytes_per_second()) + " (sent and received) but is in no rank's set";
     if (!n.users.empty()) f.message += "; " + detail::joined(n.users) + " list(s) it in their variables";
     else if (n.rail) f.message += "; it is the rail of a GPU no planned rank drives";
     else f.message += " and no GPU's rail (storage or in-band traffic?)";
