@@ -28,7 +28,7 @@ inline constexpr std::array<CommandInfo, 6> commands{{
     {"probe", for_probe, "Measure this machine: memory bandwidth and latency between nodes, GPU copies from each node"},
 }};
 
-inline constexpr std::array<OptionInfo, 24> cli_options{{
+inline constexpr std::array<OptionInfo, 26> cli_options{{
     {"format", "--format", "cpulist|mask|numactl|json|env", OptionType::choice, for_bind, "cpulist",
      "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... (and a memory option "
      "with --membind); json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, recommended_threads, "
@@ -59,6 +59,12 @@ inline constexpr std::array<OptionInfo, 24> cli_options{{
     {"counters", "--counters", "FILE", OptionType::path, for_doctor, "",
      "with --nics: read the samples from FILE, a recorded counter sequence (docs/doctor.md), instead of this "
      "machine's counters; the first and last samples are compared, nothing waits"},
+    {"irqs", "--irqs", "", OptionType::flag, for_topo | for_doctor, "",
+     "show the MSI vectors of each GPU (and its NIC set): where the kernel routes them (proc/irq/N/"
+     "smp_affinity_list, effective_affinity_list), whether they land on the main or comm role (--roles, or the "
+     "process's plan), and the commands that would steer them off (printed, never run)"},
+    {"steer_irqs", "--steer-irqs", "", OptionType::flag, for_doctor, "",
+     "with --pid and --irqs: apply the steering printed (writes /proc/irq/N/smp_affinity_list; needs root)"},
     {"color", "--color", "auto|always|never", OptionType::choice, for_topo, "auto",
      "colour the picture: auto (on a terminal, unless NO_COLOR is set), always, never"},
     {"dry_run", "--dry-run", "", OptionType::flag, for_exec, "",

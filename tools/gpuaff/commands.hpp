@@ -30,6 +30,7 @@ struct TopoArgs {
   LaunchOptions options{.policy = PolicySpec{.kind = PolicyKind::exclusive}};  ///< the picture's policy and the job
   TopoFormat format = TopoFormat::text;
   ColorMode color = ColorMode::automatic;
+  bool irqs = false;  ///< --irqs: each GPU's and NIC's interrupts against the roles
 };
 
 struct ExecArgs {
@@ -57,6 +58,8 @@ struct DoctorArgs {
   bool nics = false;               ///< --nics: the NICs' traffic against the ranks' sets
   double interval = 10.0;          ///< --interval S: seconds between the samples
   std::string counters{};          ///< --counters FILE: a recorded counter sequence instead of this machine
+  bool irqs = false;               ///< --irqs: the plan's devices' interrupts against its roles
+  bool steer_irqs = false;         ///< --steer-irqs: apply the steering (root)
 };
 
 struct ProbeArgs {

@@ -104,7 +104,7 @@ std::string text_of(const NicTrafficReport& r, const std::vector<RankNics>& rank
                     n.owners.empty() ? "-" : safe(detail::joined(n.owners, ",")),
                     n.users.empty() ? "-" : safe(detail::joined(n.users, ",")), n.busy ? "busy" : "idle"});
   if (!r.nics.empty()) out += render_table(rows, "  ");
-  for (const auto& f : r.findings) out += std::string(f.problem ? "problem: " : "note: ") + safe(f.message) + '\n';
+  for (const auto& f : r.findings) out += std::string(f.problem ? "problem: " : "note: ") + safe(cli_spelling(f.message)) + '\n';
   for (const auto& n : r.notes) out += "note: " + safe(n) + '\n';
   out += r.healthy() ? "healthy\n" : "NOT healthy\n";
   return out;
@@ -127,7 +127,7 @@ J json_of(const NicTrafficReport& r, const std::vector<RankNics>& ranks) {
   J fs = J::array();
   for (const auto& f : r.findings)
     fs.push_back(J{{"kind", std::string(to_string(f.kind))}, {"nic", f.nic}, {"ranks", f.ranks}, {"idle", f.idle},
-                   {"problem", f.problem}, {"message", f.message}});
+                   {"problem", f.problem}, {"message", cli_spelling(f.message)}});
   j["findings"] = std::move(fs);
   j["notes"] = r.notes;
   return j;

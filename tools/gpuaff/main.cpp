@@ -354,6 +354,7 @@ int topo_command(const Given& given) {
   if (auto ok = take_choice(given, "format", gpuaff::topo_format_choices, args.format); !ok)
     return report_error(ok.error());
   if (auto ok = take_choice(given, "color", gpuaff::color_choices, args.color); !ok) return report_error(ok.error());
+  args.irqs = cli_value(given, "irqs") == "true";
   return run_topo(args);
 }
 
@@ -395,6 +396,12 @@ int doctor_command(const Given& given) {
   if (modes != 1)
     return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, modes == 0 ? "doctor needs --pid PID, --all, --merge FILE or --nics; see 'gpuaff doctor --help'"
                                                                                      : "--pid, --all, --merge and --nics each say what to check; give one"));
+  args.irqs = cli_value(given, "irqs") == "true";
+  args.steer_irqs = cli_value(given, "steer_irqs") == "true";
+  if (args.steer_irqs && (!args.irqs || !pid))
+    return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--steer-irqs applies what --irqs suggests for one process: add --irqs and --pid PID"));
+  if (args.irqs && !pid)
+    return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--irqs looks at one process's devices: use it with --pid PID (or topo --irqs)"));
   if (auto c = cli_value(given, "counters")) {
     if (!args.nics)
       return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--counters replays NIC counters: add --nics"));

@@ -436,8 +436,8 @@ inline NicTrafficReport judge_nic_traffic(const NicSample& before, const NicSamp
       std::vector<std::string> over;
       for (const auto& m : r.nics)
         if (m.busy && (own_busy[i] ? (uses(k, m.nic) || detail::names_port(k.planned, m.nic)) : true)) over.push_back(m.nic);
-      f.message += detail::joined(over) + "; check its UCX_NET_DEVICES / NCCL_IB_HCA against the plan (gpuaff exec "
-                   "--nic-env sets them)";
+      f.message += detail::joined(over) + "; check its UCX_NET_DEVICES / NCCL_IB_HCA against the plan (gpuaff exec with "
+                   "nic_env=true sets them)";
       r.findings.push_back(std::move(f));
     }
   }
