@@ -44,6 +44,9 @@ TEST_CASE("interrupts: vectors, routes, and which of them land on main and comm"
   gpuaff::mark_irq_roles(devices, roles());
   // 24 is delivered to CPU 1 (main), 25 to CPU 2 (comm), 26 to CPU 5 (compute: fine).
   CHECK(devices[0].vectors[0].roles_hit == std::vector<std::string>{"main"});
+  // 24 may use 0-7: the kernel may move it onto comm (2-3) too.
+  CHECK(devices[0].vectors[0].roles_allowed == std::vector<std::string>{"comm"});
+  CHECK(devices[0].vectors[1].roles_allowed.empty());  // 2-3 is comm itself: hit, not only allowed
   CHECK(devices[0].vectors[1].roles_hit == std::vector<std::string>{"comm"});
   CHECK(devices[0].vectors[2].roles_hit.empty());
   // The suggestion: 24 and 25 to the rank's CPUs outside main and comm (4-7); 26 stays.
@@ -55,6 +58,15 @@ TEST_CASE("interrupts: vectors, routes, and which of them land on main and comm"
   auto none = gpuaff::irq_steering(devices, roles(), gpuaff::CpuSet::parse_list("0-3").value());
   CHECK(none.moves.empty());
   CHECK(none.why.find("no CPU to steer to") != std::string::npos);
+  // A vector delivered to compute but allowed onto main (an affinity written
+  // but not yet taken: x86 moves a vector at its next interrupt) is steered too.
+  auto pending = a;
+  pending.vectors[2].affinity = gpuaff::CpuSet::parse_list("0-1").value();
+  std::vector<gpuaff::DeviceIrqs> p{pending};
+  gpuaff::mark_irq_roles(p, roles());
+  CHECK(p[0].vectors[2].roles_hit.empty());
+  CHECK(p[0].vectors[2].roles_allowed == std::vector<std::string>{"main"});
+  CHECK(gpuaff::irq_steering(p, roles(), gpuaff::CpuSet::parse_list("0-7").value()).moves.size() == 3);
   // Without main and comm roles nothing is judged.
   std::vector<gpuaff::DeviceIrqs> plain{a};
   gpuaff::mark_irq_roles(plain, gpuaff::Roles{});
@@ -80,7 +92,10 @@ TEST_CASE("interrupts: hostile and missing routes are unknown, never a crash") {
   CHECK(b.vectors[3].note.find("proc/irq/33/smp_affinity_list: missing") != std::string::npos);
   std::vector<gpuaff::DeviceIrqs> devices{b};
   gpuaff::mark_irq_roles(devices, roles());
-  for (const auto& v : devices[0].vectors) CHECK(v.roles_hit.empty());  // unknown or far: nothing hit
+  for (const auto& v : devices[0].vectors) {  // unknown or far: nothing hit
+    CHECK(v.roles_hit.empty());
+    CHECK(v.roles_allowed.empty());
+  }
   auto c = gpuaff::read_device_irqs(irq_root(), "0000:00:01.0", "NIC y");
   CHECK(c.vectors.empty());
   CHECK(c.note.find("no MSI vector enabled") != std::string::npos);

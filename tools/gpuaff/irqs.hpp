@@ -50,6 +50,7 @@ inline std::string irqs_text(const std::vector<DeviceIrqs>& devices, const IrqSt
       }
       out += "may use " + v.affinity->to_list() + ", lands on " + v.lands()->to_list();
       for (const auto& r : v.roles_hit) out += ", ON ROLE " + r;
+      for (const auto& r : v.roles_allowed) out += ", may be moved onto role " + r;
       if (!v.note.empty()) out += " (" + detail::escape_control(v.note) + ")";
       out += '\n';
     }
@@ -74,6 +75,7 @@ inline nlohmann::ordered_json irqs_json(const std::vector<DeviceIrqs>& devices, 
                      {"affinity", v.affinity ? J(v.affinity->to_list()) : J(nullptr)},
                      {"effective", v.effective ? J(v.effective->to_list()) : J(nullptr)},
                      {"roles_hit", v.roles_hit},
+                     {"roles_allowed", v.roles_allowed},
                      {"note", v.note}});
     ds.push_back(J{{"device", d.what}, {"bdf", d.bdf}, {"vectors", std::move(vs)}, {"note", d.note}});
   }

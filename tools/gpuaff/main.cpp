@@ -424,6 +424,9 @@ int doctor_command(const Given& given) {
   }
   if (auto ok = take_choice(given, "format", gpuaff::doctor_format_choices, args.format); !ok)
     return report_error(ok.error());
+  if (args.irqs && args.format == gpuaff::DoctorFormat::prometheus)
+    return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--irqs prints interrupt routes in text or JSON: "
+                                           "use --format text or json"));
   if (auto t = cli_value(given, "textfile")) {
     if (args.format != gpuaff::DoctorFormat::prometheus)
       return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--textfile is for node_exporter's "

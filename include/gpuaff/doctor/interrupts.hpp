@@ -40,7 +40,12 @@ struct IrqRoute {
   int irq = -1;
   std::optional<CpuSet> affinity{};   ///< smp_affinity_list; nullopt: unknown (see note)
   std::optional<CpuSet> effective{};  ///< effective_affinity_list; nullopt: unknown or not exported
-  std::vector<std::string> roles_hit{};  ///< "main", "comm": the roles its CPUs overlap
+  std::vector<std::string> roles_hit{};  ///< "main", "comm": the roles the CPUs it lands on overlap
+  /// The roles it may be moved onto: its smp_affinity_list overlaps them, not
+  /// where it lands now. x86 moves a vector at its next interrupt, so a new
+  /// affinity shows in effective_affinity_list only then; irqbalance and CPU
+  /// hotplug pick any CPU of the list.
+  std::vector<std::string> roles_allowed{};
   std::string note{};                 ///< why a route is unknown
 
   /// Where it lands: the effective CPUs where known, else those it may use.
@@ -122,15 +127,21 @@ inline DeviceIrqs read_device_irqs(const std::string& root, std::string_view bdf
   return d;
 }
 
-/// Marks each vector whose CPUs (lands()) overlap the `main` or `comm` role.
+/// Marks each vector whose CPUs overlap the `main` or `comm` role: those it
+/// lands on (lands()) in roles_hit, the others of its smp_affinity_list in
+/// roles_allowed.
 inline void mark_irq_roles(std::vector<DeviceIrqs>& devices, const Roles& roles) {
   for (auto& d : devices)
     for (auto& v : d.vectors) {
       v.roles_hit.clear();
+      v.roles_allowed.clear();
       const auto& cpus = v.lands();
       if (!cpus) continue;
-      if (!roles.main.empty() && cpus->intersects(roles.main)) v.roles_hit.emplace_back("main");
-      if (!roles.comm.empty() && cpus->intersects(roles.comm)) v.roles_hit.emplace_back("comm");
+      for (const auto& [name, set] : {std::pair<const char*, const CpuSet*>{"main", &roles.main}, {"comm", &roles.comm}}) {
+        if (set->empty()) continue;
+        if (cpus->intersects(*set)) v.roles_hit.emplace_back(name);
+        else if (v.affinity && v.affinity->intersects(*set)) v.roles_allowed.emplace_back(name);
+      }
     }
 }
 
@@ -150,7 +161,8 @@ struct IrqSteering {
 };
 
 /// The steering for `devices` (marked by mark_irq_roles) of a rank whose CPUs
-/// are `rank_cpus`: every vector that lands on `main` or `comm` moves to the
+/// are `rank_cpus`: every vector that lands on `main` or `comm`, or may be
+/// moved there (roles_allowed), moves to the
 /// rank's CPUs outside both roles (its data and compute CPUs). None when no
 /// vector needs it, or when every CPU of the rank is main or comm (then `why`).
 inline IrqSteering irq_steering(const std::vector<DeviceIrqs>& devices, const Roles& roles, const CpuSet& rank_cpus) {
@@ -158,11 +170,11 @@ inline IrqSteering irq_steering(const std::vector<DeviceIrqs>& devices, const Ro
   s.target = rank_cpus - roles.main - roles.comm;
   bool needed = false;
   for (const auto& d : devices)
-    for (const auto& v : d.vectors) needed = needed || !v.roles_hit.empty();
+    for (const auto& v : d.vectors) needed = needed || !v.roles_hit.empty() || !v.roles_allowed.empty();
   if (!needed) {
     s.why = roles.main.empty() && roles.comm.empty()
                 ? "the plan has no main or comm role (roles=main=N,comm=N): nothing to keep interrupts off"
-                : "no vector lands on the main or comm role";
+                : "no vector lands on, or may be moved onto, the main or comm role";
     return s;
   }
   if (s.target.empty()) {
@@ -171,7 +183,7 @@ inline IrqSteering irq_steering(const std::vector<DeviceIrqs>& devices, const Ro
   }
   for (const auto& d : devices)
     for (const auto& v : d.vectors)
-      if (!v.roles_hit.empty()) s.moves.emplace_back(v.irq, s.target);
+      if (!v.roles_hit.empty() || !v.roles_allowed.empty()) s.moves.emplace_back(v.irq, s.target);
   return s;
 }
 

@@ -15,14 +15,15 @@ if [[ $shape == 2s2n-smt2-memnode && -n $tool ]]; then
     [[ ($main == 0-1 && $compute == 2-3) || ($main == 2-3 && $compute == 0-1) ]] ||
       die "irqs: the roles are not one core each of node 0: $roles"
     [[ -z $(irq_line route-refused) ]] || die "irqs: the guest refused to route a vector: $(irq_line route-refused)"
-    # Every vector was routed onto main: doctor sees each ON ROLE main and suggests one command each.
+    # Every vector was routed onto main (and the device read, so that each moved
+    # there): doctor sees each on role main and suggests one command each.
     [[ $(irq_line before-rc) == *" 0" || $(irq_line before-rc) == *" 7" ]] || die "irqs: doctor failed: $(irq_line before-rc)"
     [[ $(irq_line before-on-main | awk '{print $4}') == "$n" ]] || die "irqs: $(irq_line before-on-main), not $n"
     [[ $(irq_line suggested | awk '{print $4}') == "$n" ]] || die "irqs: $(irq_line suggested), not $n commands"
     grep -q "^@@GPUAFF-QEMU irqs steer | steered: $n of $n vector(s)$" "$log.txt" ||
       die "irqs: --steer-irqs did not steer every vector: $(grep '^@@GPUAFF-QEMU irqs steer' "$log.txt" | tail -3)"
     # Each vector now may use only the compute CPUs, and none lands on a role.
-    while read -r _ _ _ irq cpus; do
+    while read -r _ _ _ irq cpus _; do
       [[ $cpus == "$compute" ]] || die "irqs: IRQ $irq routed to $cpus after steering, not $compute"
     done < <(grep "^@@GPUAFF-QEMU irqs after [0-9]" "$log.txt")
     [[ $(irq_line after-on-main | awk '{print $4}') == 0 ]] || die "irqs: $(irq_line after-on-main) after steering"
