@@ -28,7 +28,7 @@ inline constexpr std::array<CommandInfo, 6> commands{{
     {"probe", for_probe, "Measure this machine: memory bandwidth and latency between nodes, GPU copies from each node"},
 }};
 
-inline constexpr std::array<OptionInfo, 25> cli_options{{
+inline constexpr std::array<OptionInfo, 29> cli_options{{
     {"format", "--format", "cpulist|mask|numactl|json|env", OptionType::choice, for_bind, "cpulist",
      "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... (and a memory option "
      "with --membind); json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, recommended_threads, "
@@ -56,14 +56,28 @@ inline constexpr std::array<OptionInfo, 25> cli_options{{
      "plan or role or new outside it (its name, tid and the runtime that likely moved it), pages off the planned "
      "nodes; --format json: one object per line and event; --format prometheus --textfile PATH: PATH rewritten "
      "each interval"},
-    {"interval", "--interval", "S", OptionType::text, for_doctor, "10",
-     "with --watch: seconds between two checks, a decimal number from 0.1 to 86400"},
     {"count", "--count", "N", OptionType::positive, for_doctor, "",
      "with --watch: stop after N checks (exit 0), for scripts and tests; default: until stopped"},
     {"rebind", "--rebind", "", OptionType::flag, for_doctor, "",
      "with --watch: put back each thread found off its plan or role (sched_setaffinity: the CPUs it had while it "
      "was inside, else its role's or the plan's), saying which it moved and which it could not, and why; needs "
      "the processes' user or CAP_SYS_NICE"},
+    {"nics", "--nics", "", OptionType::flag, for_doctor, "",
+     "sample every RDMA NIC's byte counters twice, --interval apart, and check the traffic against the NIC sets of "
+     "the node's planned processes (their GPUAFF_PLAN, UCX_NET_DEVICES, NVSHMEM_HCA_LIST, NCCL_IB_HCA): an idle NIC "
+     "of a rank's set, traffic outside every set, ranks piled on one NIC (exit 7)"},
+    {"counters", "--counters", "FILE", OptionType::path, for_doctor, "",
+     "with --nics: read the samples from FILE, a recorded counter sequence (docs/doctor.md), instead of this "
+     "machine's counters; the first and last samples are compared, nothing waits"},
+    {"irqs", "--irqs", "", OptionType::flag, for_topo | for_doctor, "",
+     "show the MSI vectors of each GPU (and its NIC set): where the kernel routes them (proc/irq/N/"
+     "smp_affinity_list, effective_affinity_list), whether they land on the main or comm role (--roles, or the "
+     "process's plan), and the commands that would steer them off (printed, never run)"},
+    {"steer_irqs", "--steer-irqs", "", OptionType::flag, for_doctor, "",
+     "with --pid and --irqs: apply the steering printed (writes /proc/irq/N/smp_affinity_list; needs root)"},
+    {"interval", "--interval", "S", OptionType::text, for_doctor, "10",
+     "with --watch: seconds between two checks; with --nics: between the two samples of the NICs' counters; a "
+     "decimal number from 0.1 to 86400"},
     {"color", "--color", "auto|always|never", OptionType::choice, for_topo, "auto",
      "colour the picture: auto (on a terminal, unless NO_COLOR is set), always, never"},
     {"dry_run", "--dry-run", "", OptionType::flag, for_exec, "",

@@ -30,6 +30,7 @@ struct TopoArgs {
   LaunchOptions options{.policy = PolicySpec{.kind = PolicyKind::exclusive}};  ///< the picture's policy and the job
   TopoFormat format = TopoFormat::text;
   ColorMode color = ColorMode::automatic;
+  bool irqs = false;  ///< --irqs: each GPU's and NIC's interrupts against the roles
 };
 
 struct ExecArgs {
@@ -58,6 +59,10 @@ struct DoctorArgs {
   double interval = 10.0;          ///< --interval S
   long long count = 0;             ///< --count N: stop after N checks; 0: until stopped
   bool rebind = false;             ///< --rebind: put drifted threads back
+  bool nics = false;               ///< --nics: the NICs' traffic against the ranks' sets
+  std::string counters{};          ///< --counters FILE: a recorded counter sequence instead of this machine
+  bool irqs = false;               ///< --irqs: the plan's devices' interrupts against its roles
+  bool steer_irqs = false;         ///< --steer-irqs: apply the steering (root)
 };
 
 struct ProbeArgs {
@@ -72,6 +77,10 @@ struct ProbeArgs {
 int run_bind(const BindArgs& args);
 int run_probe(const ProbeArgs& args);
 int run_doctor(const DoctorArgs& args);
+/// doctor --nics (doctor_nics.cpp).
+int run_doctor_nics(const DoctorArgs& args);
+/// Writes `text` to `path` atomically for node_exporter's textfile collector; returns `code` or an error's (doctor.cpp).
+int write_textfile(const std::string& path, const std::string& text, int code);
 int run_topo(const TopoArgs& args);
 int run_exec(const ExecArgs& args);
 int run_record(const RecordArgs& args);

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "irqs.hpp"
 #include "gpuaff/detail/errno.hpp"
 #include "gpuaff/doctor/all.hpp"
 #include "gpuaff/doctor/document.hpp"
@@ -644,6 +645,7 @@ int run_doctor(const DoctorArgs& args) {
   if (args.options.all_gpus)
     return report_error(make_error(Errc::invalid_argument, "gpu=all is for bind: doctor checks one process; name its GPU with gpu=N"));
   if (!args.merge.empty()) return run_merge(args.merge);
+  if (args.nics) return run_doctor_nics(args);
   DoctorOptions d{.min_local = args.min_local};
   if (args.watch) return run_watch(args, d);
   if (args.all) {
@@ -657,10 +659,43 @@ int run_doctor(const DoctorArgs& args) {
   }
   auto v = examine_process(args.pid, args.options, d, cli_readers());
   if (!v) return report_error(v.error());
-  std::string out = args.format == DoctorFormat::json         ? dump(json_object(*v))
-                    : args.format == DoctorFormat::prometheus ? prometheus_of({*v}, std::nullopt)
-                                                              : text_of(*v);
   int code = v->healthy() ? exit_ok : exit_unhealthy;
+  std::optional<J> irqs;
+  std::string irqs_out;
+  if (args.irqs) {
+    // The plan's GPU and its NIC set on the machine named (the NICs read once).
+    auto topo = load(args.options, process_environment(), cli_readers(), SysfsDetail::full, nullptr,
+                     TopologyParts::only(&TopologyParts::nics));
+    auto devices = plan_device_irqs(args.options.machine.root_or_live(), topo ? &*topo : nullptr, v->expected.pci,
+                                    "GPU " + std::to_string(v->expected.gpu));
+    Roles roles = v->expected.roles.value_or(Roles{});
+    mark_irq_roles(devices, roles);
+    IrqSteering steering = irq_steering(devices, roles, v->expected.cpus);
+    irqs = irqs_json(devices, steering);
+    irqs_out = irqs_text(devices, steering);
+    if (args.steer_irqs) {
+      auto failed = apply_irq_steering(args.options.machine.root_or_live(), steering);
+      if (!failed) return report_error(failed.error());
+      J applied = J::array();
+      for (const auto& [irq, cpus] : steering.moves) applied.push_back(irq);
+      (*irqs)["applied"] = std::move(applied);
+      (*irqs)["failed"] = *failed;
+      irqs_out += "steered: " + std::to_string(steering.moves.size() - failed->size()) + " of " +
+                  std::to_string(steering.moves.size()) + " vector(s)\n";
+      for (const auto& f : *failed) irqs_out += "  " + safe(f) + '\n';
+      if (!failed->empty()) code = exit_system;
+    }
+  }
+  std::string out;
+  if (args.format == DoctorFormat::json) {
+    J j = json_object(*v);
+    if (irqs) j["interrupts"] = std::move(*irqs);
+    out = dump(j);
+  } else if (args.format == DoctorFormat::prometheus) {
+    out = prometheus_of({*v}, std::nullopt);
+  } else {
+    out = text_of(*v) + irqs_out;
+  }
   return args.textfile.empty() ? write_result(out, code) : write_textfile(args.textfile, out, code);
 }
 

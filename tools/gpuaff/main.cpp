@@ -354,6 +354,7 @@ int topo_command(const Given& given) {
   if (auto ok = take_choice(given, "format", gpuaff::topo_format_choices, args.format); !ok)
     return report_error(ok.error());
   if (auto ok = take_choice(given, "color", gpuaff::color_choices, args.color); !ok) return report_error(ok.error());
+  args.irqs = cli_value(given, "irqs") == "true";
   return run_topo(args);
 }
 
@@ -391,12 +392,15 @@ int doctor_command(const Given& given) {
   args.all = cli_value(given, "all") == "true";
   args.merge = given.doctor_merge;
   args.watch = cli_value(given, "watch") == "true";
-  // --watch watches what --all checks: with --all it says the same.
-  int modes = (pid ? 1 : 0) + (args.all || args.watch ? 1 : 0) + (args.merge.empty() ? 0 : 1);
+  args.nics = cli_value(given, "nics") == "true";
+  // --watch watches what --all checks: with --all it says the same. --nics is
+  // a mode of its own, or one more check of each --watch interval.
+  int modes = (pid ? 1 : 0) + (args.all || args.watch ? 1 : 0) + (args.merge.empty() ? 0 : 1) +
+              (args.nics && !args.watch ? 1 : 0);
   if (modes != 1)
-    return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, modes == 0 ? "doctor needs --pid PID, --all, --watch or --merge FILE; see 'gpuaff doctor --help'"
-                                                                                     : "--pid, --all (or --watch) and --merge each say what to check; give one"));
-  for (std::string_view key : {"interval", "count", "rebind"})
+    return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, modes == 0 ? "doctor needs --pid PID, --all, --watch, --merge FILE or --nics; see 'gpuaff doctor --help'"
+                                                                                     : "--pid, --all (or --watch), --merge and --nics each say what to check; give one (--nics may go with --watch)"));
+  for (std::string_view key : {"count", "rebind"})
     if (!args.watch && cli_value(given, key))
       return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--", key,
                                              " is for --watch (a check each interval); add --watch or leave it out"));
@@ -405,7 +409,10 @@ int doctor_command(const Given& given) {
     double s = std::strtod(iv->c_str(), &end);
     if (iv->empty() || end != iv->c_str() + iv->size() || !(s >= 0.1 && s <= 86400.0))
       return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--interval '", std::string_view(*iv).substr(0, 40),
-                                             "' is not a number of seconds from 0.1 to 86400 (such as 10 or 0.5)"));
+                                             "' is not a duration in seconds from 0.1 to 86400 (such as 10 or 0.5)"));
+    if (!args.watch && !args.nics)
+      return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument,
+                                             "--interval is the time between two checks of --watch or two samples of --nics: add one of them or leave it out"));
     args.interval = s;
   }
   if (auto c = cli_value(given, "count")) {
@@ -416,6 +423,22 @@ int doctor_command(const Given& given) {
     args.count = n;
   }
   args.rebind = cli_value(given, "rebind") == "true";
+  args.irqs = cli_value(given, "irqs") == "true";
+  args.steer_irqs = cli_value(given, "steer_irqs") == "true";
+  if (args.steer_irqs && (!args.irqs || !pid))
+    return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--steer-irqs applies what --irqs suggests for one process: add --irqs and --pid PID"));
+  if (args.irqs && !pid)
+    return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--irqs looks at one process's devices: use it with --pid PID (or topo --irqs)"));
+  if (auto c = cli_value(given, "counters")) {
+    if (!args.nics)
+      return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--counters replays NIC counters: add --nics"));
+    if (args.watch)
+      return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--counters replays a recorded sequence once; --watch samples this machine: leave one out"));
+    args.counters = *c;
+  }
+  if (args.watch && args.nics)
+    return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument,
+                                           "--nics is not one of --watch's checks yet: run 'gpuaff doctor --nics' beside the watch"));
   if (pid) {
     int p = gpuaff::detail::parse_count(*pid);
     if (p <= 0) return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--pid '", std::string_view(*pid).substr(0, 40), "' is not a process id (a positive integer)"));
@@ -423,6 +446,9 @@ int doctor_command(const Given& given) {
   }
   if (auto ok = take_choice(given, "format", gpuaff::doctor_format_choices, args.format); !ok)
     return report_error(ok.error());
+  if (args.irqs && args.format == gpuaff::DoctorFormat::prometheus)
+    return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--irqs prints interrupt routes in text or JSON: "
+                                           "use --format text or json"));
   if (auto t = cli_value(given, "textfile")) {
     if (args.format != gpuaff::DoctorFormat::prometheus)
       return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--textfile is for node_exporter's "

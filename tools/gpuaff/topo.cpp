@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "irqs.hpp"
 #include "gpuaff/source/json.hpp"  // to_json
 #include "output.hpp"
 #include "policies.hpp"
@@ -122,6 +123,30 @@ std::string roles_section(const Topology& topo, const PolicyRow& row, const Role
   return out;
 }
 
+/// --irqs: per GPU, its and its NIC set's vectors, against its share's roles
+/// under the drawn policy when --roles is given.
+std::string irqs_section(const Topology& topo, const PolicyRow& row, const LaunchOptions& o) {
+  std::string out = "\nInterrupts (policy " + row.policy + (o.roles.given() ? ", roles " + roles_text(o.roles) : std::string()) + "):\n";
+  const std::string root = o.machine.root_or_live();
+  for (std::size_t g = 0; g < topo.gpus.size(); ++g) {
+    const Gpu& gpu = topo.gpus[g];
+    out += "GPU " + std::to_string(g) + ":\n";
+    auto devices = plan_device_irqs(root, &topo, gpu.address().to_string().view(), "GPU " + std::to_string(g));
+    Roles roles;
+    CpuSet share;
+    if (g < row.per_gpu.size() && row.per_gpu[g]) {
+      share = *row.per_gpu[g];
+      if (o.roles.given()) {
+        if (auto r = split_roles(topo, share, o.roles)) roles = *r;
+        else out += "  roles not cut: " + detail::escape_control(cli_spelling(r.error().message())) + '\n';
+      }
+    }
+    mark_irq_roles(devices, roles);
+    out += irqs_text(devices, irq_steering(devices, roles, share), "  ");
+  }
+  return out;
+}
+
 int run_topo(const TopoArgs& args) {
   const PolicySpec* spec = &args.options.policy;
   const JobOptions* job = &args.options.job;
@@ -171,6 +196,7 @@ int run_topo(const TopoArgs& args) {
              std::to_string(parts) + ")";
   std::string report = render_report(*topo, o);
   if (args.options.roles.given()) report += roles_section(*topo, o.picture, args.options.roles);
+  if (args.irqs) report += irqs_section(*topo, o.picture, args.options);
   return write_result(report);
 }
 

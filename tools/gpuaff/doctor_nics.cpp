@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+// gpuaff doctor --nics: the RDMA NICs' byte counters sampled twice (or read
+// from a recorded counter sequence, --counters), the node's planned
+// processes' NIC sets, and the library's verdict (gpuaff/doctor/nic_traffic.hpp)
+// printed as text, JSON or Prometheus text (docs/doctor.md, "NIC traffic").
+#include <time.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "gpuaff/detail/fs.hpp"
+#include "gpuaff/doctor/all.hpp"
+#include "gpuaff/doctor/nic_traffic.hpp"
+#include "gpuaff/launch/nics.hpp"
+#include "gpuaff/launch/plan_variable.hpp"
+#include "output.hpp"
+#include "prometheus.hpp"
+#include "report.hpp"
+
+namespace gpuaff::cli {
+namespace {
+
+std::string safe(std::string_view text) { return detail::escape_control(text); }
+
+double monotonic_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+void sleep_seconds(double s) {
+  timespec left{.tv_sec = static_cast<time_t>(s), .tv_nsec = static_cast<long>((s - static_cast<double>(static_cast<time_t>(s))) * 1e9)};
+  while (::nanosleep(&left, &left) != 0 && errno == EINTR) {
+  }
+}
+
+std::string port_name(const Nic& n) { return std::string(n.rdma_names.front().view()) + ":" + std::to_string(n.rdma_port); }
+
+/// The node's planned processes as ranks: each one's GPU's NIC set on `topo`
+/// (found by the plan's PCI address) and the NICs its variables list.
+std::vector<RankNics> planned_ranks(const Topology* topo, std::vector<std::string>& notes) {
+  std::vector<RankNics> out;
+  std::vector<std::string> known;
+  if (topo != nullptr)
+    for (const auto& n : topo->nics)
+      for (const auto& name : n.rdma_names) known.emplace_back(name.view());
+  std::set<std::string> names;
+  for (int pid : planned_processes()) {
+    auto vars = process_environ(pid);
+    if (!vars) {
+      notes.push_back(std::string(vars.error().message()));
+      continue;
+    }
+    auto it = vars->find(std::string(plan_variable));
+    if (it == vars->end()) continue;  // it changed its environment since
+    auto p = parse_plan_variable(it->second);
+    if (!p) {
+      notes.push_back("pid " + std::to_string(pid) + ": " + std::string(p.error().message()) + "; not counted");
+      continue;
+    }
+    RankNics r{.rank = p->from.empty() ? "pid " + std::to_string(pid) : p->from, .pid = pid};
+    if (!names.insert(r.rank).second) {
+      r.rank += " pid " + std::to_string(pid);
+      names.insert(r.rank);
+    }
+    const Gpu* gpu = nullptr;
+    if (topo != nullptr)
+      for (const auto* list : {&topo->host_gpus, &topo->gpus})
+        for (const auto& g : *list)
+          if (gpu == nullptr && g.address().to_string().view() == p->pci) gpu = &g;
+    if (gpu != nullptr) {
+      for (const Nic* n : nic_set_of(*topo, *gpu).nics) r.planned.push_back(port_name(*n));
+    } else if (topo != nullptr) {
+      notes.push_back(r.rank + ": no GPU " + p->pci + " in " + std::string(topo->origin.view()) + ": no NIC set");
+    }
+    std::vector<std::string> why;
+    r.listed = rank_listed_nics(*vars, known, r.planned.size(), &why);
+    for (const auto& w : why) notes.push_back(r.rank + ": " + w);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string rate(std::uint64_t bytes, double seconds) {
+  return detail::rate_text(seconds > 0 ? static_cast<double>(bytes) / seconds : 0.0);
+}
+
+std::string text_of(const NicTrafficReport& r, const std::vector<RankNics>& ranks) {
+  std::size_t problems = 0;
+  for (const auto& f : r.findings) problems += f.problem ? 1 : 0;
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.1f", r.seconds);
+  std::string out = "NIC traffic over " + std::string(secs) + " s: " + std::to_string(r.nics.size()) + " port(s), " +
+                    std::to_string(ranks.size()) + " planned process(es), " + std::to_string(problems) + " problem(s)\n";
+  std::vector<std::vector<std::string>> rows{{"nic", "sent", "received", "set of", "used by", "state"}};
+  for (const auto& n : r.nics)
+    rows.push_back({safe(n.nic), rate(n.tx, n.seconds), rate(n.rx, n.seconds),
+                    n.owners.empty() ? "-" : safe(detail::joined(n.owners, ",")),
+                    n.users.empty() ? "-" : safe(detail::joined(n.users, ",")), n.busy ? "busy" : "idle"});
+  if (!r.nics.empty()) out += render_table(rows, "  ");
+  for (const auto& f : r.findings) out += std::string(f.problem ? "problem: " : "note: ") + safe(cli_spelling(f.message)) + '\n';
+  for (const auto& n : r.notes) out += "note: " + safe(n) + '\n';
+  out += r.healthy() ? "healthy\n" : "NOT healthy\n";
+  return out;
+}
+
+using J = nlohmann::ordered_json;
+
+J json_of(const NicTrafficReport& r, const std::vector<RankNics>& ranks) {
+  J j;
+  j["seconds"] = r.seconds;
+  j["healthy"] = r.healthy();
+  J nics = J::array();
+  for (const auto& n : r.nics)
+    nics.push_back(J{{"nic", n.nic}, {"tx_bytes", n.tx}, {"rx_bytes", n.rx}, {"bytes_per_second", n.bytes_per_second()},
+                     {"busy", n.busy}, {"rail", n.rail}, {"set_of", n.owners}, {"used_by", n.users}, {"source", n.source}});
+  j["nics"] = std::move(nics);
+  J rs = J::array();
+  for (const auto& k : ranks) rs.push_back(J{{"rank", k.rank}, {"pid", k.pid}, {"planned", k.planned}, {"listed", k.listed}});
+  j["ranks"] = std::move(rs);
+  J fs = J::array();
+  for (const auto& f : r.findings)
+    fs.push_back(J{{"kind", std::string(to_string(f.kind))}, {"nic", f.nic}, {"ranks", f.ranks}, {"idle", f.idle},
+                   {"problem", f.problem}, {"message", cli_spelling(f.message)}});
+  j["findings"] = std::move(fs);
+  j["notes"] = r.notes;
+  return j;
+}
+
+std::string prometheus_of(const NicTrafficReport& r) {
+  std::string out;
+  auto labels = [](const NicTrafficRow& n) {
+    return "{nic=\"" + label_value(n.nic) + "\",ranks=\"" + label_value(detail::joined(n.owners, ",")) + "\"}";
+  };
+  auto number = [](double v) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return std::string(buf);
+  };
+  out += "# HELP gpuaff_nic_interval_seconds Seconds between the two counter samples.\n"
+         "# TYPE gpuaff_nic_interval_seconds gauge\ngpuaff_nic_interval_seconds " + number(r.seconds) + "\n";
+  out += "# HELP gpuaff_nic_transmit_bytes_per_second Bytes an RDMA port sent per second over the interval; ranks: "
+         "the planned processes whose NIC set holds it.\n# TYPE gpuaff_nic_transmit_bytes_per_second gauge\n";
+  for (const auto& n : r.nics)
+    out += "gpuaff_nic_transmit_bytes_per_second" + labels(n) + " " + number(static_cast<double>(n.tx) / n.seconds) + "\n";
+  out += "# HELP gpuaff_nic_receive_bytes_per_second Bytes an RDMA port received per second over the interval; ranks: "
+         "the planned processes whose NIC set holds it.\n# TYPE gpuaff_nic_receive_bytes_per_second gauge\n";
+  for (const auto& n : r.nics)
+    out += "gpuaff_nic_receive_bytes_per_second" + labels(n) + " " + number(static_cast<double>(n.rx) / n.seconds) + "\n";
+  out += "# HELP gpuaff_nic_problem 1 per NIC traffic problem: kind idle_in_set, outside_sets or piled.\n"
+         "# TYPE gpuaff_nic_problem gauge\n";
+  for (const auto& f : r.findings)
+    if (f.problem)
+      out += "gpuaff_nic_problem{nic=\"" + label_value(f.nic) + "\",kind=\"" + std::string(to_string(f.kind)) +
+             "\",ranks=\"" + label_value(detail::joined(f.ranks, ",")) + "\"} 1\n";
+  out += "# HELP gpuaff_nic_healthy 1 when the NIC traffic shows no problem.\n# TYPE gpuaff_nic_healthy gauge\n"
+         "gpuaff_nic_healthy " + std::string(r.healthy() ? "1" : "0") + "\n";
+  return out;
+}
+
+}  // namespace
+
+int run_doctor_nics(const DoctorArgs& args) {
+  std::vector<std::string> notes;
+  auto topo = load(args.options, process_environment(), cli_readers(), SysfsDetail::full, nullptr,
+                   TopologyParts::only(&TopologyParts::nics));
+  if (!topo) notes.push_back("NIC sets unknown: " + std::string(topo.error().message()));
+  NicSample before, after;
+  if (!args.counters.empty()) {
+    std::string text;
+    if (int e = detail::read_whole_file(args.counters, text); e != 0)
+      return report_error(make_sys_error(Errc::io_error, e, "--counters: cannot read ", safe(args.counters), " (",
+                                         detail::errno_text(e), ")"));
+    auto seq = parse_nic_sequence(text, args.counters);
+    if (!seq) return report_error(seq.error());
+    before = seq->front();
+    after = seq->back();
+  } else {
+    const std::string root = args.options.machine.root_or_live();
+    before = sample_nic_counters(root, monotonic_seconds());
+    sleep_seconds(args.interval);
+    after = sample_nic_counters(root, monotonic_seconds());
+  }
+  std::vector<RankNics> ranks = planned_ranks(topo ? &*topo : nullptr, notes);
+  NicTrafficOptions o;
+  if (topo)
+    for (const Nic* n : nic_rails(*topo)) o.rails.push_back(port_name(*n));
+  NicTrafficReport r = judge_nic_traffic(before, after, ranks, o);
+  r.notes.insert(r.notes.begin(), notes.begin(), notes.end());
+  std::string out = args.format == DoctorFormat::json
+                        ? json_of(r, ranks).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + '\n'
+                        : args.format == DoctorFormat::prometheus ? prometheus_of(r) : text_of(r, ranks);
+  int code = r.healthy() ? exit_ok : exit_unhealthy;
+  return args.textfile.empty() ? write_result(out, code) : write_textfile(args.textfile, out, code);
+}
+
+}  // namespace gpuaff::cli
