@@ -11,6 +11,8 @@
 #include <gpuaff/source/sysfs.hpp>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -41,7 +43,7 @@ Topology load(const std::string& name, const char* cuda_visible = nullptr) {
 
 PciAddress bdf(const char* s) { return PciAddress::parse(s).value(); }
 
-Nic make_nic(const char* address, std::string_view rdma, std::string_view net) {
+Nic make_nic(const char* address, const std::string& rdma, std::string_view net) {
   Nic n;
   n.address = bdf(address);
   n.numa_node = 0;
@@ -183,11 +185,159 @@ TEST_CASE("--nic-env is decided by the visible GPU, whatever else is visible") {
   auto set = gpuaff::nic_environment(t, 1, gpuaff::nic_lib_nccl_set);
   REQUIRE(set.has_value());
   CHECK(*set == std::vector<std::pair<std::string, std::string>>{{"NCCL_IB_HCA", "=mlx5_10:1"}});
+  // Each compute NIC is its GPU's whole set: host GPU k (bus order) is rail k,
+  // plane 0 (CUDA_VISIBLE_DEVICES changes nothing: the rails are the host's).
   auto rails = gpuaff::nic_environment(t, 1, gpuaff::nic_lib_nccl_rails | gpuaff::nic_lib_ucx);
   REQUIRE(rails.has_value());
   CHECK(*rails == std::vector<std::pair<std::string, std::string>>{
-                      {"NCCL_IB_HCA", "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"},
+                      {"NCCL_IB_HCA", "=mlx5_0:1:0:0,mlx5_3:1:1:0,mlx5_4:1:2:0,mlx5_5:1:3:0,mlx5_6:1:4:0,mlx5_9:1:5:0,"
+                                      "mlx5_10:1:6:0,mlx5_11:1:7:0"},
+                      {"NCCL_NET_MERGE_POLICY", "RAIL"},
                       {"UCX_NET_DEVICES", "mlx5_10:1"}});
+}
+
+namespace {
+
+/// One NCCL_IB_HCA entry as NCCL reads it.
+struct HcaEntry {
+  std::string name;
+  int port = -1, rail = -1, plane = -1;
+  bool operator==(const HcaEntry&) const = default;
+};
+
+/// NCCL_IB_HCA read by the rules of NCCL 2.30.5 (docs/userguide env.rst,
+/// src/misc/utils.cc parseStringList, src/transport/net_ib/init.cc): a
+/// leading "^" then "=" are flags; entries split at ","; each at ":" into
+/// `<hca>[:<port>[:<rail>[:<plane>]]]`, an empty or absent field -1; an entry
+/// with an empty name is skipped; at most 32 entries.
+std::vector<HcaEntry> nccl_2_30_read(std::string_view v) {
+  if (!v.empty() && v.front() == '^') v.remove_prefix(1);
+  if (!v.empty() && v.front() == '=') v.remove_prefix(1);
+  std::vector<HcaEntry> out;
+  auto field = [](std::string_view f) { return f.empty() ? -1 : std::stoi(std::string(f)); };
+  while (!v.empty() && out.size() < 32) {
+    std::string_view entry = v.substr(0, v.find(','));
+    v.remove_prefix(std::min(v.size(), entry.size() + 1));
+    std::vector<std::string_view> parts;
+    for (std::size_t at = 0;;) {
+      std::size_t colon = entry.find(':', at);
+      parts.push_back(entry.substr(at, colon == std::string_view::npos ? std::string_view::npos : colon - at));
+      if (colon == std::string_view::npos) break;
+      at = colon + 1;
+    }
+    if (parts[0].empty()) continue;
+    HcaEntry e{std::string(parts[0])};
+    if (parts.size() > 1) e.port = field(parts[1]);
+    if (parts.size() > 2) e.rail = field(parts[2]);
+    if (parts.size() > 3) e.plane = field(parts[3]);
+    out.push_back(e);
+  }
+  return out;
+}
+
+/// The same value read by a release before 2.30.5 (src/misc/utils.cc
+/// parseStringList then): the name up to ":", the port by atoi of what
+/// follows, the rest of the entry skipped.
+std::vector<HcaEntry> nccl_older_read(std::string_view v) {
+  if (!v.empty() && (v.front() == '^' || v.front() == '=')) v.remove_prefix(1);
+  std::vector<HcaEntry> out;
+  while (!v.empty()) {
+    std::string_view entry = v.substr(0, v.find(','));
+    v.remove_prefix(std::min(v.size(), entry.size() + 1));
+    std::size_t colon = entry.find(':');
+    HcaEntry e{std::string(entry.substr(0, colon))};
+    if (colon != std::string_view::npos) e.port = std::atoi(std::string(entry.substr(colon + 1)).c_str());
+    if (!e.name.empty()) out.push_back(e);
+  }
+  return out;
+}
+
+std::string hca_value(const Topology& t, int gpu) {
+  auto env = gpuaff::nic_environment(t, gpu, gpuaff::nic_lib_nccl_rails);
+  REQUIRE_MESSAGE(env.has_value(), env.error().message());
+  REQUIRE(env->size() == 2);
+  CHECK((*env)[1] == std::pair<std::string, std::string>{"NCCL_NET_MERGE_POLICY", "RAIL"});
+  return (*env)[0].second;
+}
+
+}  // namespace
+
+TEST_CASE("nccl-rails: rail and plane as NCCL 2.30.5 reads them, and what an older release makes of them") {
+  // NCCL's own documented example reads as the docs say (our reader is right).
+  CHECK(nccl_2_30_read("=mlx5_0:1:0:0,mlx5_1:1:0:1") == std::vector<HcaEntry>{{"mlx5_0", 1, 0, 0}, {"mlx5_1", 1, 0, 1}});
+  CHECK(nccl_2_30_read("=mlx5_0::0:0") == std::vector<HcaEntry>{{"mlx5_0", -1, 0, 0}});
+  // An empty port reads as port 0 in an older release: a port no device has.
+  CHECK(nccl_older_read("=mlx5_0::0:0") == std::vector<HcaEntry>{{"mlx5_0", 0}});
+
+  // b300-16nics: GPU k's set is mlx5_2k, mlx5_2k+1 (its switch's two functions):
+  // one rail per GPU, the two functions its planes 0 and 1 by address.
+  Topology b300 = load("b300-16nics");
+  std::vector<HcaEntry> expected;
+  for (int k = 0; k < 8; ++k) {
+    expected.push_back({"mlx5_" + std::to_string(2 * k), 1, k, 0});
+    expected.push_back({"mlx5_" + std::to_string(2 * k + 1), 1, k, 1});
+  }
+  std::string value = hca_value(b300, 3);
+  CHECK(value.front() == '=');
+  CHECK(nccl_2_30_read(value) == expected);
+  // An older release selects the same sixteen NICs on the same port and
+  // ignores rail and plane: nothing misread, the identity just unused.
+  std::vector<HcaEntry> names_ports;
+  for (const auto& e : expected) names_ports.push_back({e.name, e.port});
+  CHECK(nccl_older_read(value) == names_ports);
+  // The same value whichever GPU the rank serves: it describes the node.
+  CHECK(hca_value(b300, 0) == value);
+
+  // dgx-h100: one NIC per GPU, so rail k plane 0; two nodes of one shape (the
+  // same machine read whole, through a JSON topology, and by a process that
+  // sees GPUs 5 and 6 only) give every NIC the same identity.
+  Topology h = load("dgx-h100");
+  auto ids = gpuaff::rail_identities(h);
+  REQUIRE(ids.size() == 8);
+  const std::vector<std::string> compute{"mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5",
+                                         "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"};
+  for (int k = 0; k < 8; ++k) {
+    CHECK(name_of(h, ids[static_cast<std::size_t>(k)].nic->address) == compute[static_cast<std::size_t>(k)]);
+    CHECK(ids[static_cast<std::size_t>(k)].rail == k);
+    CHECK(ids[static_cast<std::size_t>(k)].plane == 0);
+  }
+  auto other = gpuaff::topology_from_json(gpuaff::to_json(h), "node2.json");
+  REQUIRE(other.has_value());
+  CHECK(hca_value(*other, 4) == hca_value(h, 4));
+  CHECK(hca_value(load("dgx-h100", "5,6"), 0) == hca_value(h, 0));
+  // The storage NICs are no rail: no identity.
+  const Nic* storage = h.find_nic(bdf("0000:29:00.0"));
+  REQUIRE(storage != nullptr);
+  CHECK(gpuaff::rail_identity_of(ids, storage).rail == -1);
+
+  // p4d.24xlarge-efa: GPUs 2k and 2k+1 share EFA k, one set counted once:
+  // four rails, plane 0 each.
+  CHECK(nccl_2_30_read(hca_value(load("p4d.24xlarge-efa"), 0)) ==
+        std::vector<HcaEntry>{{"rdmap16s27", 1, 0, 0}, {"rdmap32s27", 1, 1, 0}, {"rdmap144s27", 1, 2, 0},
+                              {"rdmap160s27", 1, 3, 0}});
+}
+
+TEST_CASE("nccl-rails refuses a list longer than NCCL reads") {
+  // 33 GPUs each alone with its own NIC at PIX: 33 rails, one past NCCL's 32.
+  Topology t;
+  t.origin = "hand-made";
+  for (int i = 0; i < 33; ++i) {
+    char nic[16], gpu[16];
+    std::snprintf(nic, sizeof nic, "0000:%02x:00.0", i + 1);
+    std::snprintf(gpu, sizeof gpu, "0000:%02x:00.0", i + 0x41);
+    t.nics.push_back(make_nic(nic, "mlx5_" + std::to_string(i), ""));
+    Gpu g;
+    g.index = i;
+    g.pci.address = bdf(gpu);
+    g.nics.push_back(NicPath{bdf(nic), PciPath::pix});
+    t.gpus.push_back(g);
+  }
+  auto env = gpuaff::nic_environment(t, 0, gpuaff::nic_lib_nccl_rails);
+  REQUIRE_FALSE(env.has_value());
+  CHECK(env.error().message().find("33 rail NICs and NCCL reads at most 32") != std::string_view::npos);
+  t.nics.pop_back();
+  t.gpus.pop_back();
+  CHECK(gpuaff::nic_environment(t, 0, gpuaff::nic_lib_nccl_rails).has_value());
 }
 
 TEST_CASE("b300-16nics: each GPU's set is the two NICs under its switch") {

@@ -176,6 +176,65 @@ inline std::vector<const Nic*> nic_rails(const Topology& topo) {
   return out;
 }
 
+/// A rail NIC's identity as NCCL_IB_HCA spells it (`<hca>:<port>:<rail>:<plane>`,
+/// NCCL 2.30.5 and later): `rail` is the index of the first NIC set that holds
+/// the NIC among the distinct sets of nic_set_gpus() in GPU order (equal sets,
+/// such as two GPUs sharing one NIC, count once), `plane` its place by address
+/// in that set. Both depend only on the machine's shape and addresses, so GPU
+/// k's NICs are the same rail and plane on every node of one shape.
+struct RailIdentity {
+  const Nic* nic = nullptr;
+  int rail = -1;
+  int plane = -1;
+};
+
+/// The identity of every rail (nic_rails()), by address.
+inline std::vector<RailIdentity> rail_identities(const Topology& topo) {
+  std::vector<std::vector<const Nic*>> distinct;
+  std::vector<RailIdentity> out;
+  for (const auto& s : nic_sets(topo, nic_set_gpus(topo))) {
+    if (s.empty() || std::find(distinct.begin(), distinct.end(), s.nics) != distinct.end()) continue;
+    int rail = static_cast<int>(distinct.size());
+    distinct.push_back(s.nics);
+    for (std::size_t p = 0; p < s.nics.size(); ++p) {
+      const Nic* n = s.nics[p];
+      if (std::any_of(out.begin(), out.end(), [&](const RailIdentity& r) { return r.nic == n; })) continue;
+      out.push_back(RailIdentity{n, rail, static_cast<int>(p)});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const RailIdentity& a, const RailIdentity& b) { return a.nic < b.nic; });
+  return out;
+}
+
+/// The identity of `n` among `ids` (rail_identities()); rail and plane -1 when
+/// it is not a rail.
+inline RailIdentity rail_identity_of(const std::vector<RailIdentity>& ids, const Nic* n) {
+  for (const auto& r : ids)
+    if (r.nic == n) return r;
+  return RailIdentity{n, -1, -1};
+}
+
+/// "mlx5_0:1:0:0,mlx5_1:1:0:1": NICs with their rail and plane in
+/// NCCL_IB_HCA's syntax (`<hca>:<port>:<rail>:<plane>`); only NICs with an
+/// RDMA name (NCCL's IB transport knows no other). The port is always
+/// written: a release before 2.30.5 reads `<hca>:<port>` and skips the rest of
+/// the entry, where an empty port (`mlx5_0::0:0`) would read as port 0, a
+/// port no device has.
+inline std::string nccl_rail_list(const std::vector<RailIdentity>& ids) {
+  std::string out;
+  for (const auto& r : ids) {
+    if (r.nic == nullptr || !r.nic->rdma()) continue;
+    if (!out.empty()) out += ',';
+    out += r.nic->rdma_names.front().view();
+    out += ':' + std::to_string(r.nic->rdma_port) + ':' + std::to_string(r.rail) + ':' + std::to_string(r.plane);
+  }
+  return out;
+}
+
+/// NCCL reads at most this many NCCL_IB_HCA entries (MAX_IB_DEVS in
+/// src/transport/net_ib); it drops the others without a word.
+inline constexpr std::size_t nccl_ib_hca_max = 32;
+
 /// Why `n` is not a rail ("" when it is one): no RDMA name, or every GPU has
 /// nearer RDMA NICs (or none competes for it).
 inline std::string_view not_a_rail(const Topology& topo, const Nic& n) {
@@ -236,20 +295,37 @@ inline Result<NicSet> served_nic_set(const Topology& topo, const std::vector<int
 /// or served_nic_set's union): UCX_NET_DEVICES and NVSHMEM_HCA_LIST
 /// ("mlx5_0:1,mlx5_1:1"); NCCL_IB_HCA with a leading "=" (NCCL then matches
 /// names exactly, not as prefixes: mlx5_1 would also select mlx5_10),
-/// holding the set (nccl-set) or every rail (nccl-rails).
-inline std::vector<std::pair<std::string, std::string>> nic_variables(const Topology& topo, const NicSet& set,
-                                                                     unsigned libs) {
+/// holding the set (nccl-set) or every rail with its rail and plane
+/// (nccl-rails, "=mlx5_0:1:0:0,..."), and then NCCL_NET_MERGE_POLICY=RAIL
+/// (NCCL 2.30.5: fuse only NICs of one rail; earlier releases ignore it).
+/// Errors: Errc::invalid_argument when nccl-rails would list more NICs than
+/// NCCL reads (nccl_ib_hca_max), or none (no rail has an RDMA name).
+inline Result<std::vector<std::pair<std::string, std::string>>> nic_variables(const Topology& topo, const NicSet& set,
+                                                                             unsigned libs) {
   std::string mine = nic_port_list(set.nics);
   std::vector<std::pair<std::string, std::string>> env;
   if ((libs & nic_lib_nccl_set) != 0) env.emplace_back("NCCL_IB_HCA", "=" + mine);
-  if ((libs & nic_lib_nccl_rails) != 0) env.emplace_back("NCCL_IB_HCA", "=" + nic_port_list(nic_rails(topo)));
+  if ((libs & nic_lib_nccl_rails) != 0) {
+    auto ids = rail_identities(topo);
+    std::size_t listed = static_cast<std::size_t>(
+        std::count_if(ids.begin(), ids.end(), [](const RailIdentity& r) { return r.nic->rdma(); }));
+    if (listed == 0)
+      return fail(Errc::invalid_argument, "nic_libs=nccl-rails: no rail of ", topo.origin.view(),
+                  " has an RDMA name (sys/class/infiniband) for NCCL_IB_HCA; leave nccl-rails out");
+    if (listed > nccl_ib_hca_max)
+      return fail(Errc::invalid_argument, "nic_libs=nccl-rails: ", topo.origin.view(), " has ", listed,
+                  " rail NICs and NCCL reads at most ", nccl_ib_hca_max,
+                  " NCCL_IB_HCA entries (the others would be dropped unsaid); use nccl-set");
+    env.emplace_back("NCCL_IB_HCA", "=" + nccl_rail_list(ids));
+    env.emplace_back("NCCL_NET_MERGE_POLICY", "RAIL");
+  }
   if ((libs & nic_lib_ucx) != 0) env.emplace_back("UCX_NET_DEVICES", mine);
   if ((libs & nic_lib_nvshmem) != 0) env.emplace_back("NVSHMEM_HCA_LIST", mine);
   return env;
 }
 
 /// The variables for the NIC sets of `gpus` (indexes into topo.gpus).
-/// Errors: those of served_nic_set().
+/// Errors: those of served_nic_set() and nic_variables().
 inline Result<std::vector<std::pair<std::string, std::string>>> nic_environment(const Topology& topo,
                                                                                 const std::vector<int>& gpus,
                                                                                 unsigned libs = default_nic_libs) {

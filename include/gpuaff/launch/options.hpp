@@ -357,8 +357,8 @@ inline const std::array<OptionInfo, 34> launch_options{{
      detail::set_nic_env},
     {"nic_libs", "--nic-libs", "LIST", OptionType::text, detail::launch_commands, "ucx,nvshmem",
      "with --nic-env, the variables written: ucx (UCX_NET_DEVICES), nvshmem (NVSHMEM_HCA_LIST), nccl-set "
-     "(NCCL_IB_HCA = the GPU's set) or nccl-rails (NCCL_IB_HCA = every rail); NCCL is left to pick its rails "
-     "unless named",
+     "(NCCL_IB_HCA = the GPU's set) or nccl-rails (NCCL_IB_HCA = every rail with its rail and plane, "
+     "NCCL_NET_MERGE_POLICY=RAIL); NCCL is left to pick its rails unless named",
      detail::set_nic_libs},
     {"omp_threads", "--omp-threads", "", OptionType::flag, for_exec | for_python, "",
      "export OMP_NUM_THREADS = the binding's recommended thread count (its physical cores; with --roles, the compute "

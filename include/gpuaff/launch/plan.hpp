@@ -694,7 +694,7 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchOptions& o, const
     std::vector<int> served{plan.gpu};
     served.insert(served.end(), plan.more_gpus.begin(), plan.more_gpus.end());
     GPUAFF_TRY(NicSet set, served_nic_set(plan.topo, served));
-    plan.env = nic_variables(plan.topo, set, o.nic_libs);
+    GPUAFF_TRY(plan.env, nic_variables(plan.topo, set, o.nic_libs));
     for (const Nic* n : set.nics) plan.nic_set.push_back(nic_port_list({n}));
     plan.nic_path = set.path;
   }
