@@ -82,6 +82,36 @@ TEST_CASE("bind --nic-env --format json shows each GPU its own NIC under env") {
                                   "UCX_NET_DEVICES": "mlx5_1:1"})"));
 }
 
+TEST_CASE("Slingshot NICs: topo names them by CXI name, bind exports FI_CXI_DEVICE_NAME and the host set") {
+  // cray-ex-4gpu-slingshot: GPU k and NIC k (cxik, hsnk) share a host bridge on
+  // node 3 - k; the NICs have no RDMA name. GPU 1's set and host set are cxi1.
+  std::string root = std::string(GPUAFF_FIXTURES_DIR) + "/cray-ex-4gpu-slingshot";
+  Run env = tool({"bind", "--root", root, "--gpu", "1", "--nic-env", "--format", "env"});
+  INFO(env.err);
+  REQUIRE(env.rc == 0);
+  CHECK(env.out == "FI_CXI_DEVICE_NAME=cxi1\n");
+  Run json = tool({"bind", "--root", root, "--gpu", "1", "--nic-env", "--format", "json"});
+  REQUIRE(json.rc == 0);
+  auto j = nlohmann::json::parse(json.out);
+  CHECK(j["nic_set"] == nlohmann::json::array({"cxi1"}));
+  CHECK(j["host_nic_set"] == nlohmann::json::array({"cxi1"}));
+  CHECK(j["nic_path"] == "PHB");
+  // UCX has no RDMA NIC to use here: an error naming the set, not an empty list.
+  Run ucx = tool({"bind", "--root", root, "--gpu", "1", "--nic-env", "--nic-libs", "ucx", "--format", "env"});
+  CHECK(ucx.rc == 4);
+  CHECK(ucx.err.find("can use none of the NICs cxi1") != std::string::npos);
+  Run topo = tool({"topo", "--root", root});
+  // The NIC table row of 0000:04:00.0: "cxi" in the rdma column, its names, GPU 0's rail.
+  auto at = topo.out.find("0000:04:00.0  3");
+  REQUIRE(at != std::string::npos);
+  std::string row = topo.out.substr(at, topo.out.find('\n', at) - at);
+  CHECK(row.find(" cxi ") != std::string::npos);
+  CHECK(row.find("cxi0 hsn0") != std::string::npos);
+  CHECK(row.find("GPU 0") != std::string::npos);
+  auto t = nlohmann::json::parse(tool({"topo", "--root", root, "--format", "json"}).out);
+  CHECK(t["nics"][0]["cxi"] == nlohmann::json::array({"cxi0"}));
+}
+
 TEST_CASE("bind --nic-env --format env prints lines a shell can eval") {
   Run r = tool({"bind", "--root", two_nic_root(), "--gpu", "1", "--nic-env", "--format", "env"});
   INFO(r.err);
@@ -187,7 +217,7 @@ TEST_CASE("topo shows each GPU's compute NIC with class PIX on the DGX H100") {
   CHECK(row_of("ibp24s0").find("GPU 0") != std::string::npos);
   CHECK(row_of("ibp192s0").find("GPU 5") != std::string::npos);
   CHECK(row_of("enp41s0f0np0").find("every GPU has a nearer RDMA NIC: not a rail") != std::string::npos);
-  CHECK(row_of("enp12s0").find("no RDMA device (sys/class/infiniband): not a rail") != std::string::npos);
+  CHECK(row_of("enp12s0").find("no RDMA (sys/class/infiniband) or CXI device: not a rail") != std::string::npos);
   CHECK(r.out.find("package 1, node 1; RDMA NICs: mlx5_6 mlx5_7 mlx5_8 mlx5_9 mlx5_10 mlx5_11:") != std::string::npos);
   Run j = tool({"topo", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/dgx-h100", "--format", "json"});
   REQUIRE(j.rc == 0);

@@ -356,6 +356,11 @@ def test_nic_sets_through_the_option_table(clean_env):
     assert "UCX_NET_DEVICES" not in rails.environment
     plain = gpuaff.plan(gpu=0, root=DGX_H100)
     assert plain.nic_set == [] and plain.nic_path is None
+    # GPU 5's host buffers live on node 1 (GPUs 4-7): its host NIC set is the
+    # rails there, the compute NICs of GPUs 4-7 (b300: two each, mlx5_8..mlx5_15)
+    assert p.host_nic_set == ["mlx5_%d:1" % k for k in range(8, 16)]
+    host = gpuaff.plan(gpu=5, root=b300, nic_env=True, nic_libs="ucx-host")
+    assert host.environment["UCX_NET_DEVICES"] == ",".join("mlx5_%d:1" % k for k in range(8, 16))
     with pytest.raises(gpuaff.InvalidArgument, match="nic_libs='ucx' names the variables nic_env=True writes"):
         gpuaff.plan(gpu=0, root=DGX_H100, nic_libs="ucx")
     with pytest.raises(gpuaff.InvalidArgument, match="did you mean nvshmem"):

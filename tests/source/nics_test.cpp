@@ -52,11 +52,12 @@ Nic make_nic(const char* address, const std::string& rdma, std::string_view net)
   return n;
 }
 
-/// The first name of a NIC (its RDMA name where it has one).
+/// The first name of a NIC (its RDMA name where it has one, else its CXI name).
 std::string name_of(const Topology& t, const PciAddress& a) {
   const Nic* n = t.find_nic(a);
   REQUIRE(n != nullptr);
   if (!n->rdma_names.empty()) return std::string(n->rdma_names.front().view());
+  if (!n->cxi_names.empty()) return std::string(n->cxi_names.front().view());
   return n->net_names.empty() ? std::string() : std::string(n->net_names.front().view());
 }
 
@@ -165,7 +166,7 @@ TEST_CASE("dgx-h100: each GPU's compute NIC is PIX, the socket's others NODE, th
     bool rail = std::find(rails.begin(), rails.end(), name) != rails.end();
     std::string why(gpuaff::not_a_rail(t, n));
     if (rail) CHECK(why.empty());
-    else if (name == "enp12s0") CHECK(why.find("no RDMA device") != std::string::npos);
+    else if (name == "enp12s0") CHECK(why.find("no RDMA (sys/class/infiniband) or CXI device") != std::string::npos);
     else CHECK(why.find("every GPU has a nearer RDMA NIC") != std::string::npos);
   }
 }
@@ -357,7 +358,7 @@ TEST_CASE("b300-16nics: each GPU's set is the two NICs under its switch") {
                                                                  {"NVSHMEM_HCA_LIST", "mlx5_10:1,mlx5_11:1"}});
   // The management port has no RDMA name: never a rail.
   for (const auto& n : t.nics)
-    if (!n.rdma()) CHECK(std::string(gpuaff::not_a_rail(t, n)).find("no RDMA device") != std::string::npos);
+    if (!n.rdma()) CHECK(std::string(gpuaff::not_a_rail(t, n)).find("no RDMA (sys/class/infiniband) or CXI device") != std::string::npos);
 }
 
 TEST_CASE("nic sets are the host's: a process that sees one GPU gets that GPU's share") {
@@ -371,7 +372,8 @@ TEST_CASE("nic sets are the host's: a process that sees one GPU gets that GPU's 
 }
 
 TEST_CASE("nic_libs: the words, and the mistakes") {
-  CHECK(gpuaff::parse_nic_libs("ucx,nvshmem").value() == gpuaff::default_nic_libs);
+  CHECK(gpuaff::parse_nic_libs("ucx,nvshmem,cxi").value() == gpuaff::default_nic_libs);
+  CHECK(gpuaff::parse_nic_libs("ucx,ucx-host").error().message().find("both set UCX_NET_DEVICES") != std::string_view::npos);
   CHECK(gpuaff::parse_nic_libs("nccl-rails").value() == gpuaff::nic_lib_nccl_rails);
   CHECK(gpuaff::nic_libs_text(gpuaff::nic_lib_ucx | gpuaff::nic_lib_nccl_set) == "ucx,nccl-set");
   for (const char* bad : {"", "ucx,", "nccl", "ucxx", "nccl-set,nccl-rails", "UCX"}) {
@@ -546,6 +548,14 @@ TEST_CASE("a recording keeps the class links and bridge directories the NICs nee
   auto gb = SysfsSource(SysfsOptions{.root = out.path("rec2"), .visible = {.use_environment = false}}).load();
   REQUIRE(gb.has_value());
   CHECK(gb->gpus[3].memory_nodes == std::vector<int>{26});
+  // and the sys/class/cxi entries of Slingshot NICs
+  auto rec3 = gpuaff::record_topology(gpuaff::RecordOptions{
+      .out_dir = out.path("rec3"), .root = gpuaff_test::fixture("cray-ex-4gpu-slingshot"), .for_hwloc = false});
+  REQUIRE_MESSAGE(rec3.has_value(), rec3.error().message());
+  auto cray = SysfsSource(SysfsOptions{.root = out.path("rec3"), .visible = {.use_environment = false}}).load();
+  REQUIRE(cray.has_value());
+  CHECK(cray->nics == load("cray-ex-4gpu-slingshot").nics);
+  CHECK(chosen(*cray) == std::vector<std::string>{"cxi0", "cxi1", "cxi2", "cxi3"});
 }
 
 TEST_CASE("binding detail reads no NIC; a class entry without a PCI device is skipped") {
@@ -640,4 +650,124 @@ TEST_CASE("--mem-nodes: the GPU's own memory nodes, or every CPU node of its soc
   REQUIRE_FALSE(none.has_value());
   CHECK(none.error().code() == Errc::not_found);
   CHECK(none.error().message().find("numa_status") != std::string_view::npos);
+}
+
+namespace {
+
+/// The plan's host NIC set for `gpu` of `name` with nic_env (and the plan).
+gpuaff::LaunchPlan nic_plan(const std::string& name, int gpu, unsigned libs = gpuaff::default_nic_libs) {
+  gpuaff::LaunchOptions o{.gpu = gpu, .nic_env = true};
+  o.nic_libs = libs;
+  auto p = gpuaff::make_plan(load(name), o);
+  REQUIRE_MESSAGE(p.has_value(), p.error().message());
+  return *p;
+}
+
+std::string env_of(const gpuaff::LaunchPlan& p, const std::string& name) {
+  for (const auto& [k, v] : p.env)
+    if (k == name) return v;
+  return "unset";
+}
+
+}  // namespace
+
+TEST_CASE("p5.48xlarge: four EFA devices per GPU, one rail each with four planes, sixteen per host node") {
+  // GPU k's switch (host bridge 0x10+0x10k) holds its four EFAs at buses
+  // 0x13+0x10k .. 0x16+0x10k (rdmap(19+16k)s0 .. rdmap(22+16k)s0) and no other
+  // GPU: four candidates, one competitor, all four (PIX). Rail k, planes 0-3 by
+  // address; 32 rail NICs, exactly what NCCL reads.
+  Topology t = load("p5.48xlarge");
+  REQUIRE(t.gpus.size() == 8);
+  std::vector<std::string> expected;
+  std::vector<HcaEntry> entries;
+  for (int k = 0; k < 8; ++k) {
+    std::string set;
+    for (int i = 0; i < 4; ++i) {
+      std::string name = "rdmap" + std::to_string(19 + 16 * k + i) + "s0";
+      set += (i == 0 ? "" : " ") + name;
+      entries.push_back({name, 1, k, i});
+    }
+    expected.push_back(set);
+  }
+  CHECK(chosen(t) == expected);
+  CHECK(gpuaff::nic_set_of(t, t.gpus[3]).path == PciPath::pix);
+  CHECK(nccl_2_30_read(hca_value(t, 6)) == entries);
+  // The ENA has no RDMA name: never a rail.
+  const Nic* ena = t.find_nic(bdf("0000:00:05.0"));
+  REQUIRE(ena != nullptr);
+  CHECK(std::string(gpuaff::not_a_rail(t, *ena)).find("no RDMA (sys/class/infiniband) or CXI device") != std::string::npos);
+  // Host buffers of GPU 1 (node 0) and GPU 5 (node 1): the sixteen EFAs of
+  // their node, GPUs 0-3's and 4-7's.
+  auto p1 = nic_plan("p5.48xlarge", 1);
+  CHECK(p1.host_nodes.to_list() == "0");
+  REQUIRE(p1.host_nic_set.size() == 16);
+  CHECK(p1.host_nic_set.front() == "rdmap19s0:1");
+  CHECK(p1.host_nic_set.back() == "rdmap70s0:1");
+  auto p5 = nic_plan("p5.48xlarge", 5, gpuaff::nic_lib_ucx_host);
+  REQUIRE(p5.host_nic_set.size() == 16);
+  CHECK(p5.host_nic_set.front() == "rdmap83s0:1");
+  // ucx-host: UCX_NET_DEVICES is the host set, for a process moving host buffers.
+  std::string host;
+  for (const auto& n : p5.host_nic_set) host += (host.empty() ? "" : ",") + n;
+  CHECK(env_of(p5, "UCX_NET_DEVICES") == host);
+  CHECK(p5.nic_set == std::vector<std::string>{"rdmap99s0:1", "rdmap100s0:1", "rdmap101s0:1", "rdmap102s0:1"});
+}
+
+TEST_CASE("a3-ultragpu-8g: one ConnectX-7 per GPU, the gVNICs no rail") {
+  // GPU k and mlx5_k share a switch (PIX); the gVNICs (enp12s0 on node 0,
+  // enp156s0 on node 1) have no RDMA name.
+  Topology t = load("a3-ultragpu-8g");
+  REQUIRE(t.gpus.size() == 8);
+  std::vector<std::string> expected;
+  for (int k = 0; k < 8; ++k) expected.push_back("mlx5_" + std::to_string(k));
+  CHECK(chosen(t) == expected);
+  for (const auto& n : t.nics)
+    if (!n.rdma()) CHECK(std::string(gpuaff::not_a_rail(t, n)).find("no RDMA (sys/class/infiniband) or CXI device") != std::string::npos);
+  CHECK(nccl_2_30_read(hca_value(t, 0)).size() == 8);
+  CHECK(nccl_2_30_read(hca_value(t, 0))[5] == HcaEntry{"mlx5_5", 1, 5, 0});
+  // GPU 2 is on node 0: the host set is node 0's four ConnectX-7, not the gVNIC.
+  auto p = nic_plan("a3-ultragpu-8g", 2);
+  CHECK(p.host_nic_set == std::vector<std::string>{"mlx5_0:1", "mlx5_1:1", "mlx5_2:1", "mlx5_3:1"});
+  CHECK(env_of(p, "UCX_NET_DEVICES") == "mlx5_2:1");
+}
+
+TEST_CASE("cray-ex-4gpu-slingshot: Slingshot NICs are rails by their CXI names") {
+  // GPU k (buses 03, 41, 81, c1) and NIC k (cxik, hsnk) share a host bridge on
+  // node 3 - k, each under its own root port: PHB, one candidate each. The NICs
+  // have no RDMA name; their CXI name is what libfabric's cxi provider opens.
+  Topology t = load("cray-ex-4gpu-slingshot");
+  REQUIRE(t.gpus.size() == 4);
+  REQUIRE(t.nics.size() == 4);
+  for (int k = 0; k < 4; ++k) {
+    const Nic& n = t.nics[static_cast<std::size_t>(k)];
+    CHECK_FALSE(n.rdma());
+    REQUIRE(n.cxi_names.size() == 1);
+    CHECK(n.cxi_names[0].view() == "cxi" + std::to_string(k));
+    REQUIRE(n.net_names.size() == 1);
+    CHECK(n.net_names[0].view() == "hsn" + std::to_string(k));
+    CHECK(n.numa_node == 3 - k);
+    CHECK(path_to(t, k, "cxi" + std::to_string(k)) == PciPath::phb);
+  }
+  CHECK(chosen(t) == std::vector<std::string>{"cxi0", "cxi1", "cxi2", "cxi3"});
+  auto ids = gpuaff::rail_identities(t);
+  CHECK(gpuaff::rail_id_text(ids) == "cxi0:0:0,cxi1:1:0,cxi2:2:0,cxi3:3:0");
+  // The default libraries: FI_CXI_DEVICE_NAME (fi_cxi(7): a comma-separated
+  // list of CXI devices); UCX and NVSHMEM have no RDMA NIC here and are left out.
+  auto p = nic_plan("cray-ex-4gpu-slingshot", 1);
+  CHECK(p.env == std::vector<std::pair<std::string, std::string>>{{"FI_CXI_DEVICE_NAME", "cxi1"}});
+  CHECK(p.nic_set == std::vector<std::string>{"cxi1"});
+  CHECK(p.host_nodes.to_list() == "2");
+  CHECK(p.host_nic_set == std::vector<std::string>{"cxi1"});
+  CHECK(p.warnings.empty());
+  // A library that can use none of them is an error naming the set, never an empty variable.
+  auto ucx = gpuaff::make_plan(t, gpuaff::LaunchOptions{.gpu = 1, .nic_env = true, .nic_libs = gpuaff::nic_lib_ucx});
+  REQUIRE_FALSE(ucx.has_value());
+  CHECK(ucx.error().message().find("can use none of the NICs cxi1") != std::string_view::npos);
+  auto rails = gpuaff::nic_environment(t, 0, gpuaff::nic_lib_nccl_rails);
+  REQUIRE_FALSE(rails.has_value());
+  CHECK(rails.error().message().find("has an RDMA name") != std::string_view::npos);
+  // The JSON topology keeps the CXI names apart from the interfaces.
+  auto back = gpuaff::topology_from_json(gpuaff::to_json(t), "cray.json");
+  REQUIRE_MESSAGE(back.has_value(), back.error().message());
+  CHECK(back->nics == t.nics);
 }

@@ -146,7 +146,7 @@ inline NodeReport examine_all(const LaunchOptions& machine, const DoctorOptions&
     r.gpu_rails[static_cast<int>(g)] = nic_port_list(set->nics);
     std::vector<RailIdentity> mine;
     for (const Nic* n : set->nics) mine.push_back(rail_identity_of(ids, n));
-    r.gpu_rail_ids[static_cast<int>(g)] = nccl_rail_list(mine);
+    r.gpu_rail_ids[static_cast<int>(g)] = rail_id_text(mine);
   }
   return r;
 }
