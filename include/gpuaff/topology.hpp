@@ -111,8 +111,14 @@ struct Nic {
   std::vector<FixedString<64>> rdma_names{};  ///< sys/class/infiniband entries (mlx5_0, efa_0): RDMA-capable
   std::vector<FixedString<64>> net_names{};   ///< sys/class/net entries (ibp28s0, eth0)
   int rdma_port = 1;                        ///< the first port of the first RDMA name (sys/class/infiniband/X/ports)
+  /// sys/class/cxi entries (cxi0): HPE Slingshot (Cassini) NICs, named as
+  /// libfabric's cxi provider names its domains
+  std::vector<FixedString<64>> cxi_names{};
 
   constexpr bool rdma() const { return !rdma_names.empty(); }
+  constexpr bool cxi() const { return !cxi_names.empty(); }
+  /// A NIC GPU traffic can use: an RDMA device or a Slingshot NIC.
+  constexpr bool rail_capable() const { return rdma() || cxi(); }
   friend constexpr bool operator==(const Nic&, const Nic&) = default;
 };
 

@@ -523,6 +523,8 @@ void define_plan(py::module_& m) {
         }
         return d;
       }, "roles=: {'main': {CPUs}, 'comm': ..., 'data': ..., 'compute': ...} (roles that have CPUs); None without roles")
+      .def_property_readonly("host_nic_set", [](const Plan& p) { return p.plan.host_nic_set; },
+                             "with nic_env: the rails on host_nodes (\"mlx5_0:1\", \"cxi0\"), for transfers of host buffers")
       .def_property_readonly("nic_set", [](const Plan& p) { return p.plan.nic_set; },
                              "nic_env: the GPU's NIC set as the libraries name it (['mlx5_0:1']); [] without")
       .def_property_readonly("nic_path", [](const Plan& p) {

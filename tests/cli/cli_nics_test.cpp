@@ -76,8 +76,40 @@ TEST_CASE("bind --nic-env --format json shows each GPU its own NIC under env") {
   CHECK(nlohmann::json::parse(nccl.out)["env"] == nlohmann::json::parse(R"({"NCCL_IB_HCA": "=mlx5_1:1"})"));
   Run rails = tool({"bind", "--root", two_nic_root(), "--gpu", "1", "--nic-env", "--nic-libs", "nccl-rails,ucx", "--format", "json"});
   REQUIRE(rails.rc == 0);
+  // GPU 0's set is mlx5_0, GPU 1's mlx5_1: rails 0 and 1, each NIC plane 0 of its set.
   CHECK(nlohmann::json::parse(rails.out)["env"] ==
-        nlohmann::json::parse(R"({"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1", "UCX_NET_DEVICES": "mlx5_1:1"})"));
+        nlohmann::json::parse(R"({"NCCL_IB_HCA": "=mlx5_0:1:0:0,mlx5_1:1:1:0", "NCCL_NET_MERGE_POLICY": "RAIL",
+                                  "UCX_NET_DEVICES": "mlx5_1:1"})"));
+}
+
+TEST_CASE("Slingshot NICs: topo names them by CXI name, bind exports FI_CXI_DEVICE_NAME and the host set") {
+  // cray-ex-4gpu-slingshot: GPU k and NIC k (cxik, hsnk) share a host bridge on
+  // node 3 - k; the NICs have no RDMA name. GPU 1's set and host set are cxi1.
+  std::string root = std::string(GPUAFF_FIXTURES_DIR) + "/cray-ex-4gpu-slingshot";
+  Run env = tool({"bind", "--root", root, "--gpu", "1", "--nic-env", "--format", "env"});
+  INFO(env.err);
+  REQUIRE(env.rc == 0);
+  CHECK(env.out == "FI_CXI_DEVICE_NAME=cxi1\n");
+  Run json = tool({"bind", "--root", root, "--gpu", "1", "--nic-env", "--format", "json"});
+  REQUIRE(json.rc == 0);
+  auto j = nlohmann::json::parse(json.out);
+  CHECK(j["nic_set"] == nlohmann::json::array({"cxi1"}));
+  CHECK(j["host_nic_set"] == nlohmann::json::array({"cxi1"}));
+  CHECK(j["nic_path"] == "PHB");
+  // UCX has no RDMA NIC to use here: an error naming the set, not an empty list.
+  Run ucx = tool({"bind", "--root", root, "--gpu", "1", "--nic-env", "--nic-libs", "ucx", "--format", "env"});
+  CHECK(ucx.rc == 4);
+  CHECK(ucx.err.find("can use none of the NICs cxi1") != std::string::npos);
+  Run topo = tool({"topo", "--root", root});
+  // The NIC table row of 0000:04:00.0: "cxi" in the rdma column, its names, GPU 0's rail.
+  auto at = topo.out.find("0000:04:00.0  3");
+  REQUIRE(at != std::string::npos);
+  std::string row = topo.out.substr(at, topo.out.find('\n', at) - at);
+  CHECK(row.find(" cxi ") != std::string::npos);
+  CHECK(row.find("cxi0 hsn0") != std::string::npos);
+  CHECK(row.find("GPU 0") != std::string::npos);
+  auto t = nlohmann::json::parse(tool({"topo", "--root", root, "--format", "json"}).out);
+  CHECK(t["nics"][0]["cxi"] == nlohmann::json::array({"cxi0"}));
 }
 
 TEST_CASE("bind --nic-env --format env prints lines a shell can eval") {
@@ -185,7 +217,7 @@ TEST_CASE("topo shows each GPU's compute NIC with class PIX on the DGX H100") {
   CHECK(row_of("ibp24s0").find("GPU 0") != std::string::npos);
   CHECK(row_of("ibp192s0").find("GPU 5") != std::string::npos);
   CHECK(row_of("enp41s0f0np0").find("every GPU has a nearer RDMA NIC: not a rail") != std::string::npos);
-  CHECK(row_of("enp12s0").find("no RDMA device (sys/class/infiniband): not a rail") != std::string::npos);
+  CHECK(row_of("enp12s0").find("no RDMA (sys/class/infiniband) or CXI device: not a rail") != std::string::npos);
   CHECK(r.out.find("package 1, node 1; RDMA NICs: mlx5_6 mlx5_7 mlx5_8 mlx5_9 mlx5_10 mlx5_11:") != std::string::npos);
   Run j = tool({"topo", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/dgx-h100", "--format", "json"});
   REQUIRE(j.rc == 0);
@@ -745,6 +777,8 @@ TEST_CASE("doctor --all checks every process that carries a plan; json, promethe
   CHECK((*pb)["healthy"] == true);
   // The machine's NIC sets, per GPU index: what --merge compares between nodes.
   CHECK(j["gpu_rails"] == nlohmann::json::parse(R"({"0": "mlx5_0:1", "1": "mlx5_1:1"})"));
+  // Each GPU's set is one NIC: GPU k's is rail k, plane 0 (NCCL_IB_HCA's syntax).
+  CHECK(j["gpu_rail_ids"] == nlohmann::json::parse(R"({"0": "mlx5_0:1:0:0", "1": "mlx5_1:1:1:0"})"));
   std::string labels_a = "{pid=\"" + std::to_string(a.pid) + "\",gpu=\"0\",pci=\"0000:17:00.0\",rank=\"gpu=0\",policy=\"exclusive\"}";
   Run p = tool({"doctor", "--all", "--root", two_nic_root(), "--format", "prometheus"});
   CHECK(p.out.find("# TYPE gpuaff_healthy gauge\n") != std::string::npos);
@@ -753,6 +787,7 @@ TEST_CASE("doctor --all checks every process that carries a plan; json, promethe
   CHECK(p.out.find("gpuaff_plan_present" + labels_a + " 1\n") != std::string::npos);
   Run t = tool({"doctor", "--all", "--root", two_nic_root()});
   CHECK(t.out.find("NIC sets: GPU 0 mlx5_0:1; GPU 1 mlx5_1:1\n") != std::string::npos);
+  CHECK(t.out.find("rail:plane by GPU: GPU 0 mlx5_0:1:0:0; GPU 1 mlx5_1:1:1:0\n") != std::string::npos);
   CHECK(t.out.find("  " + std::to_string(a.pid) + "  gpu=0") != std::string::npos);
   // --pid with prometheus: one process's series.
   Run one = tool({"doctor", "--pid", std::to_string(a.pid), "--root", two_nic_root(), "--format", "prometheus"});
@@ -868,6 +903,26 @@ TEST_CASE("doctor --merge: one table by node and rank, and whether each GPU inde
   CHECK(differ.rc == 7);
   CHECK(differ.out.find("GPU 0: NOT the same rail on every node: mlx5_0:1 on a,b; mlx5_1:1 on c\n") != std::string::npos);
   CHECK(differ.out.find("NOT healthy  thread 9 'x' may run on CPUs 5 outside the plan") != std::string::npos);
+  // The same NICs, another rail or plane: node e's GPU 1 set is mlx5_1 and
+  // mlx5_2 like d's, but numbered rail 2 (as when a NIC of GPU 0 was missing
+  // there and the sets before it counted differently) and with its planes
+  // swapped. NCCL would pair the wrong NICs: the node and the GPU are named.
+  std::string d = write("d.json", R"({"node": "d", "processes": [], "gpu_rails": {"0": "mlx5_0:1", "1": "mlx5_1:1,mlx5_2:1"},
+      "gpu_rail_ids": {"0": "mlx5_0:1:0:0", "1": "mlx5_1:1:1:0,mlx5_2:1:1:1"}})");
+  std::string e = write("e.json", R"({"node": "e", "processes": [], "gpu_rails": {"0": "mlx5_0:1", "1": "mlx5_1:1,mlx5_2:1"},
+      "gpu_rail_ids": {"0": "mlx5_0:1:0:0", "1": "mlx5_1:1:2:1,mlx5_2:1:2:0"}})");
+  std::string old_gpuaff = write("f.json", R"({"node": "f", "processes": [], "gpu_rails": {"0": "mlx5_0:1", "1": "mlx5_1:1,mlx5_2:1"}})");
+  Run ids_same = tool({"doctor", "--merge", d, "--merge", old_gpuaff});
+  INFO(ids_same.out, ids_same.err);
+  CHECK(ids_same.rc == 0);  // a report without identities (an older gpuaff) is compared on its NIC sets only
+  CHECK(ids_same.out.find("rail and plane") == std::string::npos);
+  Run ids_differ = tool({"doctor", "--merge", d, "--merge", e});
+  INFO(ids_differ.out);
+  CHECK(ids_differ.rc == 7);
+  CHECK(ids_differ.out.find("GPU 1: NIC set mlx5_1:1,mlx5_2:1 on every node\n") != std::string::npos);
+  CHECK(ids_differ.out.find("GPU 1: NOT the same rail and plane (NIC:port:rail:plane) on every node: "
+                            "mlx5_1:1:1:0,mlx5_2:1:1:1 on d; mlx5_1:1:2:1,mlx5_2:1:2:0 on e\n") != std::string::npos);
+  CHECK(ids_differ.out.find("GPU 0: NOT") == std::string::npos);
   Run bad = tool({"doctor", "--merge", write("bad.json", R"({"processes": []})")});
   CHECK(bad.rc != 0);
   CHECK(bad.err.find("is not the output of gpuaff doctor --all --format json") != std::string::npos);
@@ -898,6 +953,8 @@ TEST_CASE("doctor --merge: a report with a key of the wrong type is one error na
        "processes[0].problems[0]"},
       {"rails", R"({"node": "a", "processes": [], "gpu_rails": []})", "gpu_rails"},
       {"rail", R"({"node": "a", "processes": [], "gpu_rails": {"0": 5}})", "gpu_rails.0"},
+      {"ids", R"({"node": "a", "processes": [], "gpu_rail_ids": "mlx5_0:1:0:0"})", "gpu_rail_ids"},
+      {"id", R"({"node": "a", "processes": [], "gpu_rail_ids": {"0": [0, 0]}})", "gpu_rail_ids.0"},
       {"invalid", R"({"node": "a", "processes": [], "invalid_plans": [{"pid": "x", "problem": "p"}]})",
        "invalid_plans[0].pid"},
       {"node", R"({"node": 3, "processes": []})", "node"},

@@ -348,11 +348,19 @@ def test_nic_sets_through_the_option_table(clean_env):
     assert p.environment["NVSHMEM_HCA_LIST"] == "mlx5_10:1,mlx5_11:1"
     assert "NCCL_IB_HCA" not in p.environment
     rails = gpuaff.plan(gpu=0, root=DGX_H100, nic_env=True, nic_libs="nccl-rails")
-    # the DGX H100's eight compute ConnectX-7, not its storage ports mlx5_1, 2, 7, 8
-    assert rails.environment["NCCL_IB_HCA"] == "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"
+    # the DGX H100's eight compute ConnectX-7, not its storage ports mlx5_1, 2, 7, 8;
+    # GPU k's NIC is rail k, the only NIC (plane 0) of its set
+    assert rails.environment["NCCL_IB_HCA"] == ("=mlx5_0:1:0:0,mlx5_3:1:1:0,mlx5_4:1:2:0,mlx5_5:1:3:0,"
+                                                "mlx5_6:1:4:0,mlx5_9:1:5:0,mlx5_10:1:6:0,mlx5_11:1:7:0")
+    assert rails.environment["NCCL_NET_MERGE_POLICY"] == "RAIL"
     assert "UCX_NET_DEVICES" not in rails.environment
     plain = gpuaff.plan(gpu=0, root=DGX_H100)
     assert plain.nic_set == [] and plain.nic_path is None
+    # GPU 5's host buffers live on node 1 (GPUs 4-7): its host NIC set is the
+    # rails there, the compute NICs of GPUs 4-7 (b300: two each, mlx5_8..mlx5_15)
+    assert p.host_nic_set == ["mlx5_%d:1" % k for k in range(8, 16)]
+    host = gpuaff.plan(gpu=5, root=b300, nic_env=True, nic_libs="ucx-host")
+    assert host.environment["UCX_NET_DEVICES"] == ",".join("mlx5_%d:1" % k for k in range(8, 16))
     with pytest.raises(gpuaff.InvalidArgument, match="nic_libs='ucx' names the variables nic_env=True writes"):
         gpuaff.plan(gpu=0, root=DGX_H100, nic_libs="ucx")
     with pytest.raises(gpuaff.InvalidArgument, match="did you mean nvshmem"):

@@ -11,6 +11,8 @@
 #include <gpuaff/source/sysfs.hpp>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -41,7 +43,7 @@ Topology load(const std::string& name, const char* cuda_visible = nullptr) {
 
 PciAddress bdf(const char* s) { return PciAddress::parse(s).value(); }
 
-Nic make_nic(const char* address, std::string_view rdma, std::string_view net) {
+Nic make_nic(const char* address, const std::string& rdma, std::string_view net) {
   Nic n;
   n.address = bdf(address);
   n.numa_node = 0;
@@ -50,11 +52,12 @@ Nic make_nic(const char* address, std::string_view rdma, std::string_view net) {
   return n;
 }
 
-/// The first name of a NIC (its RDMA name where it has one).
+/// The first name of a NIC (its RDMA name where it has one, else its CXI name).
 std::string name_of(const Topology& t, const PciAddress& a) {
   const Nic* n = t.find_nic(a);
   REQUIRE(n != nullptr);
   if (!n->rdma_names.empty()) return std::string(n->rdma_names.front().view());
+  if (!n->cxi_names.empty()) return std::string(n->cxi_names.front().view());
   return n->net_names.empty() ? std::string() : std::string(n->net_names.front().view());
 }
 
@@ -163,7 +166,7 @@ TEST_CASE("dgx-h100: each GPU's compute NIC is PIX, the socket's others NODE, th
     bool rail = std::find(rails.begin(), rails.end(), name) != rails.end();
     std::string why(gpuaff::not_a_rail(t, n));
     if (rail) CHECK(why.empty());
-    else if (name == "enp12s0") CHECK(why.find("no RDMA device") != std::string::npos);
+    else if (name == "enp12s0") CHECK(why.find("no RDMA (sys/class/infiniband) or CXI device") != std::string::npos);
     else CHECK(why.find("every GPU has a nearer RDMA NIC") != std::string::npos);
   }
 }
@@ -183,11 +186,159 @@ TEST_CASE("--nic-env is decided by the visible GPU, whatever else is visible") {
   auto set = gpuaff::nic_environment(t, 1, gpuaff::nic_lib_nccl_set);
   REQUIRE(set.has_value());
   CHECK(*set == std::vector<std::pair<std::string, std::string>>{{"NCCL_IB_HCA", "=mlx5_10:1"}});
+  // Each compute NIC is its GPU's whole set: host GPU k (bus order) is rail k,
+  // plane 0 (CUDA_VISIBLE_DEVICES changes nothing: the rails are the host's).
   auto rails = gpuaff::nic_environment(t, 1, gpuaff::nic_lib_nccl_rails | gpuaff::nic_lib_ucx);
   REQUIRE(rails.has_value());
   CHECK(*rails == std::vector<std::pair<std::string, std::string>>{
-                      {"NCCL_IB_HCA", "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"},
+                      {"NCCL_IB_HCA", "=mlx5_0:1:0:0,mlx5_3:1:1:0,mlx5_4:1:2:0,mlx5_5:1:3:0,mlx5_6:1:4:0,mlx5_9:1:5:0,"
+                                      "mlx5_10:1:6:0,mlx5_11:1:7:0"},
+                      {"NCCL_NET_MERGE_POLICY", "RAIL"},
                       {"UCX_NET_DEVICES", "mlx5_10:1"}});
+}
+
+namespace {
+
+/// One NCCL_IB_HCA entry as NCCL reads it.
+struct HcaEntry {
+  std::string name;
+  int port = -1, rail = -1, plane = -1;
+  bool operator==(const HcaEntry&) const = default;
+};
+
+/// NCCL_IB_HCA read by the rules of NCCL 2.30.5 (docs/userguide env.rst,
+/// src/misc/utils.cc parseStringList, src/transport/net_ib/init.cc): a
+/// leading "^" then "=" are flags; entries split at ","; each at ":" into
+/// `<hca>[:<port>[:<rail>[:<plane>]]]`, an empty or absent field -1; an entry
+/// with an empty name is skipped; at most 32 entries.
+std::vector<HcaEntry> nccl_2_30_read(std::string_view v) {
+  if (!v.empty() && v.front() == '^') v.remove_prefix(1);
+  if (!v.empty() && v.front() == '=') v.remove_prefix(1);
+  std::vector<HcaEntry> out;
+  auto field = [](std::string_view f) { return f.empty() ? -1 : std::stoi(std::string(f)); };
+  while (!v.empty() && out.size() < 32) {
+    std::string_view entry = v.substr(0, v.find(','));
+    v.remove_prefix(std::min(v.size(), entry.size() + 1));
+    std::vector<std::string_view> parts;
+    for (std::size_t at = 0;;) {
+      std::size_t colon = entry.find(':', at);
+      parts.push_back(entry.substr(at, colon == std::string_view::npos ? std::string_view::npos : colon - at));
+      if (colon == std::string_view::npos) break;
+      at = colon + 1;
+    }
+    if (parts[0].empty()) continue;
+    HcaEntry e{std::string(parts[0])};
+    if (parts.size() > 1) e.port = field(parts[1]);
+    if (parts.size() > 2) e.rail = field(parts[2]);
+    if (parts.size() > 3) e.plane = field(parts[3]);
+    out.push_back(e);
+  }
+  return out;
+}
+
+/// The same value read by a release before 2.30.5 (src/misc/utils.cc
+/// parseStringList then): the name up to ":", the port by atoi of what
+/// follows, the rest of the entry skipped.
+std::vector<HcaEntry> nccl_older_read(std::string_view v) {
+  if (!v.empty() && (v.front() == '^' || v.front() == '=')) v.remove_prefix(1);
+  std::vector<HcaEntry> out;
+  while (!v.empty()) {
+    std::string_view entry = v.substr(0, v.find(','));
+    v.remove_prefix(std::min(v.size(), entry.size() + 1));
+    std::size_t colon = entry.find(':');
+    HcaEntry e{std::string(entry.substr(0, colon))};
+    if (colon != std::string_view::npos) e.port = std::atoi(std::string(entry.substr(colon + 1)).c_str());
+    if (!e.name.empty()) out.push_back(e);
+  }
+  return out;
+}
+
+std::string hca_value(const Topology& t, int gpu) {
+  auto env = gpuaff::nic_environment(t, gpu, gpuaff::nic_lib_nccl_rails);
+  REQUIRE_MESSAGE(env.has_value(), env.error().message());
+  REQUIRE(env->size() == 2);
+  CHECK((*env)[1] == std::pair<std::string, std::string>{"NCCL_NET_MERGE_POLICY", "RAIL"});
+  return (*env)[0].second;
+}
+
+}  // namespace
+
+TEST_CASE("nccl-rails: rail and plane as NCCL 2.30.5 reads them, and what an older release makes of them") {
+  // NCCL's own documented example reads as the docs say (our reader is right).
+  CHECK(nccl_2_30_read("=mlx5_0:1:0:0,mlx5_1:1:0:1") == std::vector<HcaEntry>{{"mlx5_0", 1, 0, 0}, {"mlx5_1", 1, 0, 1}});
+  CHECK(nccl_2_30_read("=mlx5_0::0:0") == std::vector<HcaEntry>{{"mlx5_0", -1, 0, 0}});
+  // An empty port reads as port 0 in an older release: a port no device has.
+  CHECK(nccl_older_read("=mlx5_0::0:0") == std::vector<HcaEntry>{{"mlx5_0", 0}});
+
+  // b300-16nics: GPU k's set is mlx5_2k, mlx5_2k+1 (its switch's two functions):
+  // one rail per GPU, the two functions its planes 0 and 1 by address.
+  Topology b300 = load("b300-16nics");
+  std::vector<HcaEntry> expected;
+  for (int k = 0; k < 8; ++k) {
+    expected.push_back({"mlx5_" + std::to_string(2 * k), 1, k, 0});
+    expected.push_back({"mlx5_" + std::to_string(2 * k + 1), 1, k, 1});
+  }
+  std::string value = hca_value(b300, 3);
+  CHECK(value.front() == '=');
+  CHECK(nccl_2_30_read(value) == expected);
+  // An older release selects the same sixteen NICs on the same port and
+  // ignores rail and plane: nothing misread, the identity just unused.
+  std::vector<HcaEntry> names_ports;
+  for (const auto& e : expected) names_ports.push_back({e.name, e.port});
+  CHECK(nccl_older_read(value) == names_ports);
+  // The same value whichever GPU the rank serves: it describes the node.
+  CHECK(hca_value(b300, 0) == value);
+
+  // dgx-h100: one NIC per GPU, so rail k plane 0; two nodes of one shape (the
+  // same machine read whole, through a JSON topology, and by a process that
+  // sees GPUs 5 and 6 only) give every NIC the same identity.
+  Topology h = load("dgx-h100");
+  auto ids = gpuaff::rail_identities(h);
+  REQUIRE(ids.size() == 8);
+  const std::vector<std::string> compute{"mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5",
+                                         "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"};
+  for (int k = 0; k < 8; ++k) {
+    CHECK(name_of(h, ids[static_cast<std::size_t>(k)].nic->address) == compute[static_cast<std::size_t>(k)]);
+    CHECK(ids[static_cast<std::size_t>(k)].rail == k);
+    CHECK(ids[static_cast<std::size_t>(k)].plane == 0);
+  }
+  auto other = gpuaff::topology_from_json(gpuaff::to_json(h), "node2.json");
+  REQUIRE(other.has_value());
+  CHECK(hca_value(*other, 4) == hca_value(h, 4));
+  CHECK(hca_value(load("dgx-h100", "5,6"), 0) == hca_value(h, 0));
+  // The storage NICs are no rail: no identity.
+  const Nic* storage = h.find_nic(bdf("0000:29:00.0"));
+  REQUIRE(storage != nullptr);
+  CHECK(gpuaff::rail_identity_of(ids, storage).rail == -1);
+
+  // p4d.24xlarge-efa: GPUs 2k and 2k+1 share EFA k, one set counted once:
+  // four rails, plane 0 each.
+  CHECK(nccl_2_30_read(hca_value(load("p4d.24xlarge-efa"), 0)) ==
+        std::vector<HcaEntry>{{"rdmap16s27", 1, 0, 0}, {"rdmap32s27", 1, 1, 0}, {"rdmap144s27", 1, 2, 0},
+                              {"rdmap160s27", 1, 3, 0}});
+}
+
+TEST_CASE("nccl-rails refuses a list longer than NCCL reads") {
+  // 33 GPUs each alone with its own NIC at PIX: 33 rails, one past NCCL's 32.
+  Topology t;
+  t.origin = "hand-made";
+  for (int i = 0; i < 33; ++i) {
+    char nic[16], gpu[16];
+    std::snprintf(nic, sizeof nic, "0000:%02x:00.0", i + 1);
+    std::snprintf(gpu, sizeof gpu, "0000:%02x:00.0", i + 0x41);
+    t.nics.push_back(make_nic(nic, "mlx5_" + std::to_string(i), ""));
+    Gpu g;
+    g.index = i;
+    g.pci.address = bdf(gpu);
+    g.nics.push_back(NicPath{bdf(nic), PciPath::pix});
+    t.gpus.push_back(g);
+  }
+  auto env = gpuaff::nic_environment(t, 0, gpuaff::nic_lib_nccl_rails);
+  REQUIRE_FALSE(env.has_value());
+  CHECK(env.error().message().find("33 rail NICs and NCCL reads at most 32") != std::string_view::npos);
+  t.nics.pop_back();
+  t.gpus.pop_back();
+  CHECK(gpuaff::nic_environment(t, 0, gpuaff::nic_lib_nccl_rails).has_value());
 }
 
 TEST_CASE("b300-16nics: each GPU's set is the two NICs under its switch") {
@@ -207,7 +358,7 @@ TEST_CASE("b300-16nics: each GPU's set is the two NICs under its switch") {
                                                                  {"NVSHMEM_HCA_LIST", "mlx5_10:1,mlx5_11:1"}});
   // The management port has no RDMA name: never a rail.
   for (const auto& n : t.nics)
-    if (!n.rdma()) CHECK(std::string(gpuaff::not_a_rail(t, n)).find("no RDMA device") != std::string::npos);
+    if (!n.rdma()) CHECK(std::string(gpuaff::not_a_rail(t, n)).find("no RDMA (sys/class/infiniband) or CXI device") != std::string::npos);
 }
 
 TEST_CASE("nic sets are the host's: a process that sees one GPU gets that GPU's share") {
@@ -221,7 +372,8 @@ TEST_CASE("nic sets are the host's: a process that sees one GPU gets that GPU's 
 }
 
 TEST_CASE("nic_libs: the words, and the mistakes") {
-  CHECK(gpuaff::parse_nic_libs("ucx,nvshmem").value() == gpuaff::default_nic_libs);
+  CHECK(gpuaff::parse_nic_libs("ucx,nvshmem,cxi").value() == gpuaff::default_nic_libs);
+  CHECK(gpuaff::parse_nic_libs("ucx,ucx-host").error().message().find("both set UCX_NET_DEVICES") != std::string_view::npos);
   CHECK(gpuaff::parse_nic_libs("nccl-rails").value() == gpuaff::nic_lib_nccl_rails);
   CHECK(gpuaff::nic_libs_text(gpuaff::nic_lib_ucx | gpuaff::nic_lib_nccl_set) == "ucx,nccl-set");
   for (const char* bad : {"", "ucx,", "nccl", "ucxx", "nccl-set,nccl-rails", "UCX"}) {
@@ -396,6 +548,14 @@ TEST_CASE("a recording keeps the class links and bridge directories the NICs nee
   auto gb = SysfsSource(SysfsOptions{.root = out.path("rec2"), .visible = {.use_environment = false}}).load();
   REQUIRE(gb.has_value());
   CHECK(gb->gpus[3].memory_nodes == std::vector<int>{26});
+  // and the sys/class/cxi entries of Slingshot NICs
+  auto rec3 = gpuaff::record_topology(gpuaff::RecordOptions{
+      .out_dir = out.path("rec3"), .root = gpuaff_test::fixture("cray-ex-4gpu-slingshot"), .for_hwloc = false});
+  REQUIRE_MESSAGE(rec3.has_value(), rec3.error().message());
+  auto cray = SysfsSource(SysfsOptions{.root = out.path("rec3"), .visible = {.use_environment = false}}).load();
+  REQUIRE(cray.has_value());
+  CHECK(cray->nics == load("cray-ex-4gpu-slingshot").nics);
+  CHECK(chosen(*cray) == std::vector<std::string>{"cxi0", "cxi1", "cxi2", "cxi3"});
 }
 
 TEST_CASE("binding detail reads no NIC; a class entry without a PCI device is skipped") {
@@ -490,4 +650,124 @@ TEST_CASE("--mem-nodes: the GPU's own memory nodes, or every CPU node of its soc
   REQUIRE_FALSE(none.has_value());
   CHECK(none.error().code() == Errc::not_found);
   CHECK(none.error().message().find("numa_status") != std::string_view::npos);
+}
+
+namespace {
+
+/// The plan's host NIC set for `gpu` of `name` with nic_env (and the plan).
+gpuaff::LaunchPlan nic_plan(const std::string& name, int gpu, unsigned libs = gpuaff::default_nic_libs) {
+  gpuaff::LaunchOptions o{.gpu = gpu, .nic_env = true};
+  o.nic_libs = libs;
+  auto p = gpuaff::make_plan(load(name), o);
+  REQUIRE_MESSAGE(p.has_value(), p.error().message());
+  return *p;
+}
+
+std::string env_of(const gpuaff::LaunchPlan& p, const std::string& name) {
+  for (const auto& [k, v] : p.env)
+    if (k == name) return v;
+  return "unset";
+}
+
+}  // namespace
+
+TEST_CASE("p5.48xlarge: four EFA devices per GPU, one rail each with four planes, sixteen per host node") {
+  // GPU k's switch (host bridge 0x10+0x10k) holds its four EFAs at buses
+  // 0x13+0x10k .. 0x16+0x10k (rdmap(19+16k)s0 .. rdmap(22+16k)s0) and no other
+  // GPU: four candidates, one competitor, all four (PIX). Rail k, planes 0-3 by
+  // address; 32 rail NICs, exactly what NCCL reads.
+  Topology t = load("p5.48xlarge");
+  REQUIRE(t.gpus.size() == 8);
+  std::vector<std::string> expected;
+  std::vector<HcaEntry> entries;
+  for (int k = 0; k < 8; ++k) {
+    std::string set;
+    for (int i = 0; i < 4; ++i) {
+      std::string name = "rdmap" + std::to_string(19 + 16 * k + i) + "s0";
+      set += (i == 0 ? "" : " ") + name;
+      entries.push_back({name, 1, k, i});
+    }
+    expected.push_back(set);
+  }
+  CHECK(chosen(t) == expected);
+  CHECK(gpuaff::nic_set_of(t, t.gpus[3]).path == PciPath::pix);
+  CHECK(nccl_2_30_read(hca_value(t, 6)) == entries);
+  // The ENA has no RDMA name: never a rail.
+  const Nic* ena = t.find_nic(bdf("0000:00:05.0"));
+  REQUIRE(ena != nullptr);
+  CHECK(std::string(gpuaff::not_a_rail(t, *ena)).find("no RDMA (sys/class/infiniband) or CXI device") != std::string::npos);
+  // Host buffers of GPU 1 (node 0) and GPU 5 (node 1): the sixteen EFAs of
+  // their node, GPUs 0-3's and 4-7's.
+  auto p1 = nic_plan("p5.48xlarge", 1);
+  CHECK(p1.host_nodes.to_list() == "0");
+  REQUIRE(p1.host_nic_set.size() == 16);
+  CHECK(p1.host_nic_set.front() == "rdmap19s0:1");
+  CHECK(p1.host_nic_set.back() == "rdmap70s0:1");
+  auto p5 = nic_plan("p5.48xlarge", 5, gpuaff::nic_lib_ucx_host);
+  REQUIRE(p5.host_nic_set.size() == 16);
+  CHECK(p5.host_nic_set.front() == "rdmap83s0:1");
+  // ucx-host: UCX_NET_DEVICES is the host set, for a process moving host buffers.
+  std::string host;
+  for (const auto& n : p5.host_nic_set) host += (host.empty() ? "" : ",") + n;
+  CHECK(env_of(p5, "UCX_NET_DEVICES") == host);
+  CHECK(p5.nic_set == std::vector<std::string>{"rdmap99s0:1", "rdmap100s0:1", "rdmap101s0:1", "rdmap102s0:1"});
+}
+
+TEST_CASE("a3-ultragpu-8g: one ConnectX-7 per GPU, the gVNICs no rail") {
+  // GPU k and mlx5_k share a switch (PIX); the gVNICs (enp12s0 on node 0,
+  // enp156s0 on node 1) have no RDMA name.
+  Topology t = load("a3-ultragpu-8g");
+  REQUIRE(t.gpus.size() == 8);
+  std::vector<std::string> expected;
+  for (int k = 0; k < 8; ++k) expected.push_back("mlx5_" + std::to_string(k));
+  CHECK(chosen(t) == expected);
+  for (const auto& n : t.nics)
+    if (!n.rdma()) CHECK(std::string(gpuaff::not_a_rail(t, n)).find("no RDMA (sys/class/infiniband) or CXI device") != std::string::npos);
+  CHECK(nccl_2_30_read(hca_value(t, 0)).size() == 8);
+  CHECK(nccl_2_30_read(hca_value(t, 0))[5] == HcaEntry{"mlx5_5", 1, 5, 0});
+  // GPU 2 is on node 0: the host set is node 0's four ConnectX-7, not the gVNIC.
+  auto p = nic_plan("a3-ultragpu-8g", 2);
+  CHECK(p.host_nic_set == std::vector<std::string>{"mlx5_0:1", "mlx5_1:1", "mlx5_2:1", "mlx5_3:1"});
+  CHECK(env_of(p, "UCX_NET_DEVICES") == "mlx5_2:1");
+}
+
+TEST_CASE("cray-ex-4gpu-slingshot: Slingshot NICs are rails by their CXI names") {
+  // GPU k (buses 03, 41, 81, c1) and NIC k (cxik, hsnk) share a host bridge on
+  // node 3 - k, each under its own root port: PHB, one candidate each. The NICs
+  // have no RDMA name; their CXI name is what libfabric's cxi provider opens.
+  Topology t = load("cray-ex-4gpu-slingshot");
+  REQUIRE(t.gpus.size() == 4);
+  REQUIRE(t.nics.size() == 4);
+  for (int k = 0; k < 4; ++k) {
+    const Nic& n = t.nics[static_cast<std::size_t>(k)];
+    CHECK_FALSE(n.rdma());
+    REQUIRE(n.cxi_names.size() == 1);
+    CHECK(n.cxi_names[0].view() == "cxi" + std::to_string(k));
+    REQUIRE(n.net_names.size() == 1);
+    CHECK(n.net_names[0].view() == "hsn" + std::to_string(k));
+    CHECK(n.numa_node == 3 - k);
+    CHECK(path_to(t, k, "cxi" + std::to_string(k)) == PciPath::phb);
+  }
+  CHECK(chosen(t) == std::vector<std::string>{"cxi0", "cxi1", "cxi2", "cxi3"});
+  auto ids = gpuaff::rail_identities(t);
+  CHECK(gpuaff::rail_id_text(ids) == "cxi0:0:0,cxi1:1:0,cxi2:2:0,cxi3:3:0");
+  // The default libraries: FI_CXI_DEVICE_NAME (fi_cxi(7): a comma-separated
+  // list of CXI devices); UCX and NVSHMEM have no RDMA NIC here and are left out.
+  auto p = nic_plan("cray-ex-4gpu-slingshot", 1);
+  CHECK(p.env == std::vector<std::pair<std::string, std::string>>{{"FI_CXI_DEVICE_NAME", "cxi1"}});
+  CHECK(p.nic_set == std::vector<std::string>{"cxi1"});
+  CHECK(p.host_nodes.to_list() == "2");
+  CHECK(p.host_nic_set == std::vector<std::string>{"cxi1"});
+  CHECK(p.warnings.empty());
+  // A library that can use none of them is an error naming the set, never an empty variable.
+  auto ucx = gpuaff::make_plan(t, gpuaff::LaunchOptions{.gpu = 1, .nic_env = true, .nic_libs = gpuaff::nic_lib_ucx});
+  REQUIRE_FALSE(ucx.has_value());
+  CHECK(ucx.error().message().find("can use none of the NICs cxi1") != std::string_view::npos);
+  auto rails = gpuaff::nic_environment(t, 0, gpuaff::nic_lib_nccl_rails);
+  REQUIRE_FALSE(rails.has_value());
+  CHECK(rails.error().message().find("has an RDMA name") != std::string_view::npos);
+  // The JSON topology keeps the CXI names apart from the interfaces.
+  auto back = gpuaff::topology_from_json(gpuaff::to_json(t), "cray.json");
+  REQUIRE_MESSAGE(back.has_value(), back.error().message());
+  CHECK(back->nics == t.nics);
 }

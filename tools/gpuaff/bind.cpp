@@ -118,6 +118,7 @@ nlohmann::ordered_json plan_json(const LaunchPlan& p, const LaunchOptions& o, st
   if (p.nic_path) {
     j["nic_set"] = p.nic_set;
     j["nic_path"] = std::string(to_string(*p.nic_path));
+    j["host_nic_set"] = p.host_nic_set;  // the rails on host_nodes, for host-buffer transfers
   }
   if (p.roles) {
     nlohmann::ordered_json roles = nlohmann::ordered_json::object();

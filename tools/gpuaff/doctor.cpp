@@ -247,6 +247,11 @@ std::string all_text(const NodeReport& r) {
     for (const auto& [g, rail] : r.gpu_rails) out += " GPU " + std::to_string(g) + " " + rail + ";";
     out.back() = '\n';
   }
+  if (!r.gpu_rail_ids.empty()) {
+    out += "rail:plane by GPU:";
+    for (const auto& [g, ids] : r.gpu_rail_ids) out += " GPU " + std::to_string(g) + " " + ids + ";";
+    out.back() = '\n';
+  }
   for (const auto& n : r.notes) out += "note: " + safe(cli_spelling(n)) + '\n';
   return out;
 }
@@ -263,6 +268,9 @@ J all_json(const NodeReport& r) {
   J rails = J::object();
   for (const auto& [g, rail] : r.gpu_rails) rails[std::to_string(g)] = rail;
   j["gpu_rails"] = std::move(rails);
+  J ids = J::object();
+  for (const auto& [g, text] : r.gpu_rail_ids) ids[std::to_string(g)] = text;
+  j["gpu_rail_ids"] = std::move(ids);
   J notes = J::array();
   for (const auto& n : r.notes) notes.push_back(cli_spelling(n));
   j["notes"] = std::move(notes);
@@ -285,6 +293,7 @@ struct MergedReport {
   std::vector<MergedProcess> processes;
   std::vector<std::pair<std::string, std::string>> invalid_plans;  // pid (or "?"), problem
   std::vector<std::pair<std::string, std::string>> gpu_rails;      // GPU index, NIC set
+  std::vector<std::pair<std::string, std::string>> gpu_rail_ids;   // GPU index, rail and plane of each NIC
 };
 
 /// Reads one report. The JSON is held in std::map objects (lookups in
@@ -378,6 +387,13 @@ Result<MergedReport> read_merge_report(const std::string& file) {
       r.gpu_rails.emplace_back(g, rail.get<std::string>());
     }
   }
+  if (auto it = j.find("gpu_rail_ids"); it != j.end()) {
+    if (!it->is_object()) return wrong("gpu_rail_ids", "an object of GPU index to rail and plane identities");
+    for (const auto& [g, ids] : it->items()) {
+      if (!ids.is_string()) return wrong("gpu_rail_ids." + g, "a string");
+      r.gpu_rail_ids.emplace_back(g, ids.get<std::string>());
+    }
+  }
   return r;
 }
 
@@ -441,6 +457,25 @@ int run_merge(const std::vector<std::string>& files) {
     }
     if (by_node.size() < reports.size()) parts += "; no RDMA NIC set on the other node(s)";
     out += "NOT the same rail on every node: " + parts + "\n";
+  }
+  // GPU index -> node -> rail and plane of each NIC. Compared among the nodes
+  // whose report has them (an older gpuaff wrote none): the same NICs under
+  // another rail or plane number make NCCL pair the wrong NICs across nodes.
+  std::map<std::string, std::map<std::string, std::string>> ids;
+  for (const auto& r : reports)
+    for (const auto& [g, text] : r.gpu_rail_ids) ids[g][r.node] = text;
+  for (const auto& [g, by_node] : ids) {
+    std::map<std::string, std::vector<std::string>> nodes_of;
+    for (const auto& [node, text] : by_node) nodes_of[text].push_back(node);
+    if (nodes_of.size() == 1) continue;
+    same_rails = false;
+    std::string parts;
+    for (const auto& [text, nodes] : nodes_of) {
+      std::string list;
+      for (const auto& n : nodes) list += (list.empty() ? "" : ",") + safe(n);
+      parts += (parts.empty() ? "" : "; ") + safe(text) + " on " + list;
+    }
+    out += "GPU " + safe(g) + ": NOT the same rail and plane (NIC:port:rail:plane) on every node: " + parts + "\n";
   }
   return write_result(out, all_healthy && same_rails ? exit_ok : exit_unhealthy);
 }

@@ -19,6 +19,7 @@ std::string nic_name(const Topology& topo, const PciAddress& a) {
   const Nic* n = topo.find_nic(a);
   // Names come from a recording: escaped, so that a crafted one cannot drive the terminal.
   if (n != nullptr && !n->rdma_names.empty()) return detail::escape_control(n->rdma_names.front().view());
+  if (n != nullptr && n->cxi()) return detail::escape_control(n->cxi_names.front().view());
   if (n != nullptr && !n->net_names.empty()) return detail::escape_control(n->net_names.front().view());
   return std::string(a.to_string().view());
 }
@@ -73,10 +74,11 @@ std::string nics_section(const Topology& topo, const std::function<std::string(c
       names += detail::escape_control(x.view());
     };
     for (const auto& x : n.rdma_names) add(x);
+    for (const auto& x : n.cxi_names) add(x);
     for (const auto& x : n.net_names) add(x);
     rows.push_back({std::string(n.address.to_string().view()),
                     n.numa_node < 0 ? std::string("unknown (-1)") : std::to_string(n.numa_node),
-                    n.rdma() ? "port " + std::to_string(n.rdma_port) : std::string("-"),
+                    n.rdma() ? "port " + std::to_string(n.rdma_port) : n.cxi() ? std::string("cxi") : std::string("-"),
                     names.empty() ? std::string("-") : names, rail_of(topo, sets, n)});
   }
   out += table(rows);
@@ -117,7 +119,7 @@ std::string memory_nodes_line(const Topology& topo) {
 std::string nics_of_node(const Topology& topo, int node) {
   std::string names;
   for (const auto& n : topo.nics)
-    if (n.numa_node == node && n.rdma()) names += " " + nic_name(topo, n.address);
+    if (n.numa_node == node && n.rail_capable()) names += " " + nic_name(topo, n.address);
   return names.empty() ? names : "; RDMA NICs:" + names;
 }
 

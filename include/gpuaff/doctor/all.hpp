@@ -43,6 +43,9 @@ struct NodeReport {
   /// Per visible GPU index, its NIC set as the libraries name it ("mlx5_0:1");
   /// empty when the machine has no RDMA NIC or its NICs cannot be read.
   std::map<int, std::string> gpu_rails{};
+  /// Per visible GPU index, the rail and plane of each NIC of its set in
+  /// NCCL_IB_HCA's syntax ("mlx5_0:1:0:0,mlx5_1:1:0:1"; rail_identities()).
+  std::map<int, std::string> gpu_rail_ids{};
 
   /// Every process healthy, and none with a plan that cannot be read.
   bool healthy() const {
@@ -136,9 +139,14 @@ inline NodeReport examine_all(const LaunchOptions& machine, const DoctorOptions&
     return r;
   }
   if (topo->nics.empty()) return r;
+  auto ids = rail_identities(*topo);
   for (std::size_t g = 0; g < topo->gpus.size(); ++g) {
     auto set = served_nic_set(*topo, {static_cast<int>(g)});
-    if (set) r.gpu_rails[static_cast<int>(g)] = nic_port_list(set->nics);
+    if (!set) continue;
+    r.gpu_rails[static_cast<int>(g)] = nic_port_list(set->nics);
+    std::vector<RailIdentity> mine;
+    for (const Nic* n : set->nics) mine.push_back(rail_identity_of(ids, n));
+    r.gpu_rail_ids[static_cast<int>(g)] = rail_id_text(mine);
   }
   return r;
 }

@@ -209,7 +209,7 @@ inline void check_nic_lists(const Topology& topo, std::string_view pci, const st
     }
     std::vector<std::string> in, out;
     for (const auto& dev : listed_devices(it->second)) {
-      bool mine = std::any_of(set.nics.begin(), set.nics.end(), [&](const Nic* n) { return n->rdma_names.front().view() == dev; });
+      bool mine = std::any_of(set.nics.begin(), set.nics.end(), [&](const Nic* n) { return n->rdma() && n->rdma_names.front().view() == dev; });
       (mine ? in : out).push_back(dev);
     }
     std::string others;

@@ -4,8 +4,9 @@
 // libraries (`--nic-env`, `--nic-libs`; docs/nics.md, docs/contract.md
 // section 4).
 //
-// The rule. A GPU's candidates are the RDMA NICs (those with a
-// sys/class/infiniband name) at its nearest path class to any RDMA NIC. GPUs
+// The rule. A GPU's candidates are the NICs GPU traffic can use (those with
+// a sys/class/infiniband name, or HPE Slingshot NICs with a sys/class/cxi
+// name) at its nearest path class to any of them. GPUs
 // whose candidates overlap compete: with k candidates and n competitors
 // (itself included), a GPU gets k / n of them, the first k mod n competitors
 // (by GPU order) one more, and at least one; it takes them one at a time, each
@@ -28,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpuaff/cpu_set.hpp"
 #include "gpuaff/detail/parse.hpp"
 #include "gpuaff/detail/suggest.hpp"
 #include "gpuaff/result.hpp"
@@ -48,20 +50,28 @@ struct NicSet {
 
 /// The libraries `--nic-env` writes for (`nic_libs=`, a bit set).
 enum NicLib : unsigned {
-  nic_lib_ucx = 1u,         ///< UCX_NET_DEVICES = the set
-  nic_lib_nvshmem = 2u,     ///< NVSHMEM_HCA_LIST = the set
-  nic_lib_nccl_set = 4u,    ///< NCCL_IB_HCA = the set
+  nic_lib_ucx = 1u,         ///< UCX_NET_DEVICES = the set's RDMA NICs
+  nic_lib_nvshmem = 2u,     ///< NVSHMEM_HCA_LIST = the set's RDMA NICs
+  nic_lib_nccl_set = 4u,    ///< NCCL_IB_HCA = the set's RDMA NICs
   nic_lib_nccl_rails = 8u,  ///< NCCL_IB_HCA = every rail of the machine
+  nic_lib_cxi = 16u,        ///< FI_CXI_DEVICE_NAME = the set's Slingshot NICs (libfabric's cxi provider)
+  nic_lib_ucx_host = 32u,   ///< UCX_NET_DEVICES = the host NIC set (host-staged transfers)
 };
-inline constexpr unsigned default_nic_libs = nic_lib_ucx | nic_lib_nvshmem;
-inline constexpr std::array<std::pair<std::string_view, unsigned>, 4> nic_lib_names{{
-    {"ucx", nic_lib_ucx}, {"nvshmem", nic_lib_nvshmem}, {"nccl-set", nic_lib_nccl_set}, {"nccl-rails", nic_lib_nccl_rails}}};
+inline constexpr unsigned default_nic_libs = nic_lib_ucx | nic_lib_nvshmem | nic_lib_cxi;
+inline constexpr std::array<std::pair<std::string_view, unsigned>, 6> nic_lib_names{{{"ucx", nic_lib_ucx},
+                                                                                      {"nvshmem", nic_lib_nvshmem},
+                                                                                      {"nccl-set", nic_lib_nccl_set},
+                                                                                      {"nccl-rails", nic_lib_nccl_rails},
+                                                                                      {"cxi", nic_lib_cxi},
+                                                                                      {"ucx-host", nic_lib_ucx_host}}};
 
 /// Parses a `nic_libs=` list ("ucx,nvshmem", "nccl-rails").
 /// Errors: Errc::invalid_argument for an empty list or item, an unknown item
 /// (with the closest name), or both NCCL items (one variable, one value).
 inline Result<unsigned> parse_nic_libs(std::string_view text) {
-  if (text.empty()) return fail(Errc::invalid_argument, "nic_libs='' names no library; use a list of ucx, nvshmem, nccl-set, nccl-rails");
+  if (text.empty())
+    return fail(Errc::invalid_argument,
+                "nic_libs='' names no library; use a list of ucx, nvshmem, nccl-set, nccl-rails, cxi, ucx-host");
   std::array<std::string_view, nic_lib_names.size()> words{};
   for (std::size_t i = 0; i < words.size(); ++i) words[i] = nic_lib_names[i].first;
   unsigned libs = 0;
@@ -71,13 +81,16 @@ inline Result<unsigned> parse_nic_libs(std::string_view text) {
       std::string_view guess = item == "nccl" ? std::string_view("nccl-set or nccl-rails") : detail::closest(item, words);
       return fail(Errc::invalid_argument, "nic_libs=", text.substr(0, 60), ": '", item.substr(0, 40), "' is not a library",
                   guess.empty() ? std::string() : std::string("; did you mean ") + std::string(guess) + "?",
-                  " (use a list of ucx, nvshmem, nccl-set, nccl-rails)");
+                  " (use a list of ucx, nvshmem, nccl-set, nccl-rails, cxi, ucx-host)");
     }
     libs |= known->second;
   }
   if ((libs & nic_lib_nccl_set) != 0 && (libs & nic_lib_nccl_rails) != 0)
     return fail(Errc::invalid_argument, "nic_libs=", text.substr(0, 60),
                 ": nccl-set and nccl-rails both set NCCL_IB_HCA; name one");
+  if ((libs & nic_lib_ucx) != 0 && (libs & nic_lib_ucx_host) != 0)
+    return fail(Errc::invalid_argument, "nic_libs=", text.substr(0, 60),
+                ": ucx and ucx-host both set UCX_NET_DEVICES; name one");
   return libs;
 }
 
@@ -98,7 +111,7 @@ inline std::pair<std::vector<std::size_t>, PciPath> nic_candidates(const Topolog
   PciPath path = PciPath::sys;
   for (const auto& np : g.nics) {
     const Nic* n = topo.find_nic(np.nic);
-    if (n == nullptr || !n->rdma()) continue;
+    if (n == nullptr || !n->rail_capable()) continue;
     if (!out.empty() && np.path != path) break;  // only the nearest class
     path = np.path;
     out.push_back(static_cast<std::size_t>(n - topo.nics.data()));
@@ -176,25 +189,128 @@ inline std::vector<const Nic*> nic_rails(const Topology& topo) {
   return out;
 }
 
+/// "mlx5_0:1" (an RDMA NIC: name`:`port, as the libraries name a port),
+/// "cxi0" (a Slingshot NIC: its libfabric domain), else its address.
+inline std::string nic_label(const Nic& n) {
+  if (n.rdma()) return std::string(n.rdma_names.front().view()) + ':' + std::to_string(n.rdma_port);
+  if (n.cxi()) return std::string(n.cxi_names.front().view());
+  return std::string(n.address.to_string().view());
+}
+
+/// A rail NIC's identity as NCCL_IB_HCA spells it (`<hca>:<port>:<rail>:<plane>`,
+/// NCCL 2.30.5 and later): `rail` is the index of the first NIC set that holds
+/// the NIC among the distinct sets of nic_set_gpus() in GPU order (equal sets,
+/// such as two GPUs sharing one NIC, count once), `plane` its place by address
+/// in that set. Both depend only on the machine's shape and addresses, so GPU
+/// k's NICs are the same rail and plane on every node of one shape.
+struct RailIdentity {
+  const Nic* nic = nullptr;
+  int rail = -1;
+  int plane = -1;
+};
+
+/// The identity of every rail (nic_rails()), by address.
+inline std::vector<RailIdentity> rail_identities(const Topology& topo) {
+  std::vector<std::vector<const Nic*>> distinct;
+  std::vector<RailIdentity> out;
+  for (const auto& s : nic_sets(topo, nic_set_gpus(topo))) {
+    if (s.empty() || std::find(distinct.begin(), distinct.end(), s.nics) != distinct.end()) continue;
+    int rail = static_cast<int>(distinct.size());
+    distinct.push_back(s.nics);
+    for (std::size_t p = 0; p < s.nics.size(); ++p) {
+      const Nic* n = s.nics[p];
+      if (std::any_of(out.begin(), out.end(), [&](const RailIdentity& r) { return r.nic == n; })) continue;
+      out.push_back(RailIdentity{n, rail, static_cast<int>(p)});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const RailIdentity& a, const RailIdentity& b) { return a.nic < b.nic; });
+  return out;
+}
+
+/// "mlx5_0:1:0:0,cxi0:1:0": each NIC's label (nic_label) with its rail and
+/// plane, RDMA and Slingshot NICs alike (what doctor compares across nodes).
+inline std::string rail_id_text(const std::vector<RailIdentity>& ids) {
+  std::string out;
+  for (const auto& r : ids) {
+    if (r.nic == nullptr) continue;
+    if (!out.empty()) out += ',';
+    out += nic_label(*r.nic) + ':' + std::to_string(r.rail) + ':' + std::to_string(r.plane);
+  }
+  return out;
+}
+
+/// The identity of `n` among `ids` (rail_identities()); rail and plane -1 when
+/// it is not a rail.
+inline RailIdentity rail_identity_of(const std::vector<RailIdentity>& ids, const Nic* n) {
+  for (const auto& r : ids)
+    if (r.nic == n) return r;
+  return RailIdentity{n, -1, -1};
+}
+
+/// "mlx5_0:1:0:0,mlx5_1:1:0:1": NICs with their rail and plane in
+/// NCCL_IB_HCA's syntax (`<hca>:<port>:<rail>:<plane>`); only NICs with an
+/// RDMA name (NCCL's IB transport knows no other). The port is always
+/// written: a release before 2.30.5 reads `<hca>:<port>` and skips the rest of
+/// the entry, where an empty port (`mlx5_0::0:0`) would read as port 0, a
+/// port no device has.
+inline std::string nccl_rail_list(const std::vector<RailIdentity>& ids) {
+  std::string out;
+  for (const auto& r : ids) {
+    if (r.nic == nullptr || !r.nic->rdma()) continue;
+    if (!out.empty()) out += ',';
+    out += r.nic->rdma_names.front().view();
+    out += ':' + std::to_string(r.nic->rdma_port) + ':' + std::to_string(r.rail) + ':' + std::to_string(r.plane);
+  }
+  return out;
+}
+
+/// NCCL reads at most this many NCCL_IB_HCA entries (MAX_IB_DEVS in
+/// src/transport/net_ib); it drops the others without a word.
+inline constexpr std::size_t nccl_ib_hca_max = 32;
+
 /// Why `n` is not a rail ("" when it is one): no RDMA name, or every GPU has
 /// nearer RDMA NICs (or none competes for it).
 inline std::string_view not_a_rail(const Topology& topo, const Nic& n) {
-  if (!n.rdma()) return "no RDMA device (sys/class/infiniband): not a rail";
+  if (!n.rail_capable()) return "no RDMA (sys/class/infiniband) or CXI device: not a rail";
   auto rails = nic_rails(topo);
   if (std::find(rails.begin(), rails.end(), &n) != rails.end()) return {};
   if (nic_set_gpus(topo).empty()) return "no GPU: not a rail";
   return "every GPU has a nearer RDMA NIC: not a rail";
 }
 
-/// "mlx5_0:1,mlx5_3:1": NICs as the libraries name a port.
+/// "mlx5_0:1,mlx5_3:1" ("cxi0" for a Slingshot NIC): NICs by nic_label.
 inline std::string nic_port_list(const std::vector<const Nic*>& nics) {
   std::string out;
   for (const Nic* n : nics) {
     if (!out.empty()) out += ',';
-    out += n->rdma_names.front().view();
-    out += ':';
-    out += std::to_string(n->rdma_port);
+    out += nic_label(*n);
   }
+  return out;
+}
+
+/// The RDMA NICs of `nics` as UCX, NVSHMEM and NCCL name them ("mlx5_0:1,mlx5_3:1").
+inline std::string rdma_port_list(const std::vector<const Nic*>& nics) {
+  std::vector<const Nic*> rdma;
+  for (const Nic* n : nics)
+    if (n->rdma()) rdma.push_back(n);
+  return nic_port_list(rdma);
+}
+
+/// The Slingshot NICs of `nics` as libfabric's cxi provider names its domains ("cxi0,cxi1").
+inline std::string cxi_list(const std::vector<const Nic*>& nics) {
+  std::string out;
+  for (const Nic* n : nics)
+    if (n->cxi()) out += (out.empty() ? "" : ",") + std::string(n->cxi_names.front().view());
+  return out;
+}
+
+/// The host NIC set of a process whose pinned host buffers live on `nodes`
+/// (LaunchPlan::host_nodes): every rail (nic_rails()) whose PCI numa_node is
+/// one of them, by address. Empty when no rail sits on those nodes.
+inline std::vector<const Nic*> host_nic_set(const Topology& topo, const NodeSet& nodes) {
+  std::vector<const Nic*> out;
+  for (const Nic* n : nic_rails(topo))
+    if (n->numa_node >= 0 && nodes.contains(n->numa_node)) out.push_back(n);
   return out;
 }
 
@@ -220,7 +336,7 @@ inline Result<NicSet> served_nic_set(const Topology& topo, const std::vector<int
         return fail(Errc::not_found, "nic_env=true: ", topo.origin.view(),
                     " lists no network device (read it from sysfs: root=DIR or this machine, or a JSON topology "
                     "that has \"nics\"); leave out nic_env=true");
-      return fail(Errc::not_found, "nic_env=true: no RDMA NIC (sys/class/infiniband) reaches GPU ", g.index, " (",
+      return fail(Errc::not_found, "nic_env=true: no RDMA NIC (sys/class/infiniband) or Slingshot NIC (sys/class/cxi) reaches GPU ", g.index, " (",
                   g.address().to_string().view(), ") in ", topo.origin.view(), "; leave out nic_env=true");
     }
     out.nics.insert(out.nics.end(), set.nics.begin(), set.nics.end());
@@ -233,23 +349,61 @@ inline Result<NicSet> served_nic_set(const Topology& topo, const std::vector<int
 }
 
 /// The variables `libs` (NicLib bits) ask for, pointing at `set` (one GPU's,
-/// or served_nic_set's union): UCX_NET_DEVICES and NVSHMEM_HCA_LIST
+/// or served_nic_set's union), each with the NICs its library can use:
+/// UCX_NET_DEVICES and NVSHMEM_HCA_LIST the set's RDMA NICs
 /// ("mlx5_0:1,mlx5_1:1"); NCCL_IB_HCA with a leading "=" (NCCL then matches
-/// names exactly, not as prefixes: mlx5_1 would also select mlx5_10),
-/// holding the set (nccl-set) or every rail (nccl-rails).
-inline std::vector<std::pair<std::string, std::string>> nic_variables(const Topology& topo, const NicSet& set,
-                                                                     unsigned libs) {
-  std::string mine = nic_port_list(set.nics);
+/// names exactly, not as prefixes: mlx5_1 would also select mlx5_10), holding
+/// the set's RDMA NICs (nccl-set) or every rail with its rail and plane
+/// (nccl-rails, "=mlx5_0:1:0:0,...", and NCCL_NET_MERGE_POLICY=RAIL: NCCL
+/// 2.30.5 fuses only NICs of one rail; earlier releases ignore it);
+/// FI_CXI_DEVICE_NAME the set's Slingshot NICs ("cxi0", cxi); UCX_NET_DEVICES
+/// the RDMA NICs of `host` (ucx-host: the host NIC set). A variable whose list
+/// would be empty is left out; when `notes` is given, each left out is said
+/// there (a library the user named).
+/// Errors: Errc::invalid_argument when nccl-rails would list more NICs than
+/// NCCL reads (nccl_ib_hca_max), or none; Errc::not_found when no variable is
+/// left to write.
+inline Result<std::vector<std::pair<std::string, std::string>>> nic_variables(
+    const Topology& topo, const NicSet& set, unsigned libs, const std::vector<const Nic*>& host = {},
+    std::vector<std::string>* notes = nullptr) {
+  std::string mine = rdma_port_list(set.nics);
   std::vector<std::pair<std::string, std::string>> env;
-  if ((libs & nic_lib_nccl_set) != 0) env.emplace_back("NCCL_IB_HCA", "=" + mine);
-  if ((libs & nic_lib_nccl_rails) != 0) env.emplace_back("NCCL_IB_HCA", "=" + nic_port_list(nic_rails(topo)));
-  if ((libs & nic_lib_ucx) != 0) env.emplace_back("UCX_NET_DEVICES", mine);
-  if ((libs & nic_lib_nvshmem) != 0) env.emplace_back("NVSHMEM_HCA_LIST", mine);
+  auto add = [&](std::string_view lib, const char* name, std::string value, std::string_view whose) {
+    if (!value.empty()) {
+      env.emplace_back(name, std::move(value));
+    } else if (notes != nullptr) {
+      notes->push_back(std::string("nic_libs=") + std::string(lib) + ": " + std::string(whose) + " holds no NIC " +
+                       std::string(lib) + " can use; " + name + " is not set");
+    }
+  };
+  if ((libs & nic_lib_nccl_set) != 0) add("nccl-set", "NCCL_IB_HCA", mine.empty() ? mine : "=" + mine, "the NIC set");
+  if ((libs & nic_lib_nccl_rails) != 0) {
+    auto ids = rail_identities(topo);
+    std::size_t listed = static_cast<std::size_t>(
+        std::count_if(ids.begin(), ids.end(), [](const RailIdentity& r) { return r.nic->rdma(); }));
+    if (listed == 0)
+      return fail(Errc::invalid_argument, "nic_libs=nccl-rails: no rail of ", topo.origin.view(),
+                  " has an RDMA name (sys/class/infiniband) for NCCL_IB_HCA; leave nccl-rails out");
+    if (listed > nccl_ib_hca_max)
+      return fail(Errc::invalid_argument, "nic_libs=nccl-rails: ", topo.origin.view(), " has ", listed,
+                  " rail NICs and NCCL reads at most ", nccl_ib_hca_max,
+                  " NCCL_IB_HCA entries (the others would be dropped unsaid); use nccl-set");
+    env.emplace_back("NCCL_IB_HCA", "=" + nccl_rail_list(ids));
+    env.emplace_back("NCCL_NET_MERGE_POLICY", "RAIL");
+  }
+  if ((libs & nic_lib_ucx) != 0) add("ucx", "UCX_NET_DEVICES", mine, "the NIC set");
+  if ((libs & nic_lib_ucx_host) != 0) add("ucx-host", "UCX_NET_DEVICES", rdma_port_list(host), "the host NIC set");
+  if ((libs & nic_lib_nvshmem) != 0) add("nvshmem", "NVSHMEM_HCA_LIST", mine, "the NIC set");
+  if ((libs & nic_lib_cxi) != 0) add("cxi", "FI_CXI_DEVICE_NAME", cxi_list(set.nics), "the NIC set");
+  if (env.empty())
+    return fail(Errc::not_found, "nic_env=true: nic_libs=", nic_libs_text(libs), " can use none of the NICs ",
+                nic_port_list(set.nics), " (", topo.origin.view(),
+                "): name a library for them (ucx, nvshmem, nccl-set for RDMA NICs; cxi for Slingshot NICs)");
   return env;
 }
 
 /// The variables for the NIC sets of `gpus` (indexes into topo.gpus).
-/// Errors: those of served_nic_set().
+/// Errors: those of served_nic_set() and nic_variables().
 inline Result<std::vector<std::pair<std::string, std::string>>> nic_environment(const Topology& topo,
                                                                                 const std::vector<int>& gpus,
                                                                                 unsigned libs = default_nic_libs) {

@@ -352,13 +352,14 @@ inline const std::array<OptionInfo, 34> launch_options{{
      "coherent mode), socket (every CPU node of the GPU's socket)",
      detail::set_mem_nodes},
     {"nic_env", "--nic-env", "", OptionType::flag, detail::launch_commands, "",
-     "export the GPU's NIC set (the RDMA NICs at its nearest PCIe path class, shared fairly) to the libraries "
+     "export the GPU's NIC set (the RDMA or Slingshot NICs at its nearest PCIe path class, shared fairly) to the libraries "
      "--nic-libs names (bind shows them with --format json or env)",
      detail::set_nic_env},
-    {"nic_libs", "--nic-libs", "LIST", OptionType::text, detail::launch_commands, "ucx,nvshmem",
-     "with --nic-env, the variables written: ucx (UCX_NET_DEVICES), nvshmem (NVSHMEM_HCA_LIST), nccl-set "
-     "(NCCL_IB_HCA = the GPU's set) or nccl-rails (NCCL_IB_HCA = every rail); NCCL is left to pick its rails "
-     "unless named",
+    {"nic_libs", "--nic-libs", "LIST", OptionType::text, detail::launch_commands, "ucx,nvshmem,cxi",
+     "with --nic-env, the variables written: ucx (UCX_NET_DEVICES), nvshmem (NVSHMEM_HCA_LIST), cxi "
+     "(FI_CXI_DEVICE_NAME = the set's Slingshot NICs), ucx-host (UCX_NET_DEVICES = the rails on the host buffers' "
+     "nodes), nccl-set (NCCL_IB_HCA = the GPU's set) or nccl-rails (NCCL_IB_HCA = every rail with its rail and "
+     "plane, NCCL_NET_MERGE_POLICY=RAIL); NCCL is left to pick its rails unless named",
      detail::set_nic_libs},
     {"omp_threads", "--omp-threads", "", OptionType::flag, for_exec | for_python, "",
      "export OMP_NUM_THREADS = the binding's recommended thread count (its physical cores; with --roles, the compute "

@@ -93,6 +93,9 @@ struct LaunchPlan {
   /// nic_env: the target's NIC set as the libraries name it ("mlx5_0:1"), and
   /// its path class; empty and nullopt without nic_env.
   std::vector<std::string> nic_set{};
+  /// With nic_env: the host NIC set, the rails on host_nodes ("mlx5_0:1",
+  /// "cxi0"; host_nic_set()), for transfers of host buffers.
+  std::vector<std::string> host_nic_set{};
   std::optional<PciPath> nic_path{};
   /// Several ranks per GPU: `cpus` is part `part` of `ranks_per_gpu` parts of
   /// the GPU's share (`gpu_share`); 1, 0 and `cpus` otherwise.
@@ -694,8 +697,11 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchOptions& o, const
     std::vector<int> served{plan.gpu};
     served.insert(served.end(), plan.more_gpus.begin(), plan.more_gpus.end());
     GPUAFF_TRY(NicSet set, served_nic_set(plan.topo, served));
-    plan.env = nic_variables(plan.topo, set, o.nic_libs);
-    for (const Nic* n : set.nics) plan.nic_set.push_back(nic_port_list({n}));
+    std::vector<const Nic*> host = host_nic_set(plan.topo, plan.host_nodes);
+    GPUAFF_TRY(plan.env, nic_variables(plan.topo, set, o.nic_libs, host,
+                                       o.was_given("nic_libs") ? &plan.warnings : nullptr));
+    for (const Nic* n : set.nics) plan.nic_set.push_back(nic_label(*n));
+    for (const Nic* n : host) plan.host_nic_set.push_back(nic_label(*n));
     plan.nic_path = set.path;
   }
   if (plan.roles) {  // OpenMP threads one per core of the compute role

@@ -30,7 +30,9 @@
 //                    names a "nics" entry) and "memory_nodes": [2] (the GPU's own memory nodes)
 //   nics             [{"bdf": "0000:1c:00.0", "names": ["mlx5_0", "ibp28s0"], "numa_node": 0,
 //                      "rdma": ["mlx5_0"], "rdma_port": 1}]: network devices (class 0x02);
-//                    "rdma" are the names that are RDMA devices (sys/class/infiniband)
+//                    "rdma" are the names that are RDMA devices (sys/class/infiniband);
+//                    "cxi" (written only when there are some) those that are HPE
+//                    Slingshot NICs (sys/class/cxi: cxi0)
 //   hidden_gpus      [{"bdf": "0000:07:00.0", "nics": [...], "memory_nodes": []}]: GPU-class
 //                    pci_devices that are not the process's (Topology::hidden_gpus: a
 //                    container's driver list left them out), with what is near them as in
@@ -530,8 +532,14 @@ inline Result<void> parse_nics(const Parser& p, const Json& doc, Topology& t) {
     for (const auto& r : n.rdma_names)
       if (std::find(names.begin(), names.end(), r) == names.end())
         return p.bad(Errc::parse_error, Parser::join(path, "rdma"), "'", r.view(), "' is not among \"names\"");
+    GPUAFF_TRY(n.cxi_names, parse_names(p, o, path, "cxi"));
+    for (const auto& c : n.cxi_names)
+      if (std::find(names.begin(), names.end(), c) == names.end())
+        return p.bad(Errc::parse_error, Parser::join(path, "cxi"), "'", c.view(), "' is not among \"names\"");
     for (const auto& name : names)
-      if (std::find(n.rdma_names.begin(), n.rdma_names.end(), name) == n.rdma_names.end()) n.net_names.push_back(name);
+      if (std::find(n.rdma_names.begin(), n.rdma_names.end(), name) == n.rdma_names.end() &&
+          std::find(n.cxi_names.begin(), n.cxi_names.end(), name) == n.cxi_names.end())
+        n.net_names.push_back(name);
     if (const Json* port = Parser::find(o, "rdma_port")) {
       GPUAFF_TRY(long long pv, p.integer(*port, Parser::join(path, "rdma_port"), 1, 255));
       n.rdma_port = static_cast<int>(pv);
@@ -698,10 +706,11 @@ inline Result<Topology> parse(const Json& doc, std::string_view origin) {
 
 // The parts of a document, in the order to_json() writes them.
 
-/// A NIC's "names": its RDMA names first, then its interfaces.
+/// A NIC's "names": its RDMA names first, then its CXI names, then its interfaces.
 inline OrderedJson nic_names_json(const Nic& n) {
   OrderedJson a = OrderedJson::array();
   for (const auto& x : n.rdma_names) a.push_back(std::string(x.view()));
+  for (const auto& x : n.cxi_names) a.push_back(std::string(x.view()));
   for (const auto& x : n.net_names) a.push_back(std::string(x.view()));
   return a;
 }
@@ -797,11 +806,17 @@ inline OrderedJson nics_json(const Topology& t) {
   for (const auto& n : t.nics) {
     OrderedJson rdma = OrderedJson::array();
     for (const auto& r : n.rdma_names) rdma.push_back(std::string(r.view()));
-    nics.push_back(OrderedJson{{"bdf", std::string(n.address.to_string().view())},
-                               {"names", nic_names_json(n)},
-                               {"numa_node", n.numa_node},
-                               {"rdma", std::move(rdma)},
-                               {"rdma_port", n.rdma_port}});
+    OrderedJson o{{"bdf", std::string(n.address.to_string().view())},
+                  {"names", nic_names_json(n)},
+                  {"numa_node", n.numa_node},
+                  {"rdma", std::move(rdma)},
+                  {"rdma_port", n.rdma_port}};
+    if (n.cxi()) {
+      OrderedJson cxi = OrderedJson::array();
+      for (const auto& c : n.cxi_names) cxi.push_back(std::string(c.view()));
+      o["cxi"] = std::move(cxi);
+    }
+    nics.push_back(std::move(o));
   }
   return nics;
 }

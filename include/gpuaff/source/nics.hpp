@@ -16,6 +16,8 @@
 // |                                                 | PCI device above it)      |                                  |
 // | sys/class/infiniband/NAME/ports (listing), then | first name of each NIC    | port 1                           |
 // | ports/P/link_layer of the lowest port P         |                           |                                  |
+// | sys/class/cxi (listing), NAME/device/class      | every entry (Slingshot    | NAME/device/uevent; neither:     |
+// |                                                 | NICs: cxi0, ...)          | entry skipped                    |
 // | sys/class/net (listing), NAME/device/class      | every entry (virtio-net:  | NAME/device/uevent; neither:     |
 // |                                                 | virtio0 below the device) | entry skipped                    |
 // | proc/driver/nvidia/gpus/BDF/numa_status         | NVIDIA GPUs, on machines  | no memory nodes                  |
@@ -130,7 +132,8 @@ inline Result<std::optional<PciAddress>> class_entry_device(SysfsReader& r, cons
   return std::optional<PciAddress>();
 }
 
-/// Adds the names of sys/class/CLASS entries to the NICs they belong to.
+/// Adds the names of sys/class/CLASS entries to the NICs they belong to:
+/// RDMA names (infiniband), CXI names (cxi) or interfaces (net).
 inline Result<void> read_class_names(SysfsReader& r, Topology& t, std::string_view cls, bool rdma) {
   std::string s;
   std::string dir = std::string("sys/class/") + std::string(cls);
@@ -148,7 +151,7 @@ inline Result<void> read_class_names(SysfsReader& r, Topology& t, std::string_vi
     auto nic = std::find_if(t.nics.begin(), t.nics.end(), [&](const Nic& n) { return n.address == *a; });
     if (nic == t.nics.end()) continue;
     if (!rdma) {
-      nic->net_names.emplace_back(std::string_view(name));
+      (cls == "cxi" ? nic->cxi_names : nic->net_names).emplace_back(std::string_view(name));
       continue;
     }
     if (nic->rdma_names.empty()) {
@@ -195,6 +198,7 @@ inline Result<void> read_nics(SysfsReader& r, Topology& t, const std::vector<std
   }
   std::sort(t.nics.begin(), t.nics.end(), [](const Nic& x, const Nic& y) { return x.address < y.address; });
   GPUAFF_TRY_VOID(read_class_names(r, t, "infiniband", true));
+  GPUAFF_TRY_VOID(read_class_names(r, t, "cxi", false));
   GPUAFF_TRY_VOID(read_class_names(r, t, "net", false));
 
   std::vector<std::optional<PciChain>> nic_chains;
