@@ -82,6 +82,20 @@ if command -v promtool >/dev/null; then
   promtool check metrics <"$tmp/prom" || fail "promtool check metrics refused the report"
 fi
 
+# --nics as one of --watch's checks, on this machine (the eight planned
+# processes above are watched too): three checks 0.1 s apart exit 0 as any
+# watch that --count stops. A machine without sys/class/infiniband (CI's)
+# has no counters: one note says so, once, and no error.
+"$gpuaff" doctor --watch --nics --count 3 --interval 0.1 >"$tmp/watch" 2>"$tmp/err" ||
+  fail "--watch --nics: exit $? ($(cat "$tmp/err"))"
+[[ ! -s $tmp/err ]] || fail "--watch --nics wrote on stderr: $(cat "$tmp/err")"
+grep -q " watching node .*, NIC traffic from the second check$" "$tmp/watch" || fail "--watch --nics: the first line"
+if [[ ! -d /sys/class/infiniband ]]; then
+  n=$(grep -c " note NICs: no RDMA NIC under sys/class/infiniband" "$tmp/watch" || true)
+  [[ $n == 1 ]] || fail "--watch --nics without RDMA NICs: the note $n times, not once"
+  if grep -q " nic_" "$tmp/watch"; then fail "--watch --nics without RDMA NICs: a NIC event"; fi
+fi
+
 # Usage mistakes are never silent.
 for bad in "--interval 0" "--interval 1e9" "--interval x"; do
   # shellcheck disable=SC2086

@@ -65,7 +65,8 @@ inline constexpr std::array<OptionInfo, 29> cli_options{{
     {"nics", "--nics", "", OptionType::flag, for_doctor, "",
      "sample every RDMA NIC's byte counters twice, --interval apart, and check the traffic against the NIC sets of "
      "the node's planned processes (their GPUAFF_PLAN, UCX_NET_DEVICES, NVSHMEM_HCA_LIST, NCCL_IB_HCA): an idle NIC "
-     "of a rank's set, traffic outside every set, ranks piled on one NIC (exit 7)"},
+     "of a rank's set, traffic outside every set, ranks piled on one NIC (exit 7); with --watch: sampled each "
+     "interval, each problem an event when it appears and when it clears"},
     {"counters", "--counters", "FILE", OptionType::path, for_doctor, "",
      "with --nics: read the samples from FILE, a recorded counter sequence (docs/doctor.md), instead of this "
      "machine's counters; the first and last samples are compared, nothing waits"},

@@ -33,6 +33,7 @@
 #include "output.hpp"
 #include "prometheus.hpp"
 #include "report.hpp"
+#include "watch_nics.hpp"
 
 namespace gpuaff::cli {
 namespace {
@@ -562,6 +563,10 @@ std::string watch_json_line(const WatchEvent& e, const std::string& node, const 
     j["role"] = e.role;
     j["runtime"] = e.runtime;
   }
+  if (!e.nic.empty()) {
+    j["nic"] = e.nic;
+    j["ranks"] = e.ranks;
+  }
   j["expected_cpus"] = e.expected.to_list();
   j["message"] = cli_spelling(e.message);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
@@ -612,6 +617,8 @@ int run_watch(const DoctorArgs& args, const DoctorOptions& d) {
   ::sigaddset(&stop, SIGTERM);
   ::pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   NodeReport before;
+  std::optional<WatchNics> nics;
+  if (args.nics) nics = watch_nics_start(args);
   std::map<WatchEventKind, long long> totals;
   long long checks = 0;
   bool first = true;
@@ -629,15 +636,23 @@ int run_watch(const DoctorArgs& args, const DoctorOptions& d) {
         events.insert(events.end(), more.begin(), more.end());
       }
     }
+    std::vector<std::string> nic_notes;
+    if (nics) {
+      auto more = watch_nics_step(*nics, args, now, nic_notes);
+      events.insert(events.end(), more.begin(), more.end());
+    }
     ++checks;
     std::string time = utc_now();
     std::string out;
     if (first && args.format == DoctorFormat::text)
       out += time + " watching node " + safe(now.node) + ": " + std::to_string(now.planned()) +
-             " planned process(es), a check every " + seconds_text(args.interval) + " s\n";
+             " planned process(es), a check every " + seconds_text(args.interval) + " s" +
+             (nics ? ", NIC traffic from the second check" : "") + "\n";
     if (first || now.notes != before.notes)
       for (const auto& n : now.notes)
         if (args.format == DoctorFormat::text) out += time + " note " + safe(cli_spelling(n)) + '\n';
+    for (const auto& n : nic_notes)
+      if (args.format == DoctorFormat::text) out += time + " note " + safe(cli_spelling(n)) + '\n';
     for (const auto& e : events) {
       ++totals[e.kind];
       if (args.format == DoctorFormat::json) out += watch_json_line(e, now.node, time);
@@ -651,6 +666,7 @@ int run_watch(const DoctorArgs& args, const DoctorOptions& d) {
       std::string text = prometheus_of(now.verdicts, static_cast<int>(now.planned()), static_cast<int>(now.invalid_plans.size())) +
                          watch_prometheus(totals, checks, static_cast<double>(wall.tv_sec) + static_cast<double>(wall.tv_nsec) * 1e-9,
                                           monotonic_seconds() - start, tids);
+      if (nics && nics->watch.report) text += nic_prometheus(*nics->watch.report);
       if (int code = write_textfile(args.textfile, text, exit_ok); code != exit_ok) return code;
     }
     if (!out.empty()) {
@@ -680,7 +696,7 @@ int run_doctor(const DoctorArgs& args) {
   if (args.options.all_gpus)
     return report_error(make_error(Errc::invalid_argument, "gpu=all is for bind: doctor checks one process; name its GPU with gpu=N"));
   if (!args.merge.empty()) return run_merge(args.merge);
-  if (args.nics) return run_doctor_nics(args);
+  if (args.nics && !args.watch) return run_doctor_nics(args);
   DoctorOptions d{.min_local = args.min_local};
   if (args.watch) return run_watch(args, d);
   if (args.all) {

@@ -22,6 +22,7 @@
 #include "output.hpp"
 #include "prometheus.hpp"
 #include "report.hpp"
+#include "watch_nics.hpp"
 
 namespace gpuaff::cli {
 namespace {
@@ -42,16 +43,16 @@ void sleep_seconds(double s) {
 
 std::string port_name(const Nic& n) { return std::string(n.rdma_names.front().view()) + ":" + std::to_string(n.rdma_port); }
 
-/// The node's planned processes as ranks: each one's GPU's NIC set on `topo`
+/// The planned processes `pids` as ranks: each one's GPU's NIC set on `topo`
 /// (found by the plan's PCI address) and the NICs its variables list.
-std::vector<RankNics> planned_ranks(const Topology* topo, std::vector<std::string>& notes) {
+std::vector<RankNics> planned_ranks(const Topology* topo, const std::vector<int>& pids, std::vector<std::string>& notes) {
   std::vector<RankNics> out;
   std::vector<std::string> known;
   if (topo != nullptr)
     for (const auto& n : topo->nics)
       for (const auto& name : n.rdma_names) known.emplace_back(name.view());
   std::set<std::string> names;
-  for (int pid : planned_processes()) {
+  for (int pid : pids) {
     auto vars = process_environ(pid);
     if (!vars) {
       notes.push_back(std::string(vars.error().message()));
@@ -133,7 +134,9 @@ J json_of(const NicTrafficReport& r, const std::vector<RankNics>& ranks) {
   return j;
 }
 
-std::string prometheus_of(const NicTrafficReport& r) {
+}  // namespace
+
+std::string nic_prometheus(const NicTrafficReport& r) {
   std::string out;
   auto labels = [](const NicTrafficRow& n) {
     return "{nic=\"" + label_value(n.nic) + "\",ranks=\"" + label_value(detail::joined(n.owners, ",")) + "\"}";
@@ -164,7 +167,51 @@ std::string prometheus_of(const NicTrafficReport& r) {
   return out;
 }
 
+namespace {
+
+std::vector<std::string> rails_of(const Topology& t) {
+  std::vector<std::string> out;
+  for (const Nic* n : nic_rails(t)) out.push_back(port_name(*n));
+  return out;
+}
+
 }  // namespace
+
+WatchNics watch_nics_start(const DoctorArgs& args) {
+  WatchNics w;
+  auto topo = load(args.options, process_environment(), cli_readers(), SysfsDetail::full, nullptr,
+                   TopologyParts::only(&TopologyParts::nics));
+  if (topo) {
+    w.watch.options.rails = rails_of(*topo);
+    w.topo = std::move(*topo);
+  } else {
+    w.topo_notes.push_back("NIC sets unknown: " + std::string(topo.error().message()));
+  }
+  return w;
+}
+
+std::vector<WatchEvent> watch_nics_step(WatchNics& w, const DoctorArgs& args, const NodeReport& now,
+                                        std::vector<std::string>& notes) {
+  std::vector<std::string> all = w.topo_notes;
+  NicSample sample = sample_nic_counters(args.options.machine.root_or_live(), monotonic_seconds());
+  bool first = !w.watch.last.has_value();
+  w.any_port = w.any_port || !sample.ports.empty();
+  if (!w.any_port && sample.notes.empty())
+    all.push_back("no RDMA NIC under sys/class/infiniband: --nics has no counters to watch");
+  std::vector<int> pids;
+  for (const auto& v : now.verdicts) pids.push_back(v.pid);
+  std::vector<RankNics> ranks = planned_ranks(w.topo ? &*w.topo : nullptr, pids, all);
+  if (first) all.insert(all.end(), sample.notes.begin(), sample.notes.end());
+  std::vector<WatchEvent> events = w.watch.step(std::move(sample), ranks);
+  if (!first && w.any_port && w.watch.report) all.insert(all.end(), w.watch.report->notes.begin(), w.watch.report->notes.end());
+  std::set<std::string> shown;
+  for (auto& n : all) {
+    if (w.shown.count(n) == 0 && shown.count(n) == 0) notes.push_back("NICs: " + n);
+    shown.insert(std::move(n));
+  }
+  w.shown = std::move(shown);
+  return events;
+}
 
 int run_doctor_nics(const DoctorArgs& args) {
   std::vector<std::string> notes;
@@ -187,15 +234,14 @@ int run_doctor_nics(const DoctorArgs& args) {
     sleep_seconds(args.interval);
     after = sample_nic_counters(root, monotonic_seconds());
   }
-  std::vector<RankNics> ranks = planned_ranks(topo ? &*topo : nullptr, notes);
+  std::vector<RankNics> ranks = planned_ranks(topo ? &*topo : nullptr, planned_processes(), notes);
   NicTrafficOptions o;
-  if (topo)
-    for (const Nic* n : nic_rails(*topo)) o.rails.push_back(port_name(*n));
+  if (topo) o.rails = rails_of(*topo);
   NicTrafficReport r = judge_nic_traffic(before, after, ranks, o);
   r.notes.insert(r.notes.begin(), notes.begin(), notes.end());
   std::string out = args.format == DoctorFormat::json
                         ? json_of(r, ranks).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + '\n'
-                        : args.format == DoctorFormat::prometheus ? prometheus_of(r) : text_of(r, ranks);
+                        : args.format == DoctorFormat::prometheus ? nic_prometheus(r) : text_of(r, ranks);
   int code = r.healthy() ? exit_ok : exit_unhealthy;
   return args.textfile.empty() ? write_result(out, code) : write_textfile(args.textfile, out, code);
 }

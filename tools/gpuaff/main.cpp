@@ -436,9 +436,6 @@ int doctor_command(const Given& given) {
       return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--counters replays a recorded sequence once; --watch samples this machine: leave one out"));
     args.counters = *c;
   }
-  if (args.watch && args.nics)
-    return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument,
-                                           "--nics is not one of --watch's checks yet: run 'gpuaff doctor --nics' beside the watch"));
   if (pid) {
     int p = gpuaff::detail::parse_count(*pid);
     if (p <= 0) return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--pid '", std::string_view(*pid).substr(0, 40), "' is not a process id (a positive integer)"));

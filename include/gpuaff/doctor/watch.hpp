@@ -22,6 +22,7 @@
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/doctor/all.hpp"
 #include "gpuaff/doctor/doctor.hpp"
+#include "gpuaff/doctor/nic_traffic.hpp"
 #include "gpuaff/doctor/verdict.hpp"
 
 namespace gpuaff {
@@ -39,6 +40,10 @@ enum class WatchEventKind {
   pages_back,       ///< ... and rose to it again
   thread_rebound,   ///< the remedy (rebind.hpp) put a thread back
   rebind_failed,    ///< the remedy could not put a thread back (the message says why)
+  nic_idle_in_set,  ///< --nics: a NIC of a rank's set carries nothing while the rank moves data
+  nic_outside_sets, ///< --nics: a busy NIC in no rank's set that a rank lists or that is a rail
+  nic_piled,        ///< --nics: two or more ranks' traffic on one NIC while a NIC of their sets idles
+  nic_cleared,      ///< --nics: one of those three is no longer found
 };
 
 inline constexpr std::string_view to_string(WatchEventKind k) {
@@ -53,6 +58,10 @@ inline constexpr std::string_view to_string(WatchEventKind k) {
     case WatchEventKind::pages_back: return "pages_back";
     case WatchEventKind::thread_rebound: return "thread_rebound";
     case WatchEventKind::rebind_failed: return "rebind_failed";
+    case WatchEventKind::nic_idle_in_set: return "nic_idle_in_set";
+    case WatchEventKind::nic_outside_sets: return "nic_outside_sets";
+    case WatchEventKind::nic_piled: return "nic_piled";
+    case WatchEventKind::nic_cleared: return "nic_cleared";
   }
   return "?";
 }
@@ -62,9 +71,11 @@ inline constexpr WatchEventKind watch_event_kinds[] = {
     WatchEventKind::process_started, WatchEventKind::process_gone, WatchEventKind::plan_invalid,
     WatchEventKind::thread_moved,    WatchEventKind::thread_new,   WatchEventKind::thread_back,
     WatchEventKind::pages_off,       WatchEventKind::pages_back,   WatchEventKind::thread_rebound,
-    WatchEventKind::rebind_failed};
+    WatchEventKind::rebind_failed,   WatchEventKind::nic_idle_in_set, WatchEventKind::nic_outside_sets,
+    WatchEventKind::nic_piled,       WatchEventKind::nic_cleared};
 
-/// One change. Thread fields are set for thread events only (tid 0 otherwise).
+/// One change. Thread fields are set for thread events only (tid 0 otherwise);
+/// NIC events (nic_*) have pid 0, gpu -1 and set `nic` and `ranks`.
 struct WatchEvent {
   WatchEventKind kind = WatchEventKind::process_started;
   int pid = 0;
@@ -77,6 +88,8 @@ struct WatchEvent {
   CpuSet expected{};              ///< where it belongs: its role's CPUs (main, comm), else the plan's
   std::string role{};             ///< the role it belongs to ("main", "comm"), "" for the plan as a whole
   std::string runtime{};          ///< the runtime that likely moved it, with the evidence; "" when nothing tells
+  std::string nic{};              ///< NIC events: the port ("mlx5_3:1")
+  std::vector<std::string> ranks{};  ///< NIC events: the ranks concerned
   std::string message{};          ///< one line saying it all
 };
 
@@ -260,6 +273,75 @@ inline std::vector<WatchEvent> watch_events(const NodeReport& before, const Node
     for (auto& e : ev) out.push_back(std::move(e));
   return out;
 }
+
+/// The NIC check of `doctor --watch --nics`: each interval's counter sample
+/// judged against the one before (judge_nic_traffic), and an event when a
+/// problem (a finding with `problem`; the notes are not events) appears or is
+/// no longer found. The first sample only records. A problem on a port this
+/// interval could not judge (missing from a sample, a counter reset, a zero
+/// interval) stays open: it is cleared only by an interval that judged its port.
+/// Pure apart from the samples given: tested on recorded sequences.
+struct NicWatch {
+  NicTrafficOptions options{};
+  std::optional<NicSample> last{};          ///< the previous sample
+  std::optional<NicTrafficReport> report{};  ///< the last interval's verdict (none before the second sample)
+  std::vector<NicFinding> open{};            ///< the problems found and not cleared
+
+  /// The events of sample `now` against the previous one, for `ranks`: new
+  /// problems in the verdict's order, then the cleared ones in the order found.
+  std::vector<WatchEvent> step(NicSample now, const std::vector<RankNics>& ranks) {
+    std::vector<WatchEvent> out;
+    if (!last) {
+      last = std::move(now);
+      return out;
+    }
+    NicTrafficReport r = judge_nic_traffic(*last, now, ranks, options);
+    last = std::move(now);
+    auto key = [](const NicFinding& f) {
+      std::string k = std::string(to_string(f.kind)) + "|" + f.nic;
+      for (const auto& x : f.ranks) k += "|" + x;
+      return k;
+    };
+    auto event = [](WatchEventKind kind, const NicFinding& f, std::string message) {
+      WatchEvent e;
+      e.kind = kind;
+      e.gpu = -1;
+      e.nic = f.nic;
+      e.ranks = f.ranks;
+      e.rank = detail::joined(f.ranks, ",");
+      e.message = std::move(message);
+      return e;
+    };
+    std::vector<NicFinding> still;
+    std::map<std::string, bool> found;
+    for (const auto& f : r.findings)
+      if (f.problem) found[key(f)] = true;
+    for (auto& f : open) {
+      bool judged = std::any_of(r.nics.begin(), r.nics.end(), [&](const NicTrafficRow& n) { return n.nic == f.nic; });
+      if (found.count(key(f)) != 0 || !judged) still.push_back(std::move(f));
+      else
+        out.push_back(event(WatchEventKind::nic_cleared, f,
+                            "NIC " + f.nic + ": no longer " + std::string(to_string(f.kind)) +
+                                (f.ranks.empty() ? std::string() : " (" + detail::joined(f.ranks) + ")")));
+    }
+    std::vector<WatchEvent> fresh;
+    std::map<std::string, bool> was;
+    for (const auto& f : still) was[key(f)] = true;
+    for (const auto& f : r.findings) {
+      if (!f.problem || was.count(key(f)) != 0) continue;
+      WatchEventKind k = f.kind == NicFindingKind::idle_in_set    ? WatchEventKind::nic_idle_in_set
+                         : f.kind == NicFindingKind::outside_sets ? WatchEventKind::nic_outside_sets
+                                                                  : WatchEventKind::nic_piled;
+      fresh.push_back(event(k, f, f.message));
+      still.push_back(f);
+      was[key(f)] = true;
+    }
+    open = std::move(still);
+    report = std::move(r);
+    fresh.insert(fresh.end(), std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()));
+    return fresh;
+  }
+};
 
 /// A check run each interval beside the processes' (the NICs' counters, the
 /// interrupts): given the report of this interval, it returns its events.
