@@ -31,6 +31,7 @@
 #include "gpuaff/policy/threads.hpp"
 #include "gpuaff/source/cgroup.hpp"
 #include "gpuaff/source/load.hpp"
+#include "gpuaff/source/reserved.hpp"
 
 namespace gpuaff {
 inline namespace v0 {
@@ -84,6 +85,21 @@ inline Result<std::optional<CgroupCpuset>> cgroup_of(const LaunchOptions& o) {
   return std::optional<CgroupCpuset>(std::move(*cgroup));
 }
 
+/// What the system reserved (source/reserved.hpp), for the options that use
+/// it: reserve_os_cores=auto and roles. None from a topology or hwloc file.
+/// Errors: those of read_system_reservations, prefixed with the option.
+inline Result<std::optional<SystemReservations>> reservations_of(const LaunchOptions& o) {
+  if (!o.reserve_os_auto && !o.roles.given()) return std::optional<SystemReservations>{};
+  if (!o.machine.topology.empty() || !o.machine.hwloc_xml.empty()) return std::optional<SystemReservations>{};
+  auto r = read_system_reservations(o.machine.root_or_live());
+  if (!r) {
+    Error e = r.error();
+    e.prepend(o.reserve_os_auto ? "reserve_os_cores=auto: " : "roles: ");
+    return Unexpected<Error>(e);
+  }
+  return std::optional<SystemReservations>(std::move(*r));
+}
+
 }  // namespace detail
 
 /// The visibility list and variables the options and the environment give:
@@ -134,7 +150,7 @@ inline SysfsDetail plan_detail(const LaunchOptions& o) {
 /// the nearest reachable node, NICs and GPU memory nodes for their variables.
 inline TopologyParts plan_needs(const LaunchOptions& o) {
   TopologyParts p = policy_needs(o.policy);
-  p.cores = p.cores || o.reserve_os_cores > 0;
+  p.cores = p.cores || o.reserve_os_cores > 0 || o.reserve_os_auto;
   p.packages = p.packages || o.mem_nodes == MemNodes::socket;
   p.cores = p.cores || o.omp_threads;  // OMP_NUM_THREADS counts physical cores
   p.cores = p.cores || o.ranks_per_gpu > 1 || o.domains_per_gpu > 1;  // parts are cut on whole cores
@@ -154,7 +170,7 @@ inline std::optional<LoadFocus> plan_focus(const LaunchOptions& o, const LaunchC
   if (k != PolicyKind::node && k != PolicyKind::socket && k != PolicyKind::exclusive && k != PolicyKind::core_complex)
     return std::nullopt;
   if (o.all_gpus || !o.more_gpus.empty() || o.share != Share::visible || plan_detail(o) != SysfsDetail::binding ||
-      o.reserve_os_cores > 0 || o.roles.given() || o.priority_cores || o.omp_threads || o.ranks_per_gpu > 1 ||
+      o.reserve_os_cores > 0 || o.reserve_os_auto || o.roles.given() || o.priority_cores || o.omp_threads || o.ranks_per_gpu > 1 ||
       o.domains_per_gpu > 1 || o.part || o.mem_nodes != MemNodes::cpu || !o.machine.topology.empty() || !o.gpu_nodes.empty() ||
       o.machine.wants_hwloc())
     return std::nullopt;
@@ -265,6 +281,9 @@ inline Result<std::pair<Topology, LaunchContext>> prepare(const LaunchOptions& o
   auto cgroup = cgroup_of(o);
   if (!cgroup) return staged(cgroup.error(), LaunchStage::machine, failed_at);
   context->cgroup = std::move(*cgroup);
+  auto reserved = reservations_of(o);
+  if (!reserved) return staged(reserved.error(), LaunchStage::machine, failed_at);
+  context->reserved = std::move(*reserved);
   TopologyParts needs = plan_needs(o);
   std::optional<LoadFocus> focus = one_device ? plan_focus(o, *context) : std::nullopt;
   GPUAFF_TRY(Topology topo, load(o, env, readers, plan_detail(o), failed_at, needs, focus));

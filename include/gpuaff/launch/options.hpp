@@ -59,6 +59,10 @@ struct LaunchOptions {
   Baseline baseline = Baseline::affinity;
   Unreachable unreachable = Unreachable::error;
   int reserve_os_cores = 0;          ///< lowest physical cores of every node kept for the OS
+  /// reserve_os_cores=auto: the system's housekeeping CPUs (the online CPUs
+  /// that isolcpus, nohz_full and isolated cpuset partitions leave;
+  /// source/reserved.hpp) are kept for the OS instead of the lowest cores.
+  bool reserve_os_auto = false;
   // Memory and what the command is given.
   MemPolicy membind = MemPolicy::none;
   MemNodes mem_nodes = MemNodes::cpu;
@@ -236,7 +240,16 @@ GPUAFF_OPTION_SETTER(set_unknown_node, { GPUAFF_TRY(o.job, parse_unknown_node(t,
 GPUAFF_OPTION_SETTER(set_share, { GPUAFF_TRY(o.share, option_choice("share", t, share_choices)); })
 GPUAFF_OPTION_SETTER(set_baseline, { GPUAFF_TRY(o.baseline, option_choice("baseline", t, baseline_choices)); })
 GPUAFF_OPTION_SETTER(set_unreachable, { GPUAFF_TRY(o.unreachable, option_choice("unreachable", t, unreachable_choices)); })
-GPUAFF_OPTION_SETTER(set_reserve_os_cores, { GPUAFF_TRY(o.reserve_os_cores, option_int("reserve_os_cores", t, 0)); })
+GPUAFF_OPTION_SETTER(set_reserve_os_cores, {
+  o.reserve_os_auto = t == "auto";
+  if (o.reserve_os_auto) {
+    o.reserve_os_cores = 0;
+    return {};
+  }
+  if (!t.empty() && !is_decimal(t))
+    return bad_option("reserve_os_cores", t, "a non-negative integer or auto (the system's housekeeping CPUs)");
+  GPUAFF_TRY(o.reserve_os_cores, option_int("reserve_os_cores", t, 0));
+})
 GPUAFF_OPTION_SETTER(set_membind, { GPUAFF_TRY(o.membind, option_choice("membind", t, membind_choices)); })
 GPUAFF_OPTION_SETTER(set_gpu_nodes, { GPUAFF_TRY(o.gpu_nodes, option_path("gpu_nodes", t)); })
 GPUAFF_OPTION_SETTER(set_mem_nodes, { GPUAFF_TRY(o.mem_nodes, option_choice("mem_nodes", t, mem_nodes_choices)); })
@@ -324,9 +337,10 @@ inline const std::array<OptionInfo, 34> launch_options{{
      "when no allowed CPU is on the GPU's node (a pod on the other socket): error, or nearest (the allowed CPUs "
      "of the closest node(s) by NUMA distance)",
      detail::set_unreachable},
-    {"reserve_os_cores", "--reserve-os-cores", "N", OptionType::count, detail::launch_commands | for_doctor, "0",
+    {"reserve_os_cores", "--reserve-os-cores", "N|auto", OptionType::count, detail::launch_commands | for_doctor, "0",
      "take the N lowest-numbered physical cores of every NUMA node (all their threads) out before any share is "
-     "computed: cores kept for the OS, interrupts and daemons",
+     "computed: cores kept for the OS, interrupts and daemons; auto: take the system's housekeeping CPUs out instead "
+     "(those isolcpus=, nohz_full= and isolated cgroup partitions leave; an error when the system declares none)",
      detail::set_reserve_os_cores},
     {"ranks_per_gpu", "--ranks-per-gpu", "N", OptionType::positive, detail::every_plan_command, "1",
      "several ranks per GPU: the GPU's share is cut into N disjoint parts of whole cores (sizes differ by at most "
