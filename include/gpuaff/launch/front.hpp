@@ -17,6 +17,8 @@
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -30,6 +32,7 @@
 #include "gpuaff/launch/plan.hpp"
 #include "gpuaff/policy/threads.hpp"
 #include "gpuaff/source/cgroup.hpp"
+#include "gpuaff/source/dra.hpp"
 #include "gpuaff/source/load.hpp"
 #include "gpuaff/source/reserved.hpp"
 
@@ -83,6 +86,15 @@ inline Result<std::optional<CgroupCpuset>> cgroup_of(const LaunchOptions& o) {
     return Unexpected<Error>(e);
   }
   return std::optional<CgroupCpuset>(std::move(*cgroup));
+}
+
+/// The DRA device metadata directory of `o`: dra_metadata=DIR, else the
+/// kubelet's mount point when the machine is this one and it exists; "" for none.
+inline std::string dra_metadata_of(const LaunchOptions& o) {
+  if (!o.dra_metadata.empty()) return o.dra_metadata;
+  if (!o.machine.root.empty() || !o.machine.topology.empty() || !o.machine.hwloc_xml.empty()) return {};
+  struct stat st {};
+  return ::stat(dra_metadata_dir, &st) == 0 && S_ISDIR(st.st_mode) ? std::string(dra_metadata_dir) : std::string();
 }
 
 /// What the system reserved (source/reserved.hpp), for the options that use
@@ -285,8 +297,18 @@ inline Result<std::pair<Topology, LaunchContext>> prepare(const LaunchOptions& o
   if (!reserved) return staged(reserved.error(), LaunchStage::machine, failed_at);
   context->reserved = std::move(*reserved);
   TopologyParts needs = plan_needs(o);
-  std::optional<LoadFocus> focus = one_device ? plan_focus(o, *context) : std::nullopt;
+  std::string dra_dir = dra_metadata_of(o);
+  std::optional<LoadFocus> focus = one_device && dra_dir.empty() ? plan_focus(o, *context) : std::nullopt;
   GPUAFF_TRY(Topology topo, load(o, env, readers, plan_detail(o), failed_at, needs, focus));
+  if (!dra_dir.empty()) {
+    if (readers.dra == nullptr)
+      return staged(make_error(Errc::invalid_argument, "dra_metadata=", dra_dir, " needs the JSON reader "
+                               "(gpuaff/source/json_dra.hpp), which this program does not include"),
+                    LaunchStage::options, failed_at);
+    auto claims = readers.dra(dra_dir);
+    if (!claims) return staged(claims.error(), LaunchStage::machine, failed_at);
+    if (auto ok = apply_dra_claims(topo, *claims); !ok) return staged(ok.error(), LaunchStage::device, failed_at);
+  }
   // A local size that is a whole multiple of the GPUs makes several ranks per
   // GPU (make_plan), and a partitioned AMD GPU several GPUs of one device:
   // both cut the device's share on whole cores. Read them then, and only then.
