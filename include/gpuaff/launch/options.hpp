@@ -364,8 +364,8 @@ inline const std::array<OptionInfo, 35> launch_options{{
     {"dra_metadata", "--dra-metadata", "DIR", OptionType::path, detail::launch_commands | for_doctor,
      "the kubelet's, when it exists",
      "the Kubernetes DRA device metadata (KEP-5304): the claimed GPUs by PCI address are the GPUs, the claimed CPUs "
-     "the set shares are drawn from; a claim the process does not see is an error. Default: "
-     "/var/run/kubernetes.io/dra-device-attributes when it exists and the machine is this one",
+     "the set shares are drawn from; a claim the process does not see is an error. Default: the kubelet's mount "
+     "point (docs/contract.md section 7) when it exists and the machine is this one",
      detail::set_dra_metadata},
     {"gpu_nodes", "--gpu-nodes", "FILE", OptionType::path, detail::every_plan_command, "",
      "each GPU's NUMA node from FILE ('BDF NODE' lines, '#' comments; gpuaff probe --gpu N --gpu-nodes FILE writes it), "
