@@ -284,6 +284,55 @@ def worker_init_fn(cpus=None, split=True, then=None):
     return WorkerInit(cpus, split, then)
 
 
+def _ray_gpu_ids():
+    """The GPU ids Ray assigned this worker, and where they were read: Ray's
+    runtime context when ``ray`` is imported in this process and assigned
+    any, else the CUDA_VISIBLE_DEVICES Ray sets for a task or actor with
+    ``num_gpus``; ``(None, why)`` when neither names a GPU."""
+    ray = sys.modules.get("ray")
+    if ray is not None and hasattr(ray, "get_runtime_context"):
+        try:
+            ids = ray.get_runtime_context().get_accelerator_ids().get("GPU") or []
+        except Exception as e:  # a worker before ray.init(): no context yet
+            ids, why = [], "ray.get_runtime_context() failed (%s)" % e
+        else:
+            why = "Ray's runtime context assigned no GPU"
+        if ids:
+            return [str(i) for i in ids], "ray.get_runtime_context().get_accelerator_ids()['GPU']"
+    else:
+        why = "ray is not imported in this process"
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() not in ("", "-1", "NoDevFiles"):
+        return [v.strip() for v in visible.split(",")], "CUDA_VISIBLE_DEVICES=" + visible
+    why += ", and CUDA_VISIBLE_DEVICES is %s" % ("unset" if visible is None else "'%s'" % visible)
+    return None, why
+
+
+def ray_worker_setup(**options):
+    """Binds this Ray worker by the GPU(s) Ray assigned it: the function to
+    give Ray as ``runtime_env={"worker_process_setup_hook": gpuaff.ray_worker_setup}``
+    (or by name, ``"gpuaff.ray_worker_setup"``), or to call first thing in a
+    GPU actor's ``__init__``. Ray calls it with no argument; other options
+    (``policy=``, ``roles=``, ...) through ``functools.partial``.
+
+    The GPUs are read from Ray's runtime context
+    (``get_accelerator_ids()["GPU"]``), else from the CUDA_VISIBLE_DEVICES Ray
+    sets; they become ``visible_devices=`` and the process is bound to them
+    all (``gpu=0``, or ``gpu=[0, 1, ...]`` for several). A worker Ray gave no
+    GPU raises InvalidArgument: never a silent GPU 0. Returns the Plan
+    applied (see bind())."""
+    if any(k in options for k in ("gpu", "pci", "local_rank", "visible_devices")):
+        raise InvalidArgument("ray_worker_setup: the GPUs are the ones Ray assigned; leave out gpu=, pci=, "
+                              "local_rank= and visible_devices= (or call gpuaff.bind() with them instead)")
+    ids, source = _ray_gpu_ids()
+    if not ids:
+        raise InvalidArgument("ray_worker_setup: no GPU is assigned to this Ray worker (%s); give the task or actor "
+                              "num_gpus=..., or install the hook only in GPU actors' runtime_env" % source)
+    options["visible_devices"] = ",".join(ids)
+    options["gpu"] = 0 if len(ids) == 1 else list(range(len(ids)))
+    return bind(**options)
+
+
 def bind_role(role, threads=None, plan=None):
     """Binds threads of this process to role ``role`` ("main", "comm",
     "data", "compute") of ``plan`` (default: the plan gpuaff.bind() applied;

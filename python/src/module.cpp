@@ -44,6 +44,7 @@
 #include "gpuaff/policy/threads.hpp"
 #include "gpuaff/version.hpp"
 #if GPUAFF_PYTHON_HAS_JSON
+#include "gpuaff/source/json_dra.hpp"
 #include "gpuaff/source/json.hpp"
 #endif
 
@@ -131,7 +132,7 @@ Environment environment_snapshot() {
 
 Readers python_readers() {
 #if GPUAFF_PYTHON_HAS_JSON
-  return Readers{.json = &read_json_topology};
+  return Readers{.json = &read_json_topology, .dra = &read_dra_metadata};
 #else
   return Readers{};
 #endif
@@ -183,6 +184,10 @@ std::string text_of(const OptionInfo& o, py::handle v) {
         }
         if (list.empty()) usage(key + "=" + shown(v) + " names no GPU");
         return list;
+      }
+      if (key == "reserve_os_cores" && py::isinstance<py::str>(v)) {  // 'auto': the system's housekeeping CPUs
+        if (utf8_of(v, key) != "auto") usage(key + "=" + shown(v) + " must be a non-negative int or 'auto'");
+        return "auto";
       }
       if (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v))
         usage(key + "=" + shown(v) + (o.type == OptionType::count ? " must be a non-negative int" : " must be a positive int"));

@@ -1017,6 +1017,25 @@ TEST_CASE("topo --format dra: the standard DRA attributes and gpuaff's own, per 
   CHECK(g1["cpu_node"] == 0);
   CHECK(g1["memory_nodes"] == nlohmann::json::array({10}));
   CHECK(g1["nic_set"] == nlohmann::json::array({"mlx5_1:1"}));
+  // pcieRoot: the recorded link sys/bus/pci/devices/0009:01:00.0 ->
+  // ../../../devices/pci0009:00/0009:00:01.0/0009:01:00.0 names root pci0009:00.
+  CHECK(g1["attributes"]["resource.kubernetes.io/pcieRoot"] == "pci0009:00");
+  // Every GPU and every NIC has one: the tray's devices each sit under a root of their own domain.
+  auto all = nlohmann::json::parse(gb.out);
+  REQUIRE(all["nics"].size() > 0);
+  for (const auto& g : all["gpus"]) CHECK(g["attributes"].contains("resource.kubernetes.io/pcieRoot"));
+  for (const auto& n : all["nics"]) CHECK(n["attributes"].contains("resource.kubernetes.io/pcieRoot"));
+  // mlx5_1 is 0002:01:00.0 (sys/class/infiniband/mlx5_1 -> ../../devices/pci0002:00/...): root pci0002:00.
+  bool mlx5_1 = false;
+  for (const auto& n : all["nics"])
+    if (n["pci"] == "0002:01:00.0") {
+      mlx5_1 = true;
+      CHECK(n["attributes"]["resource.kubernetes.io/pcieRoot"] == "pci0002:00");
+    }
+  CHECK(mlx5_1);
+  // The CPU groups as the CPU driver's grouped mode publishes them: one per node with CPUs.
+  REQUIRE(all["cpu_groups"].size() >= 1);
+  CHECK(all["cpu_groups"][0]["attributes"]["dra.cpu/numaNodeID"] == 0);
   // A GPU whose numa_node is -1 publishes no numaNode (the attribute's rule); gpuaff's cpu_node is inferred.
   Run vm = tool({"topo", "--root", std::string(GPUAFF_FIXTURES_DIR) + "/h100-vm-1gpu", "--format", "dra"});
   REQUIRE(vm.rc == 0);

@@ -335,5 +335,5 @@ TEST_CASE("reserve_os_cores takes the lowest cores of every node out before the 
   auto bad = gpuaff::set_option(o, "reserve_os_cores", "-1");
   REQUIRE(!bad);
   CHECK(gpuaff::spell_options(message(bad.error()), Spelling::command_line) ==
-        "--reserve-os-cores -1 is not a non-negative integer");
+        "--reserve-os-cores -1 is not a non-negative integer or auto (the system's housekeeping CPUs)");
 }

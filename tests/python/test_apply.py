@@ -262,3 +262,45 @@ def test_keep_bound_needs_a_plan_and_a_sane_interval(bindable):
     for bad in (0, -1, "10", True):
         with pytest.raises(gpuaff.InvalidArgument):
             gpuaff.keep_bound(p, interval=bad)
+
+
+class _FakeRay:
+    """What gpuaff.ray_worker_setup reads of Ray (ray.get_runtime_context()),
+    for a worker Ray assigned `gpus` (Ray is not installed here)."""
+
+    def __init__(self, gpus):
+        self.gpus = gpus
+
+    def get_runtime_context(self):
+        ray = self
+
+        class Context:
+            def get_accelerator_ids(self):
+                return {"GPU": list(ray.gpus), "neuron_cores": []}
+
+        return Context()
+
+
+def test_ray_worker_setup_binds_the_gpu_ray_assigned(bindable, monkeypatch):
+    # Ray called the hook with no argument in a worker it assigned GPU "1":
+    # on two-node-2cpu GPU 1 (0000:97:00.0) is on node 1, whose one CPU is 1.
+    monkeypatch.setitem(sys.modules, "ray", _FakeRay(["1"]))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    p = gpuaff.ray_worker_setup(root=bindable)
+    assert p.cpus == {1}
+    assert cpus_allowed() == "1"
+    # Without Ray's context, CUDA_VISIBLE_DEVICES (what Ray sets for num_gpus) names it: GPU 0 -> CPU 0.
+    monkeypatch.delitem(sys.modules, "ray")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert gpuaff.ray_worker_setup(root=bindable).cpus == {0}
+
+
+def test_ray_worker_setup_without_a_gpu_is_an_error(monkeypatch):
+    # A CPU-only worker: Ray's context lists no GPU and CUDA_VISIBLE_DEVICES is
+    # empty (Ray sets it so for num_gpus=0): never a silent GPU 0.
+    monkeypatch.setitem(sys.modules, "ray", _FakeRay([]))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(gpuaff.InvalidArgument, match="no GPU is assigned to this Ray worker"):
+        gpuaff.ray_worker_setup()
+    with pytest.raises(gpuaff.InvalidArgument, match="leave out gpu="):
+        gpuaff.ray_worker_setup(gpu=3)

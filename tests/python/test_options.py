@@ -29,6 +29,8 @@ def annotation(row):
         return "bool"
     if row["key"] == "gpu":
         return "Union[int, list[int]]"  # several GPUs per process: gpu=[0, 4]
+    if row["key"] == "reserve_os_cores":
+        return "Union[int, str]"  # a count, or 'auto' (the system's housekeeping CPUs)
     if t in ("count", "positive"):
         return "int"
     if t == "choice":

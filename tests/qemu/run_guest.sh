@@ -68,6 +68,10 @@ case $shape in
       -device pxb,id=bridge0,bus_nr=40,numa_node=0,bus=pci.0
       -device virtio-rng-pci,bus=bridge0,addr=0x2 -device ati-vga,bus=bridge0,addr=0x3)
     shape_pci=(0000:15:03.0 0000:29:02.0)
+    # Core 1 of each socket (CPUs 2-3, 6-7) without the scheduler tick: the
+    # reserved scenario (scenarios/reserved.*.sh). nohz_full leaves every
+    # process's affinity as it is (isolcpus would narrow init's).
+    shape_append="nohz_full=2-3,6-7"
     ;;
   1s4n-nps4)
     # 1 socket, 4 dies of 1 core x 2 threads, each die its own node and L3

@@ -3,6 +3,7 @@
 // recorder: a recording of this machine loads back to the same Topology.
 #include <gpuaff/record/record.hpp>
 #include <gpuaff/source/cgroup.hpp>
+#include <gpuaff/source/reserved.hpp>
 #include <gpuaff/source/sysfs.hpp>
 
 #include <sched.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -105,7 +107,15 @@ TEST_CASE("a recording of this machine loads back to the same topology") {
   // the topology reader does not read.
   auto cgroup = gpuaff::read_cgroup_cpuset("/");
   REQUIRE(cgroup);
-  CHECK(sum->files == static_cast<int>(live.files_read().size() + cgroup->files_read.size()));
+  // And what the system reserved (cpu/isolated, cpu/nohz_full, the cgroup
+  // partitions), which overlaps the cgroup's files: each file written once.
+  auto reserved = gpuaff::read_system_reservations("/");
+  REQUIRE(reserved);
+  std::set<std::string> wrote(cgroup->files_read.begin(), cgroup->files_read.end());
+  for (const auto& rel : live.files_read()) wrote.insert(std::string(rel));
+  for (const auto& rel : reserved->files_read) wrote.insert(rel);
+  CHECK(sum->files == static_cast<int>(wrote.size()));
+  for (const auto& rel : reserved->files_read) CHECK(std::filesystem::exists(out.path("rec") + "/" + rel));
   for (const auto& rel : cgroup->files_read) CHECK(std::filesystem::exists(out.path("rec") + "/" + rel));
   CHECK(replay.files_read() == live.files_read());
   CHECK(sum->bytes > 0);

@@ -29,6 +29,9 @@
 # (/sys/fs/cgroup/<controller>/slurm_localhost on v1): two such clusters on one
 # machine would share them, so run one at a time.
 #
+# GPUAFF_SLURM_NODE_EXTRA: words added to the node's line of slurm.conf
+# (CpuSpecList=0, say: tests/slurm/core_spec_test.sh).
+#
 # Exit codes: 0 done; 1 failed (the message says which daemon, and its log);
 # 2 bad usage; 77 this machine cannot host the cluster (a package missing,
 # not root, no cgroup cpuset controller): the caller's skip.
@@ -170,7 +173,7 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
 MinJobAge=5
-NodeName=localhost NodeAddr=127.0.0.1 NodeHostname=localhost$node_hw RealMemory=1 Gres=gpu:2 State=UNKNOWN
+NodeName=localhost NodeAddr=127.0.0.1 NodeHostname=localhost$node_hw RealMemory=1 Gres=gpu:2 State=UNKNOWN${GPUAFF_SLURM_NODE_EXTRA:+ $GPUAFF_SLURM_NODE_EXTRA}
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
   cat >"$dir/etc/gres.conf" <<EOF

@@ -519,6 +519,20 @@ int write_textfile(const std::string& path, const std::string& text, int code) {
   return code;
 }
 
+/// topo's "System reservations" section for the machine the options name
+/// (this one, or a root): what the system keeps from housekeeping.
+std::string system_reservations(const LaunchOptions& o) {
+  if (!o.machine.topology.empty() || !o.machine.hwloc_xml.empty()) return reservations_section(CpuSet{}, nullptr, {});
+  std::string root = o.machine.root_or_live();
+  Result<SystemReservations> reserved = read_system_reservations(root);
+  CpuSet online;
+  if (auto t = load(o, process_environment(), cli_readers(), SysfsDetail::binding, nullptr, TopologyParts::none()))
+    online = t->online;
+  std::optional<CgroupCpuset> cgroup;
+  if (auto c = read_cgroup_cpuset(root)) cgroup = std::move(*c);
+  return reservations_section(online, &reserved, cgroup);
+}
+
 namespace {
 
 // ---- --watch: a check each interval, the changes printed (gpuaff/doctor/watch.hpp).
@@ -704,7 +718,7 @@ int run_doctor(const DoctorArgs& args) {
     std::string out = args.format == DoctorFormat::json ? dump(all_json(r))
                       : args.format == DoctorFormat::prometheus
                           ? prometheus_of(r.verdicts, static_cast<int>(r.planned()), static_cast<int>(r.invalid_plans.size()))
-                          : all_text(r);
+                          : all_text(r) + system_reservations(args.options);
     int code = r.healthy() ? exit_ok : exit_unhealthy;
     return args.textfile.empty() ? write_result(out, code) : write_textfile(args.textfile, out, code);
   }
@@ -745,7 +759,7 @@ int run_doctor(const DoctorArgs& args) {
   } else if (args.format == DoctorFormat::prometheus) {
     out = prometheus_of({*v}, std::nullopt);
   } else {
-    out = text_of(*v) + irqs_out;
+    out = text_of(*v) + irqs_out + system_reservations(args.options);
   }
   return args.textfile.empty() ? write_result(out, code) : write_textfile(args.textfile, out, code);
 }

@@ -332,4 +332,30 @@ std::string render_report(const Topology& topo, const ReportOptions& o) {
   return wrap_lines(out, report_width);
 }
 
+std::string reservations_section(const CpuSet& online, const Result<SystemReservations>* reserved,
+                                 const std::optional<CgroupCpuset>& cgroup) {
+  std::string out = "\nSystem reservations:\n";
+  if (reserved == nullptr) return out + "  not read (the machine comes from a file that does not carry them)\n";
+  if (!*reserved) return out + "  cannot be read: " + detail::escape_control(reserved->error().message()) + '\n';
+  const SystemReservations& r = **reserved;
+  auto list = [](const CpuSet& c) { return c.empty() ? std::string("none") : c.to_list(); };
+  out += "  isolated (isolcpus=): " + list(r.isolated) + "; nohz_full: " + list(r.nohz_full) + '\n';
+  if (!r.partition.empty())
+    out += "  cgroup partition: " + detail::escape_control(r.partition) + " (" + r.partition_file + ")" +
+           (r.partition_cpus.empty() ? std::string() : ", isolated CPUs " + r.partition_cpus.to_list()) + '\n';
+  if (!r.cgroup_isolated.empty()) out += "  cpuset.cpus.isolated: " + r.cgroup_isolated.to_list() + '\n';
+  if (r.declared())
+    out += "  housekeeping CPUs: " + list(r.housekeeping(online)) +
+           "\n    (--reserve-os-cores auto keeps them for the OS; --roles puts main and comm on isolated cores)\n";
+  else
+    out += "  housekeeping CPUs: not declared (every online CPU; --reserve-os-cores auto is an error here)\n";
+  if (cgroup) {
+    CpuSet outside = outside_cgroup(online, *cgroup);
+    if (!outside.empty())
+      out += "  outside the cgroup cpuset: " + outside.to_list() + "\n    (" + cgroup->cpus_file +
+             "; a Slurm node's specialized cores and other jobs' cores are among them)\n";
+  }
+  return out;
+}
+
 }  // namespace gpuaff::cli

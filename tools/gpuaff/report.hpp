@@ -11,6 +11,8 @@
 
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/result.hpp"
+#include "gpuaff/source/cgroup.hpp"
+#include "gpuaff/source/reserved.hpp"
 #include "gpuaff/topology.hpp"
 
 namespace gpuaff::cli {
@@ -53,5 +55,13 @@ std::string nics_section(const Topology& topo,
 std::string memory_nodes_line(const Topology& topo);
 /// "; RDMA NICs: mlx5_0 mlx5_3" for the picture's header of `node`; "" when none.
 std::string nics_of_node(const Topology& topo, int node);
+
+/// "System reservations:" lines for topo and doctor: the CPUs isolcpus,
+/// nohz_full and an isolated cgroup partition keep free of housekeeping, the
+/// housekeeping CPUs --reserve-os-cores auto keeps for the OS, and the online
+/// CPUs the cgroup cpuset leaves out (a Slurm step's specialized cores among
+/// them). `reserved` nullopt: not read (a topology file); an error: its message.
+std::string reservations_section(const CpuSet& online, const Result<SystemReservations>* reserved,
+                                 const std::optional<CgroupCpuset>& cgroup);
 
 }  // namespace gpuaff::cli

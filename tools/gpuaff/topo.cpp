@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
+#include <string_view>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -67,7 +69,28 @@ std::vector<int> socket_cpu_nodes(const Topology& topo, int node, bool nearest) 
 /// cannot say: the CPU node gpuaff binds to (also inferred where numa_node is
 /// -1), every CPU node of that socket, the GPU's own memory nodes (GB200's
 /// coherent memory), and its NIC set.
-std::string dra_json(const Topology& topo, const JobOptions& job) {
+/// resource.kubernetes.io/pcieRoot of the device at `a` under `root`: the
+/// first component below sys/devices/ of its sysfs path ("pci0000:00"), as
+/// k8s.io/dynamic-resource-allocation/deviceattribute derives it; "" when the
+/// path is not under a PCI root (a recording without the link).
+std::string pcie_root(detail::SysfsReader& r, const PciAddress& a) {
+  std::string path = r.resolve("sys/bus/pci/devices/" + std::string(a.to_string().view()));
+  constexpr std::string_view devices = "sys/devices/";
+  std::size_t at = path.find(devices);
+  if (at == std::string::npos) return {};
+  std::string_view rest = std::string_view(path).substr(at + devices.size());
+  rest = rest.substr(0, rest.find('/'));
+  return rest.starts_with("pci") ? std::string(rest) : std::string();
+}
+
+std::string dra_json(const Topology& topo, const JobOptions& job, const std::string& root) {
+  std::optional<detail::SysfsReader> reader;
+  if (!root.empty())
+    if (auto live = detail::is_live_root(root)) reader.emplace(root, *live);
+  auto root_of = [&](const PciAddress& a) -> nlohmann::ordered_json {
+    std::string r = reader ? pcie_root(*reader, a) : std::string();
+    return r.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r);
+  };
   nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
   for (std::size_t g = 0; g < topo.gpus.size(); ++g) {
     const Gpu& gpu = topo.gpus[g];
@@ -75,6 +98,7 @@ std::string dra_json(const Topology& topo, const JobOptions& job) {
     std::string bdf(gpu.address().to_string().view());
     attributes["resource.kubernetes.io/pciBusID"] = bdf;
     if (gpu.numa_node() >= 0) attributes["resource.kubernetes.io/numaNode"] = socket_cpu_nodes(topo, gpu.numa_node(), true);
+    if (auto r = root_of(gpu.address()); !r.is_null()) attributes["resource.kubernetes.io/pcieRoot"] = r;
     nlohmann::ordered_json o;
     o["index"] = gpu.index;
     o["pci"] = bdf;
@@ -92,15 +116,49 @@ std::string dra_json(const Topology& topo, const JobOptions& job) {
     o["nic_set"] = std::move(nic_set);
     gpus.push_back(std::move(o));
   }
+  // Every NIC, with the attributes a network DRA driver publishes for it.
+  nlohmann::ordered_json nics = nlohmann::ordered_json::array();
+  for (const Nic& n : topo.nics) {
+    nlohmann::ordered_json attributes;
+    std::string bdf(n.address.to_string().view());
+    attributes["resource.kubernetes.io/pciBusID"] = bdf;
+    if (n.numa_node >= 0) attributes["resource.kubernetes.io/numaNode"] = socket_cpu_nodes(topo, n.numa_node, true);
+    if (auto r = root_of(n.address); !r.is_null()) attributes["resource.kubernetes.io/pcieRoot"] = r;
+    nlohmann::ordered_json o;
+    o["pci"] = bdf;
+    o["attributes"] = std::move(attributes);
+    nlohmann::ordered_json names = nlohmann::ordered_json::array();
+    for (const auto& name : n.rdma_names) names.push_back(std::string(name.view()));
+    for (const auto& name : n.net_names) names.push_back(std::string(name.view()));
+    o["names"] = std::move(names);
+    nics.push_back(std::move(o));
+  }
+  // The CPU groups as the CPU DRA driver (dra.cpu) publishes them in grouped
+  // mode by NUMA node: one device per node with CPUs, its CPUs as a cpulist.
+  nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+  for (const NumaNode& node : topo.nodes) {
+    if (node.memory_only()) continue;
+    nlohmann::ordered_json attributes;
+    attributes["dra.cpu/numaNodeID"] = node.id;
+    const Package* p = topo.package_of_cpu(node.cpus.first());
+    if (p != nullptr && p->id >= 0) attributes["dra.cpu/socketID"] = p->id;
+    attributes["dra.cpu/numCPUs"] = node.cpus.count();
+    nlohmann::ordered_json o;
+    o["attributes"] = std::move(attributes);
+    o["cpus"] = node.cpus.to_list();
+    groups.push_back(std::move(o));
+  }
   nlohmann::ordered_json j;
   j["origin"] = std::string(topo.origin.view());
   j["gpus"] = std::move(gpus);
+  j["nics"] = std::move(nics);
+  j["cpu_groups"] = std::move(groups);
   return j.dump(2) + '\n';
 }
 
 /// "Roles (policy P): one line per GPU" for --roles: each GPU's share of the
 /// drawn policy cut as a rank's CPUs are (policy/roles.hpp).
-std::string roles_section(const Topology& topo, const PolicyRow& row, const RoleSizes& sizes) {
+std::string roles_section(const Topology& topo, const PolicyRow& row, const RoleSizes& sizes, const CpuSet& isolated) {
   std::string out = "\nRoles (" + roles_text(sizes) + ", policy " + row.policy + "; the rest is compute):\n";
   for (std::size_t g = 0; g < row.per_gpu.size(); ++g) {
     out += "  GPU " + std::to_string(g) + ": ";
@@ -108,7 +166,7 @@ std::string roles_section(const Topology& topo, const PolicyRow& row, const Role
       out += "no binding\n";
       continue;
     }
-    auto roles = split_roles(topo, *row.per_gpu[g], sizes);
+    auto roles = split_roles(topo, *row.per_gpu[g], sizes, false, isolated);
     if (!roles) {
       out += detail::escape_control(cli_spelling(roles.error().message())) + '\n';
       continue;
@@ -164,7 +222,10 @@ int run_topo(const TopoArgs& args) {
   if (args.format == TopoFormat::json) {
     return write_result(to_json(*topo) + '\n');
   }
-  if (args.format == TopoFormat::dra) return write_result(dra_json(*topo, *job));
+  if (args.format == TopoFormat::dra) {
+    bool from_root = machine.machine.topology.empty() && machine.machine.hwloc_xml.empty();
+    return write_result(dra_json(*topo, *job, from_root ? machine.machine.root_or_live() : std::string()));
+  }
   // Locality domains are placement units, not part of the machine's
   // description: the report shows them, the JSON (which reads back) does not.
   if (auto split = detail::split_domains(*topo, std::max(args.options.domains_per_gpu, parts)); !split)
@@ -195,8 +256,16 @@ int run_topo(const TopoArgs& args) {
              " parts, listed and drawn as local ranks (rank r: GPU r/" + std::to_string(parts) + ", part r%" +
              std::to_string(parts) + ")";
   std::string report = render_report(*topo, o);
-  if (args.options.roles.given()) report += roles_section(*topo, o.picture, args.options.roles);
+  Result<SystemReservations> reserved = fail(Errc::not_found, "not read");
+  bool from_root = machine.machine.topology.empty() && machine.machine.hwloc_xml.empty();
+  if (from_root) reserved = read_system_reservations(machine.machine.root_or_live());
+  CpuSet isolated = reserved ? reserved->reserved() : CpuSet{};
+  if (args.options.roles.given()) report += roles_section(*topo, o.picture, args.options.roles, isolated);
   if (args.irqs) report += irqs_section(*topo, o.picture, args.options);
+  std::optional<CgroupCpuset> cgroup;
+  if (from_root)
+    if (auto c = read_cgroup_cpuset(machine.machine.root_or_live())) cgroup = std::move(*c);
+  report += reservations_section(topo->online, from_root ? &reserved : nullptr, cgroup);
   return write_result(report);
 }
 

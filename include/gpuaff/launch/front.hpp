@@ -17,6 +17,8 @@
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -30,7 +32,9 @@
 #include "gpuaff/launch/plan.hpp"
 #include "gpuaff/policy/threads.hpp"
 #include "gpuaff/source/cgroup.hpp"
+#include "gpuaff/source/dra.hpp"
 #include "gpuaff/source/load.hpp"
+#include "gpuaff/source/reserved.hpp"
 
 namespace gpuaff {
 inline namespace v0 {
@@ -84,6 +88,30 @@ inline Result<std::optional<CgroupCpuset>> cgroup_of(const LaunchOptions& o) {
   return std::optional<CgroupCpuset>(std::move(*cgroup));
 }
 
+/// The DRA device metadata directory of `o`: dra_metadata=DIR, else the
+/// kubelet's mount point when the machine is this one and it exists; "" for none.
+inline std::string dra_metadata_of(const LaunchOptions& o) {
+  if (!o.dra_metadata.empty()) return o.dra_metadata;
+  if (!o.machine.root.empty() || !o.machine.topology.empty() || !o.machine.hwloc_xml.empty()) return {};
+  struct stat st {};
+  return ::stat(dra_metadata_dir, &st) == 0 && S_ISDIR(st.st_mode) ? std::string(dra_metadata_dir) : std::string();
+}
+
+/// What the system reserved (source/reserved.hpp), for the options that use
+/// it: reserve_os_cores=auto and roles. None from a topology or hwloc file.
+/// Errors: those of read_system_reservations, prefixed with the option.
+inline Result<std::optional<SystemReservations>> reservations_of(const LaunchOptions& o) {
+  if (!o.reserve_os_auto && !o.roles.given()) return std::optional<SystemReservations>{};
+  if (!o.machine.topology.empty() || !o.machine.hwloc_xml.empty()) return std::optional<SystemReservations>{};
+  auto r = read_system_reservations(o.machine.root_or_live());
+  if (!r) {
+    Error e = r.error();
+    e.prepend(o.reserve_os_auto ? "reserve_os_cores=auto: " : "roles: ");
+    return Unexpected<Error>(e);
+  }
+  return std::optional<SystemReservations>(std::move(*r));
+}
+
 }  // namespace detail
 
 /// The visibility list and variables the options and the environment give:
@@ -134,7 +162,7 @@ inline SysfsDetail plan_detail(const LaunchOptions& o) {
 /// the nearest reachable node, NICs and GPU memory nodes for their variables.
 inline TopologyParts plan_needs(const LaunchOptions& o) {
   TopologyParts p = policy_needs(o.policy);
-  p.cores = p.cores || o.reserve_os_cores > 0;
+  p.cores = p.cores || o.reserve_os_cores > 0 || o.reserve_os_auto;
   p.packages = p.packages || o.mem_nodes == MemNodes::socket;
   p.cores = p.cores || o.omp_threads;  // OMP_NUM_THREADS counts physical cores
   p.cores = p.cores || o.ranks_per_gpu > 1 || o.domains_per_gpu > 1;  // parts are cut on whole cores
@@ -154,7 +182,7 @@ inline std::optional<LoadFocus> plan_focus(const LaunchOptions& o, const LaunchC
   if (k != PolicyKind::node && k != PolicyKind::socket && k != PolicyKind::exclusive && k != PolicyKind::core_complex)
     return std::nullopt;
   if (o.all_gpus || !o.more_gpus.empty() || o.share != Share::visible || plan_detail(o) != SysfsDetail::binding ||
-      o.reserve_os_cores > 0 || o.roles.given() || o.priority_cores || o.omp_threads || o.ranks_per_gpu > 1 ||
+      o.reserve_os_cores > 0 || o.reserve_os_auto || o.roles.given() || o.priority_cores || o.omp_threads || o.ranks_per_gpu > 1 ||
       o.domains_per_gpu > 1 || o.part || o.mem_nodes != MemNodes::cpu || !o.machine.topology.empty() || !o.gpu_nodes.empty() ||
       o.machine.wants_hwloc())
     return std::nullopt;
@@ -265,9 +293,22 @@ inline Result<std::pair<Topology, LaunchContext>> prepare(const LaunchOptions& o
   auto cgroup = cgroup_of(o);
   if (!cgroup) return staged(cgroup.error(), LaunchStage::machine, failed_at);
   context->cgroup = std::move(*cgroup);
+  auto reserved = reservations_of(o);
+  if (!reserved) return staged(reserved.error(), LaunchStage::machine, failed_at);
+  context->reserved = std::move(*reserved);
   TopologyParts needs = plan_needs(o);
-  std::optional<LoadFocus> focus = one_device ? plan_focus(o, *context) : std::nullopt;
+  std::string dra_dir = dra_metadata_of(o);
+  std::optional<LoadFocus> focus = one_device && dra_dir.empty() ? plan_focus(o, *context) : std::nullopt;
   GPUAFF_TRY(Topology topo, load(o, env, readers, plan_detail(o), failed_at, needs, focus));
+  if (!dra_dir.empty()) {
+    if (readers.dra == nullptr)
+      return staged(make_error(Errc::invalid_argument, "dra_metadata=", dra_dir, " needs the JSON reader "
+                               "(gpuaff/source/json_dra.hpp), which this program does not include"),
+                    LaunchStage::options, failed_at);
+    auto claims = readers.dra(dra_dir);
+    if (!claims) return staged(claims.error(), LaunchStage::machine, failed_at);
+    if (auto ok = apply_dra_claims(topo, *claims); !ok) return staged(ok.error(), LaunchStage::device, failed_at);
+  }
   // A local size that is a whole multiple of the GPUs makes several ranks per
   // GPU (make_plan), and a partitioned AMD GPU several GPUs of one device:
   // both cut the device's share on whole cores. Read them then, and only then.

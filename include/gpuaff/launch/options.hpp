@@ -45,6 +45,9 @@ struct LaunchOptions {
   // Which machine.
   MachineSource machine{};                      ///< root, topology, source (reader), hwloc_xml
   std::optional<std::string> visible_devices{}; ///< overrides CUDA_/HIP_/ROCR_VISIBLE_DEVICES
+  /// The Kubernetes DRA device metadata directory (source/dra.hpp); "" : the
+  /// kubelet's mount point when it exists and the machine is this one.
+  std::string dra_metadata{};
   std::string gpu_nodes{};  ///< a file of 'BDF NODE' lines: each GPU's NUMA node, over what the firmware says (probe --gpu-nodes)
   // Which device: one of gpu, all_gpus, pci, local_rank.
   std::optional<int> gpu{};          ///< a visible GPU index (the first of a list)
@@ -59,6 +62,10 @@ struct LaunchOptions {
   Baseline baseline = Baseline::affinity;
   Unreachable unreachable = Unreachable::error;
   int reserve_os_cores = 0;          ///< lowest physical cores of every node kept for the OS
+  /// reserve_os_cores=auto: the system's housekeeping CPUs (the online CPUs
+  /// that isolcpus, nohz_full and isolated cpuset partitions leave;
+  /// source/reserved.hpp) are kept for the OS instead of the lowest cores.
+  bool reserve_os_auto = false;
   // Memory and what the command is given.
   MemPolicy membind = MemPolicy::none;
   MemNodes mem_nodes = MemNodes::cpu;
@@ -236,8 +243,18 @@ GPUAFF_OPTION_SETTER(set_unknown_node, { GPUAFF_TRY(o.job, parse_unknown_node(t,
 GPUAFF_OPTION_SETTER(set_share, { GPUAFF_TRY(o.share, option_choice("share", t, share_choices)); })
 GPUAFF_OPTION_SETTER(set_baseline, { GPUAFF_TRY(o.baseline, option_choice("baseline", t, baseline_choices)); })
 GPUAFF_OPTION_SETTER(set_unreachable, { GPUAFF_TRY(o.unreachable, option_choice("unreachable", t, unreachable_choices)); })
-GPUAFF_OPTION_SETTER(set_reserve_os_cores, { GPUAFF_TRY(o.reserve_os_cores, option_int("reserve_os_cores", t, 0)); })
+GPUAFF_OPTION_SETTER(set_reserve_os_cores, {
+  o.reserve_os_auto = t == "auto";
+  if (o.reserve_os_auto) {
+    o.reserve_os_cores = 0;
+    return {};
+  }
+  if (!t.empty() && !is_decimal(t))
+    return bad_option("reserve_os_cores", t, "a non-negative integer or auto (the system's housekeeping CPUs)");
+  GPUAFF_TRY(o.reserve_os_cores, option_int("reserve_os_cores", t, 0));
+})
 GPUAFF_OPTION_SETTER(set_membind, { GPUAFF_TRY(o.membind, option_choice("membind", t, membind_choices)); })
+GPUAFF_OPTION_SETTER(set_dra_metadata, { GPUAFF_TRY(o.dra_metadata, option_path("dra_metadata", t)); })
 GPUAFF_OPTION_SETTER(set_gpu_nodes, { GPUAFF_TRY(o.gpu_nodes, option_path("gpu_nodes", t)); })
 GPUAFF_OPTION_SETTER(set_mem_nodes, { GPUAFF_TRY(o.mem_nodes, option_choice("mem_nodes", t, mem_nodes_choices)); })
 GPUAFF_OPTION_SETTER(set_nic_env, { GPUAFF_TRY(o.nic_env, option_flag("nic_env", t)); })
@@ -262,7 +279,7 @@ inline constexpr unsigned every_plan_command = for_bind | for_exec | for_topo | 
 }  // namespace detail
 
 /// Every option of a launch, in the order --help and the docs show them.
-inline const std::array<OptionInfo, 34> launch_options{{
+inline const std::array<OptionInfo, 35> launch_options{{
     {"root", "--root", "DIR|FILE.tar", OptionType::path, detail::every_plan_command, "this machine",
      "read the machine from a recorded root: a directory laid out like /, or the FILE.tar gpuaff record writes, "
      "also compressed with xz or gzip as the fixtures ship (read as it is, never unpacked)", detail::set_root},
@@ -324,9 +341,10 @@ inline const std::array<OptionInfo, 34> launch_options{{
      "when no allowed CPU is on the GPU's node (a pod on the other socket): error, or nearest (the allowed CPUs "
      "of the closest node(s) by NUMA distance)",
      detail::set_unreachable},
-    {"reserve_os_cores", "--reserve-os-cores", "N", OptionType::count, detail::launch_commands | for_doctor, "0",
+    {"reserve_os_cores", "--reserve-os-cores", "N|auto", OptionType::count, detail::launch_commands | for_doctor, "0",
      "take the N lowest-numbered physical cores of every NUMA node (all their threads) out before any share is "
-     "computed: cores kept for the OS, interrupts and daemons",
+     "computed: cores kept for the OS, interrupts and daemons; auto: take the system's housekeeping CPUs out instead "
+     "(those isolcpus=, nohz_full= and isolated cgroup partitions leave; an error when the system declares none)",
      detail::set_reserve_os_cores},
     {"ranks_per_gpu", "--ranks-per-gpu", "N", OptionType::positive, detail::every_plan_command, "1",
      "several ranks per GPU: the GPU's share is cut into N disjoint parts of whole cores (sizes differ by at most "
@@ -343,6 +361,12 @@ inline const std::array<OptionInfo, 34> launch_options{{
      "memory policy over the GPU's node(s): none (the kernel's first touch), local (strict, as numactl's "
      "membind does; bind is a synonym), preferred, interleave",
      detail::set_membind},
+    {"dra_metadata", "--dra-metadata", "DIR", OptionType::path, detail::launch_commands | for_doctor,
+     "the kubelet's, when it exists",
+     "the Kubernetes DRA device metadata (KEP-5304): the claimed GPUs by PCI address are the GPUs, the claimed CPUs "
+     "the set shares are drawn from; a claim the process does not see is an error. Default: the kubelet's mount "
+     "point (docs/contract.md section 7) when it exists and the machine is this one",
+     detail::set_dra_metadata},
     {"gpu_nodes", "--gpu-nodes", "FILE", OptionType::path, detail::every_plan_command, "",
      "each GPU's NUMA node from FILE ('BDF NODE' lines, '#' comments; gpuaff probe --gpu N --gpu-nodes FILE writes it), "
      "over the numa_node the firmware reports (-1 in many VMs)",

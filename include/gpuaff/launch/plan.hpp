@@ -31,6 +31,7 @@
 #include "gpuaff/policy/threads.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/cgroup.hpp"
+#include "gpuaff/source/reserved.hpp"
 #include "gpuaff/source/validate.hpp"
 #include "gpuaff/source/visible.hpp"
 #include "gpuaff/topology.hpp"
@@ -52,6 +53,9 @@ struct LaunchContext {
   /// The process's cgroup cpuset (read_cgroup_cpuset): required by
   /// baseline=cgroup; under baseline=affinity it only feeds a warning.
   std::optional<CgroupCpuset> cgroup{};
+  /// What the system reserved (read_system_reservations): required by
+  /// reserve_os_cores=auto; with roles, main and comm take its CPUs first.
+  std::optional<SystemReservations> reserved{};
   /// CUDA_DEVICE_ORDER as the job has it (VisibleDevices::cuda_device_order):
   /// a plan warns when it can make CUDA's numbering differ from gpuaff's.
   std::optional<std::string> cuda_device_order{};
@@ -110,6 +114,12 @@ struct LaunchPlan {
   /// role; nullopt without roles. OMP_PLACES/OMP_PROC_BIND in `env` follow
   /// the compute role.
   std::optional<Roles> roles{};
+  /// The CPUs kept for the OS before any share was computed: the lowest cores
+  /// of reserve_os_cores=N, or the housekeeping CPUs of reserve_os_cores=auto.
+  CpuSet os_cores{};
+  /// The CPUs the system keeps free of housekeeping work (isolcpus, nohz_full,
+  /// isolated partitions) among `cpus`; empty where none or not read.
+  CpuSet isolated{};
 
   const Gpu& target() const { return topo.gpus[static_cast<std::size_t>(gpu)]; }
   /// The memory policy to apply: `membind` over `memory_nodes`.
@@ -186,17 +196,47 @@ inline std::string narrowed_mask_warning(const Topology& topo, const std::option
 /// threads) out of the allowed set: cores a site keeps for the OS. The cores
 /// are the node's online cores, whether or not this process may use them, so
 /// every process of the machine reserves the same ones.
-inline void reserve_os_cores(Topology& topo, int n) {
-  if (n <= 0) return;
+inline CpuSet reserve_os_cores(Topology& topo, int n) {
+  CpuSet taken_cpus;
+  if (n <= 0) return taken_cpus;
   for (const NumaNode& node : topo.nodes) {
     int taken = 0;
     for (const Core& c : topo.cores) {  // sorted by lowest thread
       if (taken == n) break;
       if (!c.threads.intersects(node.cpus)) continue;
       topo.allowed -= c.threads;
+      taken_cpus |= c.threads;
       ++taken;
     }
   }
+  return taken_cpus;
+}
+
+/// reserve_os_cores=auto: takes the system's housekeeping CPUs (the online
+/// CPUs that isolcpus, nohz_full and isolated cpuset partitions leave) out
+/// of the allowed set, and returns them.
+/// Errors: Errc::invalid_argument when the reservations were not read (a
+/// topology file); Errc::not_found when the system declares no reserved CPU
+/// (never a silent N=0); Errc::empty_result when the process may use
+/// housekeeping CPUs only.
+inline Result<CpuSet> reserve_housekeeping(Topology& topo, const std::optional<SystemReservations>& reserved) {
+  if (!reserved)
+    return fail(Errc::invalid_argument, "reserve_os_cores=auto takes the CPUs the system keeps for housekeeping, and ",
+                topo.origin.view(), " does not carry them; read the machine from a root (root=DIR, or this machine), "
+                "or give reserve_os_cores=N");
+  if (!reserved->declared())
+    return fail(Errc::not_found, "reserve_os_cores=auto: ", topo.origin.view(), " declares no reserved CPU "
+                "(sys/devices/system/cpu/isolated and nohz_full are empty or missing, and the process's cgroup is in "
+                "no isolated cpuset partition), so the housekeeping CPUs are unknown; boot with isolcpus=/nohz_full=, "
+                "or give reserve_os_cores=N for the N lowest cores of every node");
+  CpuSet housekeeping = reserved->housekeeping(topo.online);
+  CpuSet left = topo.usable() - housekeeping;
+  if (left.empty())
+    return fail(Errc::empty_result, "reserve_os_cores=auto: this process may use CPUs ", topo.usable().to_list(),
+                ", all housekeeping CPUs (the system reserved ", reserved->sources(), "); run it on the reserved "
+                "CPUs, or leave reserve_os_cores out");
+  topo.allowed -= housekeeping;
+  return housekeeping;
 }
 
 /// The nodes with allowed CPUs closest to `node` by its SLIT distances
@@ -637,7 +677,12 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchOptions& o, const
   std::string narrowed = o.baseline == Baseline::affinity ? detail::narrowed_mask_warning(topo, context.cgroup)
                                                                  : std::string();
   if (!narrowed.empty()) plan.warnings.push_back(narrowed);
-  detail::reserve_os_cores(topo, o.reserve_os_cores);
+  CpuSet os_cores;
+  if (o.reserve_os_auto) {
+    GPUAFF_TRY(os_cores, detail::reserve_housekeeping(topo, context.reserved));
+  } else {
+    os_cores = detail::reserve_os_cores(topo, o.reserve_os_cores);
+  }
   // CUDA's numbering matters only where an index names the GPU, not pci=BDF.
   if (auto w = o.pci ? std::nullopt : device_order_warning(detail::process_gpus_with_ids(topo), context.cuda_device_order))
     plan.warnings.push_back(*w);
@@ -686,8 +731,10 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchOptions& o, const
     plan.memory_nodes |= other.memory_nodes;
     plan.host_nodes |= detail::host_nodes_for(plan.topo, other.node);
   }
+  plan.os_cores = os_cores;
+  if (context.reserved) plan.isolated = context.reserved->reserved() & plan.cpus;
   if (o.roles.given()) {
-    GPUAFF_TRY(plan.roles, split_roles(plan.topo, plan.cpus, o.roles, o.priority_cores));
+    GPUAFF_TRY(plan.roles, split_roles(plan.topo, plan.cpus, o.roles, o.priority_cores, plan.isolated));
     if (o.priority_cores && plan.topo.priority_source.empty())
       plan.warnings.push_back(std::string("priority_cores=true: ") + std::string(plan.topo.origin.view()) + " states no core "
                               "priorities (cpufreq/base_frequency, acpi_cppc/highest_perf, cpu_capacity): the roles "

@@ -118,10 +118,12 @@ inline std::string roles_text(const RoleSizes& s) {
 /// The roles of `share` on `topo` (whose cores must have been read; a CPU no
 /// core lists counts as a core of its own). With `by_priority`, cores are
 /// ordered by the priority class of Core::priority (0 first), then by CPU.
+/// With `isolated` (the CPUs the system keeps free of housekeeping work), the
+/// cores wholly in it come before the others, whatever their priority.
 /// Errors: Errc::insufficient_cores when the share has fewer cores than the
 /// sized roles plus one for compute.
 inline Result<Roles> split_roles(const Topology& topo, const CpuSet& share, const RoleSizes& sizes,
-                                 bool by_priority = false) {
+                                 bool by_priority = false, const CpuSet& isolated = CpuSet{}) {
   struct Unit {
     CpuSet threads;
     long long priority;
@@ -131,6 +133,10 @@ inline Result<Roles> split_roles(const Topology& topo, const CpuSet& share, cons
     const Core* c = topo.core_of_cpu(threads.first());
     units.push_back(Unit{threads, c != nullptr ? c->priority : -1});
   }
+  // Cores the system isolated (every thread of the core in `isolated`) come
+  // first, in CPU order: main and comm run there, free of housekeeping work.
+  if (!isolated.empty())
+    std::stable_partition(units.begin(), units.end(), [&](const Unit& u) { return u.threads.is_subset_of(isolated); });
   std::size_t need = static_cast<std::size_t>(sizes.fixed()) + 1;
   if (units.size() < need)
     return fail(Errc::insufficient_cores, "roles=", roles_text(sizes), " need ", need,
@@ -142,7 +148,10 @@ inline Result<Roles> split_roles(const Topology& topo, const CpuSet& share, cons
     std::vector<int> cls = priority_classes(values);
     std::vector<std::size_t> order(units.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cls[a] < cls[b]; });
+    auto apart = [&](std::size_t i) { return isolated.empty() || units[i].threads.is_subset_of(isolated) ? 0 : 1; };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return apart(a) != apart(b) ? apart(a) < apart(b) : cls[a] < cls[b];
+    });
     std::vector<Unit> sorted;
     for (std::size_t i : order) sorted.push_back(units[i]);
     units = std::move(sorted);

@@ -31,6 +31,7 @@
 #include "gpuaff/record/root_copy.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/cgroup.hpp"
+#include "gpuaff/source/reserved.hpp"
 #include "gpuaff/source/sysfs.hpp"
 #include "gpuaff/topology.hpp"
 
@@ -152,6 +153,17 @@ inline Result<void> copy_cgroup_files(const std::string& root, RootCopy& copy, s
       std::string resolved = rel;
       auto f = under_proc_self ? copy.copy_as_named(rel, bytes) : copy.copy_with_links(rel, resolved, bytes);
       if (f.error != 0) return record_copy_error(f);
+      paths.push_back(resolved);
+    }
+  }
+  // What the system reserved (isolcpus, nohz_full, cgroup partitions):
+  // reserve_os_cores=auto and roles replay it. Optional as the cpuset is.
+  if (auto reserved = read_system_reservations(root)) {
+    for (const std::string& rel : reserved->files_read) {
+      if (std::find(paths.begin(), paths.end(), rel) != paths.end() || rel == "proc/self/cgroup") continue;
+      std::uint64_t bytes = 0;
+      std::string resolved = rel;
+      if (auto f = copy.copy_with_links(rel, resolved, bytes); f.error != 0) return record_copy_error(f);
       paths.push_back(resolved);
     }
   }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gpuaff/result.hpp"
+#include "gpuaff/source/dra.hpp"
 #include "gpuaff/source/archive.hpp"
 #include "gpuaff/source/sysfs.hpp"
 #include "gpuaff/source/visible.hpp"
@@ -65,6 +66,9 @@ struct Readers {
   /// Reads through hwloc (a root, this machine, or source.hwloc_xml) with every
   /// GPU visible, plus `extra_pci` (source/hwloc.hpp: read_hwloc_topology).
   Result<Topology> (*hwloc)(const MachineSource& source, const std::vector<PciAddress>& extra_pci) = nullptr;
+  /// Reads the Kubernetes DRA device metadata under a directory
+  /// (source/json_dra.hpp: read_dra_metadata).
+  Result<DraClaims> (*dra)(const std::string& dir) = nullptr;
 };
 
 /// What to load.
