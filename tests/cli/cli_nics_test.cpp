@@ -112,6 +112,34 @@ TEST_CASE("Slingshot NICs: topo names them by CXI name, bind exports FI_CXI_DEVI
   CHECK(t["nics"][0]["cxi"] == nlohmann::json::array({"cxi0"}));
 }
 
+TEST_CASE("dgx-b300: bind gives GPU k its SuperNIC, nccl-rails every SuperNIC as rail k plane 0, ucx-host its socket's four") {
+  // dgx-b300 (fixtures/README.md): GPU k below its ConnectX-8's own switch with
+  // the NIC's one function (PIX); names in PCI order put the slot-1 BlueField-3
+  // (mlx5_1, mlx5_2) after GPU 0's NIC and the slot-2 one (mlx5_7, mlx5_8)
+  // after GPU 4's, so GPU 5's NIC is mlx5_9 and node 1's SuperNICs are
+  // mlx5_6, 9, 10, 11. The BlueField-3s are nearer no GPU than its SuperNIC:
+  // no rail, not in NCCL_IB_HCA, not in the host set.
+  std::string root = std::string(GPUAFF_FIXTURES_DIR) + "/dgx-b300";
+  Run r = tool({"bind", "--root", root, "--gpu", "5", "--nic-env", "--nic-libs", "nccl-rails,ucx-host", "--format", "json"});
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["nic_set"] == nlohmann::json::array({"mlx5_9:1"}));
+  CHECK(j["nic_path"] == "PIX");
+  CHECK(j["host_nodes"] == "1");
+  CHECK(j["host_nic_set"] == nlohmann::json::array({"mlx5_6:1", "mlx5_9:1", "mlx5_10:1", "mlx5_11:1"}));
+  CHECK(j["env"] == nlohmann::json::parse(R"({
+    "NCCL_IB_HCA": "=mlx5_0:1:0:0,mlx5_3:1:1:0,mlx5_4:1:2:0,mlx5_5:1:3:0,mlx5_6:1:4:0,mlx5_9:1:5:0,mlx5_10:1:6:0,mlx5_11:1:7:0",
+    "NCCL_NET_MERGE_POLICY": "RAIL",
+    "UCX_NET_DEVICES": "mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"})"));
+  // GPU 0's rank writes the same rail list: it describes the node, not the rank.
+  Run r0 = tool({"bind", "--root", root, "--gpu", "0", "--nic-env", "--nic-libs", "nccl-rails", "--format", "json"});
+  REQUIRE(r0.rc == 0);
+  auto j0 = nlohmann::json::parse(r0.out);
+  CHECK(j0["env"]["NCCL_IB_HCA"] == j["env"]["NCCL_IB_HCA"]);
+  CHECK(j0["host_nic_set"] == nlohmann::json::array({"mlx5_0:1", "mlx5_3:1", "mlx5_4:1", "mlx5_5:1"}));
+}
+
 TEST_CASE("bind --nic-env --format env prints lines a shell can eval") {
   Run r = tool({"bind", "--root", two_nic_root(), "--gpu", "1", "--nic-env", "--format", "env"});
   INFO(r.err);

@@ -731,6 +731,66 @@ TEST_CASE("a3-ultragpu-8g: one ConnectX-7 per GPU, the gVNICs no rail") {
   CHECK(env_of(p, "UCX_NET_DEVICES") == "mlx5_2:1");
 }
 
+TEST_CASE("dgx-b300: one ConnectX-8 per GPU through the SuperNIC's own switch; the BlueField-3s no rail") {
+  // GPU k sits below its ConnectX-8's PCIe switch with that NIC's one function
+  // (the 800G XDR port): the two share a switch (PIX), and no other GPU reaches
+  // that switch, so each GPU's set is its own SuperNIC. The NICs are named in
+  // PCI order with the slot-1 BlueField-3 (22:00.0/.1) after GPU 0's NIC (13)
+  // and the slot-2 one (a2:00.0/.1) after GPU 4's (93): GPU k's NIC is
+  // mlx5_0, 3, 4, 5 (node 0) and mlx5_6, 9, 10, 11 (node 1).
+  Topology t = load("dgx-b300");
+  REQUIRE(t.gpus.size() == 8);
+  const std::vector<std::string> compute{"mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5",
+                                         "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"};
+  CHECK(chosen(t) == compute);
+  for (int k = 0; k < 8; ++k) CHECK(path_to(t, k, compute[static_cast<std::size_t>(k)]) == PciPath::pix);
+  // The BlueField-3 of GPU 0's socket is on another host bridge of node 0
+  // (NODE); the other socket's is SYS. Each GPU has a PIX NIC, so neither is
+  // in any GPU's set: RDMA names, but no rail.
+  CHECK(path_to(t, 0, "mlx5_1") == PciPath::node);
+  CHECK(path_to(t, 0, "mlx5_7") == PciPath::sys);
+  CHECK(path_to(t, 6, "mlx5_8") == PciPath::node);
+  auto ids = gpuaff::rail_identities(t);
+  REQUIRE(ids.size() == 8);
+  for (const char* bf3 : {"0000:22:00.0", "0000:22:00.1", "0000:a2:00.0", "0000:a2:00.1"}) {
+    CAPTURE(bf3);
+    const Nic* n = t.find_nic(bdf(bf3));
+    REQUIRE(n != nullptr);
+    CHECK(n->rdma());
+    CHECK(gpuaff::rail_identity_of(ids, n).rail == -1);
+    CHECK(std::string(gpuaff::not_a_rail(t, *n)).find("every GPU has a nearer RDMA NIC") != std::string::npos);
+  }
+  // nccl-rails: one NIC per set, so GPU k's NIC is rail k, plane 0; by address
+  // that is GPU order (the stacks' buses grow with k); the same value for every
+  // GPU's rank, and no BlueField-3 in it.
+  std::vector<HcaEntry> entries;
+  for (int k = 0; k < 8; ++k) entries.push_back({compute[static_cast<std::size_t>(k)], 1, k, 0});
+  CHECK(nccl_2_30_read(hca_value(t, 0)) == entries);
+  CHECK(hca_value(t, 7) == hca_value(t, 0));
+  // The two-function reading (b300-16nics) keeps GPU k on rail k too, with two
+  // planes: the rail of a GPU index does not depend on how its port is split.
+  Topology two = load("b300-16nics");
+  auto two_ids = gpuaff::rail_identities(two);
+  REQUIRE(two_ids.size() == 16);
+  for (int k = 0; k < 8; ++k)
+    for (int fn = 0; fn < 2; ++fn) {
+      const auto& r = two_ids[static_cast<std::size_t>(2 * k + fn)];
+      CHECK(name_of(two, r.nic->address) == "mlx5_" + std::to_string(2 * k + fn));
+      CHECK(r.rail == k);
+      CHECK(r.plane == fn);
+    }
+  // Host buffers: the rails on the buffer's node, the four SuperNICs of the
+  // socket; the BlueField-3 of that node is no rail and stays out.
+  auto p2 = nic_plan("dgx-b300", 2);
+  CHECK(p2.host_nodes.to_list() == "0");
+  CHECK(p2.host_nic_set == std::vector<std::string>{"mlx5_0:1", "mlx5_3:1", "mlx5_4:1", "mlx5_5:1"});
+  CHECK(p2.nic_set == std::vector<std::string>{"mlx5_4:1"});
+  auto p6 = nic_plan("dgx-b300", 6, gpuaff::nic_lib_ucx_host);
+  CHECK(p6.host_nodes.to_list() == "1");
+  CHECK(p6.host_nic_set == std::vector<std::string>{"mlx5_6:1", "mlx5_9:1", "mlx5_10:1", "mlx5_11:1"});
+  CHECK(env_of(p6, "UCX_NET_DEVICES") == "mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1");
+}
+
 TEST_CASE("cray-ex-4gpu-slingshot: Slingshot NICs are rails by their CXI names") {
   // GPU k (buses 03, 41, 81, c1) and NIC k (cxik, hsnk) share a host bridge on
   // node 3 - k, each under its own root port: PHB, one candidate each. The NICs
