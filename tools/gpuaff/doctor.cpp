@@ -39,10 +39,6 @@ namespace gpuaff::cli {
 namespace {
 
 
-/// Text that came from the process (its thread names, its environment, its
-/// GPUAFF_PLAN) or from a recording, safe on an administrator's terminal:
-/// control characters as \xHH, so a newline cannot forge a line.
-std::string safe(std::string_view text) { return detail::escape_control(text); }
 
 /// "node 0: 99.2%, node 1: 0.8%": where a mapping's pages are.
 std::string node_shares(const Mapping& m) {
@@ -554,11 +550,6 @@ std::string seconds_text(double s) {
   return buf;
 }
 
-double monotonic_seconds() {
-  ::timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 /// One event as one JSON object on one line (docs/contract.md, "doctor --watch").
 std::string watch_json_line(const WatchEvent& e, const std::string& node, const std::string& time) {

@@ -27,13 +27,6 @@
 namespace gpuaff::cli {
 namespace {
 
-std::string safe(std::string_view text) { return detail::escape_control(text); }
-
-double monotonic_seconds() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
 
 void sleep_seconds(double s) {
   timespec left{.tv_sec = static_cast<time_t>(s), .tv_nsec = static_cast<long>((s - static_cast<double>(static_cast<time_t>(s))) * 1e9)};

@@ -6,15 +6,29 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <ctime>
 #include <string>
 #include <string_view>
 
 #include "cli_options.hpp"
 #include "exit_codes.hpp"
 #include "gpuaff/detail/errno.hpp"
+#include "gpuaff/detail/parse.hpp"
 #include "gpuaff/result.hpp"
 
 namespace gpuaff::cli {
+
+/// Text that came from a process (its thread names, its environment, its
+/// GPUAFF_PLAN) or from a recording, safe on an administrator's terminal:
+/// control characters as \xHH, so a newline cannot forge a line.
+inline std::string safe(std::string_view text) { return detail::escape_control(text); }
+
+/// Seconds on the monotonic clock, for intervals.
+inline double monotonic_seconds() {
+  ::timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 /// Writes `text` as one line (see one_line) and flushes.
 inline void print_line(std::FILE* f, std::string_view text) {
