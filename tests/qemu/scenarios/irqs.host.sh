@@ -26,7 +26,13 @@ if [[ $shape == 2s2n-smt2-memnode && -n $tool ]]; then
     while read -r _ _ _ irq cpus _; do
       [[ $cpus == "$compute" ]] || die "irqs: IRQ $irq routed to $cpus after steering, not $compute"
     done < <(grep "^@@GPUAFF-QEMU irqs after [0-9]" "$log.txt")
-    [[ $(irq_line after-on-main | awk '{print $4}') == 0 ]] || die "irqs: $(irq_line after-on-main) after steering"
+    # A vector still shown ON ROLE after steering must be a pending move: x86
+    # moves a vector at its next interrupt (delivered to the old CPU), and a
+    # vector that does not fire (virtio's configuration vector) keeps its old
+    # effective CPU until then; what it may use must be compute already.
+    while read -r line; do
+      [[ $line == *"may use $compute,"* ]] || die "irqs: still on a role after steering, not routed to $compute: $line"
+    done < <(grep "^@@GPUAFF-QEMU irqs after | .*ON ROLE" "$log.txt")
     echo "irqs: $n MSI-X vector(s) of the virtio-rng on role main ($main) seen, steered to compute ($compute) by --steer-irqs"
   fi
 fi
