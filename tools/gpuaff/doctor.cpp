@@ -449,8 +449,12 @@ int run_merge(const std::vector<std::string>& files) {
     std::string parts;
     for (const auto& [rail, nodes] : nodes_of) {
       std::string list;
-      for (const auto& n : nodes) list += (list.empty() ? "" : ",") + safe(n);
-      parts += (parts.empty() ? "" : "; ") + safe(rail) + " on " + list;
+      for (const auto& n : nodes) {
+        if (!list.empty()) list += ',';
+        list += safe(n);
+      }
+      if (!parts.empty()) parts += "; ";
+      parts += safe(rail) + " on " + list;
     }
     if (by_node.size() < reports.size()) parts += "; no RDMA NIC set on the other node(s)";
     out += "NOT the same rail on every node: " + parts + "\n";
@@ -469,8 +473,12 @@ int run_merge(const std::vector<std::string>& files) {
     std::string parts;
     for (const auto& [text, nodes] : nodes_of) {
       std::string list;
-      for (const auto& n : nodes) list += (list.empty() ? "" : ",") + safe(n);
-      parts += (parts.empty() ? "" : "; ") + safe(text) + " on " + list;
+      for (const auto& n : nodes) {
+        if (!list.empty()) list += ',';
+        list += safe(n);
+      }
+      if (!parts.empty()) parts += "; ";
+      parts += safe(text) + " on " + list;
     }
     out += "GPU " + safe(g) + ": NOT the same rail and plane (NIC:port:rail:plane) on every node: " + parts + "\n";
   }
