@@ -14,14 +14,9 @@ set -euo pipefail
 gpuaff=$(realpath -- "$1")
 root=$2/dgx-h100
 here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d /tmp/gpuaff-nics.XXXXXX)
-pids=()
-cleanup() {
-  set +e
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=planned_processes.sh
+source "$(dirname "$0")/planned_processes.sh"
+planned_tmp nics
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # The first two samples (0 and 10 s) of the sequence.
@@ -36,7 +31,7 @@ for k in 0 1 2 3 4 5 6 7; do
   fi
   pids+=($!)
 done
-sleep 0.2  # the children have exec'd sleep with their environment
+wait_for_plans
 
 set +e
 "$gpuaff" doctor --nics --root "$root" --counters "$tmp/two.txt" >"$tmp/text" 2>"$tmp/err"

@@ -21,52 +21,14 @@ command -v python3 >/dev/null || skip "python3 is needed to scrape"
 python3 -c 'import os, sys; sys.exit(0 if {0, 1} <= os.sched_getaffinity(0) else 1)' ||
   skip "CPUs 0 and 1 are not both allowed here"
 
-tmp=$(mktemp -d /tmp/gpuaff-prometheus.XXXXXX)
-pids=()
-cleanup() {
-  set +e
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=planned_processes.sh
+source "$(dirname "$0")/planned_processes.sh"
+planned_tmp prometheus
 
-# A root whose two GPUs are on node 0 with local CPUs 0-1: exclusive gives GPU 0
-# CPU 0 and GPU 1 CPU 1 when each CPU is a core of its own (as the fixture says).
+# Two GPUs on node 0 with CPUs 0-1: exclusive gives GPU 0 CPU 0, GPU 1 CPU 1.
 root=$tmp/root
-python3 - "$root" <<'PY'
-import os, sys
-root = sys.argv[1]
-def write(rel, text):
-    path = os.path.join(root, rel)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
-cpu = "sys/devices/system/cpu/"
-write(cpu + "online", "0-1\n")
-write(cpu + "possible", "0-1\n")
-for c in (0, 1):
-    write(cpu + "cpu%d/topology/core_cpus_list" % c, "%d\n" % c)
-    write(cpu + "cpu%d/topology/physical_package_id" % c, "0\n")
-    write(cpu + "cpu%d/topology/package_cpus_list" % c, "0-1\n")
-write("sys/devices/system/node/online", "0\n")
-write("sys/devices/system/node/node0/cpulist", "0-1\n")
-write("sys/devices/system/node/node0/distance", "10\n")
-write("proc/self/status", "Cpus_allowed_list:\t0-1\nMems_allowed_list:\t0\n")
-for bdf in ("0000:17:00.0", "0000:65:00.0"):
-    d = "sys/devices/pci0000:00/" + bdf + "/"
-    write(d + "class", "0x030200\n"); write(d + "vendor", "0x10de\n"); write(d + "device", "0x2330\n")
-    write(d + "numa_node", "0\n"); write(d + "local_cpulist", "0-1\n")
-    os.makedirs(os.path.join(root, "sys/bus/pci/devices"), exist_ok=True)
-    os.symlink("../../../devices/pci0000:00/" + bdf, os.path.join(root, "sys/bus/pci/devices", bdf))
-PY
-
-for g in 0 1; do
-  "$gpuaff" exec --root "$root" --gpu "$g" --policy exclusive -- sleep 60 >/dev/null &
-  pids+=($!)
-done
-for p in "${pids[@]}"; do  # until each has exec'd sleep with its plan
-  for _ in $(seq 200); do tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q '^GPUAFF_PLAN=' && break; sleep 0.02; done
-done
+two_gpu_root "$root"
+start_two_ranks "$root"
 
 textfiles=$tmp/textfile
 mkdir -p "$textfiles"

@@ -14,14 +14,9 @@ skip() { echo "SKIP: $*"; exit 77; }
 promtool=$(command -v promtool || true)
 [[ -n $promtool ]] || skip "promtool is not installed (Debian: apt-get install prometheus)"
 
-tmp=$(mktemp -d /tmp/gpuaff-promtool.XXXXXX)
-pids=()
-cleanup() {
-  set +e
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=planned_processes.sh
+source "$(dirname "$0")/planned_processes.sh"
+planned_tmp promtool
 
 # Plans gpuaff could have written but for the `from` field, which is free text.
 plan() { printf 'v1 gpu=0 pci=0000:17:00.0 from=%s policy=node node=0 cpus=0 mems=0 membind=none' "$1"; }
@@ -30,9 +25,7 @@ for f in "${froms[@]}"; do
   GPUAFF_PLAN=$(plan "$f") sleep 60 &
   pids+=($!)
 done
-for p in "${pids[@]}"; do  # until each has exec'd sleep with its plan
-  for _ in $(seq 200); do tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -q '^GPUAFF_PLAN=' && break; sleep 0.02; done
-done
+wait_for_plans
 
 rc=0
 "$gpuaff" doctor --all --format prometheus >"$tmp/gpuaff.prom" 2>"$tmp/err" || rc=$?
