@@ -19,16 +19,16 @@ struct CommandInfo {
   unsigned bit;  ///< the OptionCommand bit of the options it takes
   std::string_view summary;
 };
-inline constexpr std::array<CommandInfo, 6> commands{{
+inline constexpr auto commands = std::to_array<CommandInfo>({
     {"bind", for_bind, "Print the CPUs (and memory nodes) a GPU's process should use"},
     {"topo", for_topo, "Describe the machine: CPUs, NUMA nodes, GPUs, and every policy's binding"},
     {"exec", for_exec, "Bind this process (every thread, and memory if asked), then run COMMAND"},
     {"record", for_record, "Copy the files gpuaff reads into DIR (or FILE.tar), to replay with --root DIR"},
     {"doctor", for_doctor, "Check a running process against its plan: threads, memory, environment"},
     {"probe", for_probe, "Measure this machine: memory bandwidth and latency between nodes, GPU copies from each node"},
-}};
+});
 
-inline constexpr std::array<OptionInfo, 29> cli_options{{
+inline constexpr auto cli_options = std::to_array<OptionInfo>({
     {"format", "--format", "cpulist|mask|numactl|json|env", OptionType::choice, for_bind, "cpulist",
      "cpulist: one line, e.g. 0-3,8; mask: hex like Cpus_allowed; numactl: --physcpubind=... (and a memory option "
      "with --membind); json: an object with gpu, bdf, node, policy, cpus, mask, memory_nodes, recommended_threads, "
@@ -110,7 +110,7 @@ inline constexpr std::array<OptionInfo, 29> cli_options{{
     {"gpu_nodes", "--gpu-nodes", "FILE", OptionType::path, for_probe, "",
      "with --gpu: write each GPU's measured best node to FILE ('BDF NODE' lines), for bind/exec --gpu-nodes FILE "
      "on machines whose firmware reports numa_node -1"},
-}};
+});
 
 /// The default `command` shows for `o` (--help, the man page): topo draws the
 /// exclusive policy; every other default is the row's.

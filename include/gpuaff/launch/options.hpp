@@ -279,7 +279,7 @@ inline constexpr unsigned every_plan_command = for_bind | for_exec | for_topo | 
 }  // namespace detail
 
 /// Every option of a launch, in the order --help and the docs show them.
-inline const std::array<OptionInfo, 35> launch_options{{
+inline const auto launch_options = std::to_array<OptionInfo>({
     {"root", "--root", "DIR|FILE.tar", OptionType::path, detail::every_plan_command, "this machine",
      "read the machine from a recorded root: a directory laid out like /, or the FILE.tar gpuaff record writes, "
      "also compressed with xz or gzip as the fixtures ship (read as it is, never unpacked)", detail::set_root},
@@ -403,7 +403,7 @@ inline const std::array<OptionInfo, 35> launch_options{{
      detail::set_fallback},
     {"all_gpus", "", "", OptionType::flag, 0u, "",
      "every GPU that takes part (gpu=all on the command line)", nullptr},
-}};
+});
 
 /// The row of `key` in launch_options, or nullptr.
 inline const OptionInfo* find_option(std::string_view key) {
