@@ -81,8 +81,8 @@ step "2/5 GCC, -O1: the tool, Python module, examples, benchmarks; launchers, QE
 # -O1 with assertions on and without debug info (which doubles compile time here);
 # benchmarks/run.sh builds its own optimised tree for figures. The unit tests ran
 # in step 1 (GPUAFF_BUILD_UNIT_TESTS=OFF), but for the ablation test of the reader
-# (tests/ablation: about 270,000 loads of a fixed subset of the fixtures, I/O bound;
-# -DGPUAFF_ABLATION_ALL_FIXTURES=ON for every fixture), which runs here. The tool is static, as shipped, so the
+# (tests/ablation: about 670,000 runs over every fixture, the trees held in
+# memory), which runs here. The tool is static, as shipped, so the
 # QEMU guests use it as it is. The test labelled pip (pip install of the source
 # tree into a venv) is left to step 5, which builds the wheel the same way and
 # installs it.
