@@ -9,7 +9,6 @@
 // record/root_copy.hpp, copies out of one with these functions).
 // No iostreams and no <filesystem>: this header is part of the umbrella.
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -25,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
@@ -178,22 +178,40 @@ inline int make_directories(const std::string& path) {
 }
 
 /// Names in the directory open as `fd` (without "." and ".."); takes ownership
-/// of fd. Returns 0 or errno.
+/// of fd. Returns 0 or errno (ENOTDIR when fd is not a directory).
+/// getdents64 directly: readdir's fdopendir adds an fstat and two fcntl
+/// calls to every listing, a third of the system calls of listing the NVIDIA
+/// driver's GPUs for one plan.
 inline int list_directory_fd(int fd, std::vector<std::string>& names) {
   names.clear();
-  DIR* d = ::fdopendir(fd);
-  if (d == nullptr) {
-    int e = errno;
-    ::close(fd);
-    return e;
+  // struct linux_dirent64 (getdents64(2)): inode, offset, record length, type, name.
+  constexpr std::size_t name_at = 8 + 8 + 2 + 1;
+  alignas(8) char buf[16384];
+  int err = 0;
+  while (true) {
+    long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      err = errno;
+      break;
+    }
+    if (n == 0) break;
+    for (long at = 0; at < n;) {
+      unsigned short reclen = 0;
+      std::memcpy(&reclen, buf + at + 16, sizeof reclen);
+      if (reclen <= name_at || at + reclen > n) {  // never from a kernel; stop rather than read past
+        err = EIO;
+        break;
+      }
+      std::string_view name(buf + at + name_at, ::strnlen(buf + at + name_at, reclen - name_at));
+      if (name != "." && name != "..") names.emplace_back(name);
+      at += reclen;
+    }
+    if (err != 0) break;
   }
-  while (dirent* e = ::readdir(d)) {
-    std::string_view n(e->d_name);
-    if (n == "." || n == "..") continue;
-    names.emplace_back(n);
-  }
-  ::closedir(d);
-  return 0;
+  ::close(fd);
+  if (err != 0) names.clear();
+  return err;
 }
 
 /// Names in a directory (without "." and ".."). Returns 0 or errno.
@@ -524,8 +542,11 @@ class RootDir {
   /// `root`: a directory, or a tar file (what `gpuaff record --out FILE.tar`
   /// writes; read into memory, see archive_error()); `live`: it is this machine's `/`.
   RootDir(const std::string& root, bool live) : live_(live), resolver_(live ? std::string() : root) {
+    // A folder (the usual root) is opened at once; only what is not one is
+    // looked at again (one system call less for every load of a folder).
+    if (!live) root_fd_ = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     struct stat st {};
-    if (!live && ::stat(root.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (!live && root_fd_ < 0 && errno == ENOTDIR && ::stat(root.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
       Result<FileTree*> tree = file_root_reader != nullptr
                                    ? file_root_reader(root)
                                    : fail(Errc::unsupported, root,
@@ -540,7 +561,6 @@ class RootDir {
       resolver_.use_archive(archive_);
       return;
     }
-    if (!live) root_fd_ = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     in_root_ = root_fd_ >= 0 && !sysfs_force_user_space_resolution;
   }
   RootDir(const RootDir&) = delete;

@@ -290,9 +290,14 @@ inline Result<std::pair<Topology, LaunchContext>> prepare(const LaunchOptions& o
   if (auto ok = check_options(o); !ok) return staged(ok.error(), LaunchStage::options, failed_at);
   auto context = launch_context(o, env);
   if (!context) return staged(context.error(), LaunchStage::options, failed_at);
-  auto cgroup = cgroup_of(o);
-  if (!cgroup) return staged(cgroup.error(), LaunchStage::machine, failed_at);
-  context->cgroup = std::move(*cgroup);
+  // Under baseline=cgroup the cpuset is what bindings are drawn from: read
+  // first, its error before the machine's. Under affinity it only feeds the
+  // narrowed-mask warning, read below once the machine says it can matter.
+  if (o.baseline == Baseline::cgroup) {
+    auto cgroup = cgroup_of(o);
+    if (!cgroup) return staged(cgroup.error(), LaunchStage::machine, failed_at);
+    context->cgroup = std::move(*cgroup);
+  }
   auto reserved = reservations_of(o);
   if (!reserved) return staged(reserved.error(), LaunchStage::machine, failed_at);
   context->reserved = std::move(*reserved);
@@ -325,6 +330,14 @@ inline Result<std::pair<Topology, LaunchContext>> prepare(const LaunchOptions& o
     GPUAFF_TRY(topo, load(o, env, readers, plan_detail(o), failed_at, needs, multiple ? std::nullopt : focus));
   }
   if (auto split = split_domains(topo, o.domains_per_gpu); !split) return staged(split.error(), LaunchStage::device, failed_at);
+  // The narrowed-mask warning (make_plan) compares the usable CPUs with the
+  // cgroup's online ones, which hold no CPU that is not online: a process
+  // that may use every online CPU cannot be narrower, and its cgroup is not
+  // read (one file fewer for every unbound rank).
+  if (o.baseline == Baseline::affinity && topo.usable() != topo.online) {
+    auto cgroup = cgroup_of(o);
+    if (cgroup) context->cgroup = std::move(*cgroup);
+  }
   return std::pair<Topology, LaunchContext>{std::move(topo), std::move(*context)};
 }
 

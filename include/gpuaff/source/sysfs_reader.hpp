@@ -127,8 +127,11 @@ class SysfsReader {
   /// Reads a file: true with `out` (trailing NULs and whitespace stripped), false if missing.
   Result<bool> get(std::string_view rel, std::string& out) {
     ++opened;
-    // A sysfs attribute comes whole from the first read; /proc files may not.
-    bool proc = rel.size() >= 5 && rel.substr(0, 5) == "proc/";
+    // A sysfs attribute comes whole from the first read; /proc files may not
+    // (a seq_file of many records stops short at a record), but for
+    // proc/self/status, which the kernel writes out whole (single_open), and
+    // a recording's copy of it, a short read is the end.
+    bool proc = rel.size() >= 5 && rel.substr(0, 5) == "proc/" && rel != "proc/self/status";
     int err = dir_.read(rel, out, proc ? ShortRead::more : ShortRead::end);
     if (err == ENOENT || err == ENOTDIR) return false;
     if (err != 0)
