@@ -100,6 +100,10 @@ setup(
             include_dirs=[INCLUDE],
             define_macros=json_macros(),
             cxx_std=20,
+            # After Python's own flags, which carry -g: with debug information
+            # the module is 16 times larger (38 MB against 2.3 MB of object
+            # code) and takes twice as long to compile.
+            extra_compile_args=["-g0"],
         )
     ],
     cmdclass={"build_ext": BuildWithLauncher, "build_scripts": CopyBinaryScripts},

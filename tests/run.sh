@@ -48,8 +48,21 @@ step() { printf '\n=== %s ===\n' "$*"; }
 # sources allow.
 unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0)
 
+# The fixture roots that the first configure unpacked (and checked), handed
+# to each later build tree as hard links with their stamps, so that its
+# configure finds them current instead of unpacking every archive again.
+# No test writes into a fixture (a test that changes one works on a copy).
+seed_fixtures() {  # dir
+  local from=build/asan
+  [[ -d $from/fixtures && ! -e $1/fixtures ]] || return 0
+  mkdir -p "$1/CMakeFiles"
+  cp -al "$from/fixtures" "$1/fixtures"
+  cp -a "$from/CMakeFiles/gpuaff_fixtures" "$1/CMakeFiles/gpuaff_fixtures"
+}
+
 configure_build_test() {  # dir, build targets..., -- ctest args..., -- cmake args...
   local dir=$1; shift
+  seed_fixtures "$dir"
   local targets=() ctest_args=()
   while [[ $# -gt 0 && $1 != -- ]]; do targets+=(--target "$1"); shift; done
   shift || true
@@ -99,6 +112,7 @@ ctest_prefix=(env)
 if setarch "$(uname -m)" -R true 2>/dev/null; then ctest_prefix=(setarch "$(uname -m)" -R); fi
 # Build only the threaded tests: one executable per test (GPUAFF_TEST_GROUPS=OFF),
 # so that a test's target, which has the test's name, is the executable it runs.
+seed_fixtures build/tsan
 timed configure quiet cmake -S . -B build/tsan "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
   -DGPUAFF_WERROR=ON -DGPUAFF_SANITIZE=thread -DGPUAFF_WITH_HWLOC=OFF -DGPUAFF_BUILD_EXAMPLES=OFF -DGPUAFF_TEST_GROUPS=OFF
 mapfile -t tsan_tests < <(ctest --test-dir build/tsan -N -L threads | sed -n 's/^ *Test *#[0-9]*: *//p')
@@ -126,6 +140,7 @@ for cxx in "g++ -O3 -flto=auto" "clang++ -O1"; do
     { echo "consumer_api ($cxx): the exclusive bindings on dgx-h100 are not PyTorch's" >&2; exit 1; }
 done
 step "5/5 packages: the static tool, the wheel, the .deb files (tools/package.sh), each installed and run"
+seed_fixtures build/package
 timed package bash tools/package.sh
 timed installs bash tests/packaging/packaging_test.sh build/default/fixtures
 
