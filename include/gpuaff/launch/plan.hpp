@@ -689,18 +689,9 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchOptions& o, const
   GPUAFF_TRY(int gpu, detail::rank_part(plan, o, context, named, static_cast<int>(topo.gpus.size())));
   std::vector<Gpu> visible = o.more_gpus.empty() ? std::vector<Gpu>() : topo.gpus;  // before Share::machine
   if (o.pci) {
-    int first = -1;  // the device's first GPU (partition 0 of a partitioned one)
-    for (std::size_t i = 0; i < topo.gpus.size(); ++i) {
-      if (topo.gpus[i].address() != *o.pci) continue;
-      plan.visible_gpu = topo.gpus[i].index;
-      if (first < 0) first = static_cast<int>(i);
-    }
-    if (first >= 0) {  // a visible GPU: the topology as it is, not a copy (with_pci_target's answer)
-      plan.topo = std::move(topo);
-      plan.gpu = first;
-    } else {
-      GPUAFF_TRY(plan.topo, with_pci_target(topo, *o.pci, &plan.gpu));
-    }
+    for (const auto& g : topo.gpus)
+      if (g.address() == *o.pci) plan.visible_gpu = g.index;
+    GPUAFF_TRY(plan.topo, with_pci_target(std::move(topo), *o.pci, &plan.gpu));
   } else {
     if (gpu < 0 || gpu >= static_cast<int>(topo.gpus.size())) return detail::no_such_gpu(topo, gpu, rank_source);
     plan.topo = std::move(topo);

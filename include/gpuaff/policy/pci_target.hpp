@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Binding a PCI device that is not a visible GPU (a NIC, a GPU hidden by
-// CUDA_VISIBLE_DEVICES): with_pci_target. Its own header because it copies a
+// CUDA_VISIBLE_DEVICES): with_pci_target. Its own header because it builds a
 // whole Topology, which a TU that only binds GPUs need not compile.
 
 #include "gpuaff/config.hpp"
@@ -16,12 +16,14 @@ inline namespace v0 {
 
 /// Makes PCI device `address` bindable. A visible GPU keeps the topology as
 /// it is (so the GPUs sharing its node still count) and `*gpu_index` becomes
-/// its index. Any other device the topology holds (a NIC, a GPU hidden by
-/// CUDA_VISIBLE_DEVICES) becomes the single GPU of a copy of the topology,
-/// with index 0: bind it with JobOptions::nproc 0 or 1.
+/// its index (a partitioned device's first partition). Any other device the
+/// topology holds (a NIC, a GPU hidden by CUDA_VISIBLE_DEVICES) becomes its
+/// single GPU, with index 0: bind it with JobOptions::nproc 0 or 1. The
+/// topology is taken by value: pass std::move(t) where t is not needed after,
+/// and nothing is copied.
 /// Errors: Errc::not_found when the topology does not hold the device (the
 /// reader loads non-GPU devices only when asked: SysfsOptions::extra_pci).
-constexpr Result<Topology> with_pci_target(const Topology& topo, PciAddress address, int* gpu_index) {
+constexpr Result<Topology> with_pci_target(Topology topo, PciAddress address, int* gpu_index) {
   for (std::size_t i = 0; i < topo.gpus.size(); ++i) {
     if (topo.gpus[i].address() == address) {
       if (gpu_index != nullptr) *gpu_index = static_cast<int>(i);
@@ -32,14 +34,12 @@ constexpr Result<Topology> with_pci_target(const Topology& topo, PciAddress addr
   if (d == nullptr)
     return fail(Errc::not_found, "PCI device ", address.to_string(), " is not in the topology of ", topo.origin.view(),
                 "; check the address with lspci -D");
-  Topology out = topo;
-  out.gpus.clear();
   Gpu g;
   g.index = 0;
   g.pci = *d;
-  out.gpus.push_back(g);
+  topo.gpus.assign(1, g);
   if (gpu_index != nullptr) *gpu_index = 0;
-  return out;
+  return topo;
 }
 
 }  // namespace v0
