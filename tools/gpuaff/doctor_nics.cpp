@@ -27,7 +27,6 @@
 namespace gpuaff::cli {
 namespace {
 
-
 void sleep_seconds(double s) {
   timespec left{.tv_sec = static_cast<time_t>(s), .tv_nsec = static_cast<long>((s - static_cast<double>(static_cast<time_t>(s))) * 1e9)};
   while (::nanosleep(&left, &left) != 0 && errno == EINTR) {
