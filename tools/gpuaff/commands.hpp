@@ -18,6 +18,7 @@
 #include "gpuaff/launch/front.hpp"
 #include "gpuaff/launch/options.hpp"
 #include "gpuaff/source/load.hpp"
+#include "readers.hpp"
 
 namespace gpuaff::cli {
 
@@ -85,11 +86,6 @@ int run_topo(const TopoArgs& args);
 int run_exec(const ExecArgs& args);
 int run_record(const RecordArgs& args);
 
-/// The readers this binary has: JSON always; hwloc in gpuaff-hwloc only
-/// (hwloc_reader.cpp; no_hwloc.cpp in gpuaff).
-Readers cli_readers();
-/// "gpuaff", or "gpuaff-hwloc" for the binary linked with hwloc: what --version says.
-std::string_view program_name();
 
 /// The plan as `bind --format json` prints it (exec --dry-run adds "command").
 /// `cores` (optional) keeps the core siblings plan_threads() reads, for the
