@@ -30,16 +30,18 @@ else
     -o -path ./python/build -o -name '*.egg-info' \) -prune -o -type f -print | sed 's|^\./||' | LC_ALL=C sort)
 fi
 
-# The comment a file's SPDX line is written in, or nothing for a file that is
-# not a source file.
+# The comment a file's SPDX line is written in (into $comment), or nothing for
+# a file that is not a source file. $2: the file's first two characters.
+# Builtins only: this runs for every file of the tree.
 comment_of() {
+  comment=''
   case $1 in
-    fixtures/*.py) echo '#' ;;  # generate.py; the rest of fixtures/ is data
+    fixtures/*.py) comment='#' ;;  # generate.py; the rest of fixtures/ is data
     fixtures/* | tests/fuzz/corpus/*) ;;
-    *.c) echo '/*' ;;
-    *.h | *.hpp | *.cpp) echo '//' ;;
-    *.py | *.pyi | *.sh | *.cmake | *.cmake.in | CMakeLists.txt | */CMakeLists.txt) echo '#' ;;
-    *) [[ -f $1 && $(head -c 2 "$1") == '#!' ]] && echo '#' ;;
+    *.c) comment='/*' ;;
+    *.h | *.hpp | *.cpp) comment='//' ;;
+    *.py | *.pyi | *.sh | *.cmake | *.cmake.in | CMakeLists.txt | */CMakeLists.txt) comment='#' ;;
+    *) [[ $2 == '#!' ]] && comment='#' ;;
   esac
   return 0
 }
@@ -47,16 +49,19 @@ comment_of() {
 checked=0
 for f in "${files[@]}"; do
   [[ -f $f ]] || continue  # tracked but deleted in the work tree
-  c=$(comment_of "$f")
-  [[ -n $c ]] || continue
+  start=''
+  IFS= read -r -n 2 start <"$f" || true
+  comment_of "$f" "$start"
+  [[ -n $comment ]] || continue
   checked=$((checked + 1))
-  case $c in
+  case $comment in
     '/*') want="/* $spdx */" ;;
-    *) want="$c $spdx" ;;
+    *) want="$comment $spdx" ;;
   esac
-  line=1
-  [[ $(head -c 2 "$f") == '#!' ]] && line=2
-  got=$(sed -n "${line}p" "$f")
+  first='' second=''
+  { IFS= read -r first || true; IFS= read -r second || true; } <"$f"
+  line=1 got=$first
+  [[ $start == '#!' ]] && line=2 got=$second
   [[ $got == "$want" ]] || fail "$f: line $line is not '$want'"
 done
 # The scan must have seen the tree: a wrong directory passes nothing.
