@@ -130,15 +130,28 @@ rm -rf build/prefix build/consumer-*
 timed install quiet cmake --install build/default --prefix "$PWD/build/prefix"
 strict="-Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Werror"
 expected="exclusive: 0-13,112-125 14-27,126-139 28-41,140-153 42-55,154-167 56-69,168-181 70-83,182-195 84-97,196-209 98-111,210-223"
-for cxx in "g++ -O3 -flto=auto" "clang++ -O1"; do
-  dir=build/consumer-${cxx%% *}
-  timed "consumer ($cxx)" quiet cmake -S tests/consumer -B "$dir" "${gen[@]}" -DCMAKE_PREFIX_PATH="$PWD/build/prefix" \
-    -DCMAKE_CXX_COMPILER="${cxx%% *}" "-DCMAKE_CXX_FLAGS=$strict ${cxx#* }"
-  timed build cmake --build "$dir"
+consumer() {  # "compiler flags": configure, build and run tests/consumer with them
+  local cxx=$1 dir=build/consumer-${1%% *}
+  cmake -S tests/consumer -B "$dir" "${gen[@]}" -DCMAKE_PREFIX_PATH="$PWD/build/prefix" \
+    -DCMAKE_CXX_COMPILER="${cxx%% *}" "-DCMAKE_CXX_FLAGS=$strict ${cxx#* }" >/dev/null
+  cmake --build "$dir"
   "$dir/consumer"
   "$dir/consumer_api" build/default/fixtures/dgx-h100 | grep -qxF "$expected" ||
-    { echo "consumer_api ($cxx): the exclusive bindings on dgx-h100 are not PyTorch's" >&2; exit 1; }
-done
+    { echo "consumer_api ($cxx): the exclusive bindings on dgx-h100 are not PyTorch's" >&2; return 1; }
+}
+consumers() {  # both compilers side by side (each build is two files): one log each, shown when it fails
+  local cxx pids=() logs=() i failed=0
+  for cxx in "g++ -O3 -flto=auto" "clang++ -O1"; do
+    logs+=("build/consumer-${cxx%% *}.log")
+    consumer "$cxx" >"${logs[-1]}" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || { cat "${logs[$i]}" >&2; failed=1; }
+  done
+  return "$failed"
+}
+timed "consumers (g++ -O3 -flto, clang++ -O1)" consumers
 step "5/5 packages: the static tool, the wheel, the .deb files (tools/package.sh), each installed and run"
 seed_fixtures build/package
 timed package bash tools/package.sh
