@@ -330,8 +330,12 @@ constexpr Result<CpuSet> CpuSet::parse_list(std::string_view full) {
     if (b >= capacity)
       return fail(Errc::out_of_range, "CPU id ", b, " at offset ", base + item, " of cpulist '", full.substr(0, 64),
                   "' is beyond the ", static_cast<int>(capacity), " CPUs gpuaff supports");
-    for (long long start = a; start <= b; start += group) {
-      for (long long k = 0; k < used && start + k <= b; ++k) out.set(static_cast<int>(start + k));
+    if (used == group) {
+      out.set_range(static_cast<int>(a), static_cast<int>(b));  // every CPU of the range: whole words at a time
+    } else {
+      for (long long start = a; start <= b; start += group) {
+        for (long long k = 0; k < used && start + k <= b; ++k) out.set(static_cast<int>(start + k));
+      }
     }
     if (i == s.size()) break;
     if (s[i] != ',') return detail::parse_failure("cpulist", full, base + i, "expected ',' or the end");

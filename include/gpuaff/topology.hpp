@@ -158,7 +158,13 @@ struct Gpu {
 /// Each GPU whose device is partitioned (PciDevice::compute_partitions N > 1)
 /// as N GPUs in a row, partitions 0..N-1, as HIP numbers them; indexes are
 /// renumbered from 0.
-inline std::vector<Gpu> expand_partitions(const std::vector<Gpu>& gpus) {
+inline std::vector<Gpu> expand_partitions(std::vector<Gpu> gpus) {
+  bool partitioned = false;
+  for (const auto& g : gpus) partitioned = partitioned || g.pci.compute_partitions > 1;
+  if (!partitioned) {
+    for (std::size_t i = 0; i < gpus.size(); ++i) gpus[i].index = static_cast<int>(i);
+    return gpus;  // nothing partitioned: the same GPUs, renumbered, not copied
+  }
   std::vector<Gpu> out;
   for (const auto& g : gpus) {
     for (int k = 0; k < (g.pci.compute_partitions > 1 ? g.pci.compute_partitions : 1); ++k) {

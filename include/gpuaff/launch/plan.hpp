@@ -489,7 +489,7 @@ inline Result<void> split_domains(Topology& topo, int n) {
                     "(current_compute_partition), each a GPU of its own; leave out domains_per_gpu");
       g.pci.compute_partitions = n;
     }
-    gpus = expand_partitions(gpus);
+    gpus = expand_partitions(std::move(gpus));
     return {};
   };
   GPUAFF_TRY_VOID(split(topo.gpus));

@@ -580,7 +580,8 @@ class HwlocSource {
               [](const PciDevice& a, const PciDevice& b) { return a.address < b.address; });
     std::stable_sort(all_gpus.begin(), all_gpus.end(),
                      [](const Gpu& a, const Gpu& b) { return a.pci.address < b.pci.address; });
-    all_gpus = runtime_gpus(all_gpus, numbered_vendor(all_gpus, options_.vendor));  // one runtime's numbering
+    std::uint16_t vendor = numbered_vendor(all_gpus, options_.vendor);
+    all_gpus = runtime_gpus(std::move(all_gpus), vendor);  // one runtime's numbering
     topo.host_gpus = all_gpus;
     // The driver's GPU list of a root or of this machine (an XML file has none).
     std::optional<std::vector<PciAddress>> driver;

@@ -681,7 +681,7 @@ inline std::vector<Gpu> host_gpus_of(const Topology& t, const std::vector<Gpu>& 
   // One runtime's GPUs, as the document numbers them: its listed GPUs' vendor.
   const std::vector<Gpu>& named = !t.gpus.empty() ? t.gpus : hidden;
   std::uint16_t vendor = !named.empty() ? named.front().pci.vendor : numbered_vendor(all, GpuVendor::automatic);
-  return expand_partitions(runtime_gpus(all, vendor));
+  return expand_partitions(runtime_gpus(std::move(all), vendor));
 }
 
 inline Result<Topology> parse(const Json& doc, std::string_view origin) {

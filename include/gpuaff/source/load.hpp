@@ -133,8 +133,8 @@ inline Result<void> keep_runtime_gpus(Topology& t, GpuVendor asked) {
   // another program may not: only then is a list filtered (and copied).
   auto other = [vendor](const Gpu& g) { return g.pci.vendor != vendor; };
   if (vendor == 0 || std::none_of(host.begin(), host.end(), other)) return {};
-  t.gpus = runtime_gpus(t.gpus, vendor);
-  t.host_gpus = runtime_gpus(t.host_gpus, vendor);
+  t.gpus = runtime_gpus(std::move(t.gpus), vendor);
+  t.host_gpus = runtime_gpus(std::move(t.host_gpus), vendor);
   return {};
 }
 
@@ -208,7 +208,7 @@ inline Result<Topology> load_machine(const LoadRequest& r, LoadStage* failed_at 
   }
   if (auto kept = detail::keep_runtime_gpus(*topo, r.source.vendor); !kept)
     return detail::load_failure(kept.error(), LoadStage::device, failed_at);
-  auto gpus = select_visible_gpus(topo->gpus, r.visible);
+  auto gpus = select_visible_gpus(std::move(topo->gpus), r.visible);
   if (!gpus) return detail::load_failure(gpus.error(), LoadStage::visibility, failed_at);
   topo->gpus = std::move(*gpus);
   return std::move(*topo);

@@ -1170,8 +1170,9 @@ inline Result<void> read_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o
     all.push_back(std::move(g));
   }
   // One runtime's numbering: an Intel display device beside NVIDIA GPUs is not CUDA's.
-  all = runtime_gpus(all, numbered_vendor(all, options.vendor));
-  all = expand_partitions(all);  // HIP's numbering: a partitioned GPU's partitions in a row
+  std::uint16_t vendor = numbered_vendor(all, options.vendor);
+  all = runtime_gpus(std::move(all), vendor);
+  all = expand_partitions(std::move(all));  // HIP's numbering: a partitioned GPU's partitions in a row
   std::vector<Gpu> mine = process_gpus(all, driver, t.hidden_gpus);
   std::optional<std::string> order = visible.cuda_device_order;
   if (!order && later) order = later->cuda_device_order;

@@ -405,12 +405,10 @@ inline std::uint16_t numbered_vendor(const std::vector<Gpu>& host, GpuVendor ask
 }
 
 /// The GPUs of `gpus` that are `vendor`'s, in order, indices renumbered.
-inline std::vector<Gpu> runtime_gpus(const std::vector<Gpu>& gpus, std::uint16_t vendor) {
-  std::vector<Gpu> out;
-  for (const Gpu& g : gpus)
-    if (g.pci.vendor == vendor) out.push_back(g);
-  for (std::size_t i = 0; i < out.size(); ++i) out[i].index = static_cast<int>(i);
-  return out;
+inline std::vector<Gpu> runtime_gpus(std::vector<Gpu> gpus, std::uint16_t vendor) {
+  std::erase_if(gpus, [vendor](const Gpu& g) { return g.pci.vendor != vendor; });
+  for (std::size_t i = 0; i < gpus.size(); ++i) gpus[i].index = static_cast<int>(i);
+  return gpus;
 }
 
 /// The process's GPUs among `all` (every GPU of the host): with the NVIDIA
@@ -436,23 +434,34 @@ inline std::vector<Gpu> process_gpus(const std::vector<Gpu>& all, const std::opt
 /// index, ambiguous UUID prefix, AMD UUID, unmappable MIG UUID), Errc::not_found (UUID
 /// prefix that matches no GPU, or no UUIDs known). Each names the variable or flag and the entry.
 inline Result<std::vector<Gpu>> select_visible_gpus(std::vector<Gpu> all, const VisibleDevices& visible) {
-  // Bus-id order, equal addresses kept in their order.
-  std::stable_sort(all.begin(), all.end(), [](const Gpu& a, const Gpu& b) { return a.pci.address < b.pci.address; });
+  // Bus-id order, equal addresses kept in their order (a reader's list is in
+  // that order already: a Gpu is a large object, not moved without need).
+  auto bus_order = [](const Gpu& a, const Gpu& b) { return a.pci.address < b.pci.address; };
+  if (!std::is_sorted(all.begin(), all.end(), bus_order)) std::stable_sort(all.begin(), all.end(), bus_order);
   std::vector<Gpu> out;
   if (visible.list) {
     GPUAFF_TRY(out, detail::apply_selector({"visible_devices", "GPU", true}, *visible.list, all));
   } else {
-    std::vector<Gpu> nvidia;
-    std::vector<Gpu> amd;
-    for (const auto& g : all) {
-      if (g.pci.vendor == pci_vendor::nvidia) nvidia.push_back(g);
-      if (g.pci.vendor == pci_vendor::amd) amd.push_back(g);
-    }
-    bool have_nvidia = !nvidia.empty();
-    bool have_amd = !amd.empty();
+    auto of_vendor = [&all](std::uint16_t vendor) {
+      std::vector<Gpu> some;
+      for (const auto& g : all)
+        if (g.pci.vendor == vendor) some.push_back(g);
+      return some;
+    };
+    auto is = [](std::uint16_t vendor) { return [vendor](const Gpu& g) { return g.pci.vendor == vendor; }; };
+    bool have_nvidia = std::any_of(all.begin(), all.end(), is(pci_vendor::nvidia));
+    bool have_amd = std::any_of(all.begin(), all.end(), is(pci_vendor::amd));
     // HIP reads CUDA_VISIBLE_DEVICES when HIP_VISIBLE_DEVICES is unset; on a
     // machine with NVIDIA GPUs too, the variable stays CUDA's (see the top).
     bool hip_reads_cuda = !visible.hip_visible_devices && have_amd && !have_nvidia;
+    // No variable selects: every GPU, in bus order (no copy).
+    if (!visible.cuda_visible_devices && !visible.hip_visible_devices && !visible.rocr_visible_devices) {
+      for (std::size_t i = 0; i < all.size(); ++i) all[i].index = static_cast<int>(i);
+      return all;
+    }
+    // A vendor's GPUs are copied only where a variable selects among them.
+    std::vector<Gpu> nvidia = visible.cuda_visible_devices && have_nvidia ? of_vendor(pci_vendor::nvidia) : std::vector<Gpu>{};
+    std::vector<Gpu> amd = have_amd ? of_vendor(pci_vendor::amd) : std::vector<Gpu>{};
     GPUAFF_TRY(auto nv_sel, detail::apply_vendor_selector({"CUDA_VISIBLE_DEVICES", "NVIDIA GPU", true},
                                                           visible.cuda_visible_devices, nvidia, have_nvidia));
     GPUAFF_TRY(auto amd_sel, detail::apply_vendor_selector({"ROCR_VISIBLE_DEVICES", "AMD GPU", false},
