@@ -3,10 +3,10 @@
 # The full test suite: every build configuration CI checks, one after another,
 # warnings as errors in each.
 #   1. Clang with AddressSanitizer + UndefinedBehaviorSanitizer: every unit test
-#      (doctest), the tool's and the examples' tests; beside all steps, at the
-#      lowest priority, every public header compiled alone (tests/headers.sh)
+#      (doctest), the tool's tests, every public header compiled alone
 #   2. GCC at -O1: the tool, the Python module, the examples and the benchmark as
-#      users build them; the launchers (torchrun, mpirun), QEMU guests, Python tests
+#      users build them; the examples' runs, the launchers (torchrun, mpirun),
+#      QEMU guests, Python tests
 #   3. ThreadSanitizer: the tests labelled `threads`; configured without hwloc, so
 #      the optional backend is also checked off
 #   4. install, then build a consumer project with find_package(gpuaff), with GCC
@@ -83,27 +83,20 @@ if [[ ${1:-} == quick ]]; then
   exit 0
 fi
 
-# Every public header compiled alone (tests/headers.sh): some 150 s of compiler
-# CPU that needs nothing the steps build. It runs beside them in a tree of its
-# own at the lowest priority (nice 19), so it takes the CPU they leave idle
-# (configures, waits on QEMU and Slurm, packaging's one-process parts); its
-# result is awaited after step 5. Its own process group, ended with the run.
-headers_log=$(mktemp)
-setsid nice -n 19 bash tests/headers.sh build/headers >"$headers_log" 2>&1 &
-headers_pid=$!
-trap 'kill -- -"$headers_pid" 2>/dev/null || true; rm -f "$times_file" "$headers_log"' EXIT
-
-step "1/5 Clang, ASan + UBSan: every unit test, the tool's and the examples' tests (hwloc if present)"
+step "1/5 Clang, ASan + UBSan: every unit test, the tool's tests, each public header alone (hwloc if present)"
 # -O0 -g1: the sanitizer build compiles fastest unoptimised and still reports file
 # and line; Clang compiles it in half GCC's time, and a second compiler's warnings
 # (-Werror) come with it. Step 2 runs the launchers, QEMU and Python with the plain build.
-# The SPANK plugin is left to step 2: only slurmd loads it (label integration).
-configure_build_test build/asan all -- -LE 'qemu|bench|integration' -- \
+# The SPANK plugin is left to step 2: only slurmd loads it (label integration);
+# so are the examples, which step 2 builds as users do and runs (the trainer's
+# test included: the library's parts it uses, the spawn and the guard, are
+# unit-tested here).
+configure_build_test build/asan all all_verify_interface_header_sets -- -LE 'qemu|bench|integration' -- \
   -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1" \
   -DGPUAFF_SANITIZE=address,undefined -DGPUAFF_TEST_STATIC_TWINS=OFF -DGPUAFF_BUILD_ABLATION_TEST=OFF \
-  -DGPUAFF_BUILD_SPANK=OFF
+  -DGPUAFF_BUILD_SPANK=OFF -DGPUAFF_BUILD_EXAMPLES=OFF
 
-step "2/5 GCC, -O1: the tool, Python module, examples, benchmarks; launchers, QEMU guests, Python, the reader's ablation"
+step "2/5 GCC, -O1: the tool, Python module, examples, benchmarks; the examples' runs, launchers, QEMU guests, Python, the reader's ablation"
 # -O1 with assertions on and without debug info (which doubles compile time here);
 # benchmarks/run.sh builds its own optimised tree for figures. The unit tests ran
 # in step 1 (GPUAFF_BUILD_UNIT_TESTS=OFF), but for the ablation test of the reader
@@ -167,17 +160,6 @@ step "5/5 packages: the static tool, the wheel, the .deb files (tools/package.sh
 seed_fixtures build/package
 timed package bash tools/package.sh
 timed installs bash tests/packaging/packaging_test.sh build/default/fixtures
-
-step "every public header alone (tests/headers.sh, run beside the steps above)"
-headers_done() {
-  if ! wait "$headers_pid"; then
-    cat "$headers_log" >&2
-    echo "tests/headers.sh failed: a public header does not compile alone (above)" >&2
-    return 1
-  fi
-  tail -1 "$headers_log"
-}
-timed "headers (the wait for them)" headers_done
 
 cpu_now
 echo "all test configurations passed: ${SECONDS}s wall, ${cpu}s CPU"

@@ -39,28 +39,8 @@ mkdir -p dist
 
 # One build: `gpuaff` static (GPUAFF_STATIC_TOOLS), `gpuaff-hwloc` dynamic (hwloc
 # is a shared library only), the man page and completion; installed under /usr.
-# The wheel's module compiles beside it (setup.py build_ext, started first): the
-# wheel then needs only the static tool, which the build's longest unit makes.
-quiet cmake -S . -B build/package "${gen[@]}" "${common[@]}" -DGPUAFF_STATIC_TOOLS=ON -DCMAKE_INSTALL_PREFIX=/usr
-
-# The wheel is built from a copy of the tree: setuptools writes build/ and
-# *.egg-info beside setup.py.
-tree=build/package-wheel
-rm -rf "$tree"
-mkdir -p "$tree"
-cp -r include python LICENSE "$tree/"  # python/LICENSE is a link to ../LICENSE
-rm -rf "$tree/python/build" "$tree"/python/*.egg-info
-# The fixtures the .deb installs (tools/gpuaff/CMakeLists.txt lists them), inside
-# the package: gpuaff topo --root "$(dirname "$(python3 -c 'import gpuaff; print(gpuaff.__file__)')")/fixtures/dgx-h100.tar.xz"
-# (the doc component is source files only, so it installs before the build).
-rm -rf build/package/doc-install
-quiet cmake --install build/package --component doc --prefix "$PWD/build/package/doc-install"
-cp -r build/package/doc-install/share/gpuaff/fixtures "$tree/python/gpuaff/fixtures"
-(cd "$tree/python" && quiet "$python" setup.py build_ext) &
-module=$!
-trap 'wait "$module" 2>/dev/null || true' EXIT  # a failed build leaves no compile running behind it
-
 echo "== the static tool: dist/gpuaff"
+quiet cmake -S . -B build/package "${gen[@]}" "${common[@]}" -DGPUAFF_STATIC_TOOLS=ON -DCMAKE_INSTALL_PREFIX=/usr
 quiet cmake --build build/package -j "$jobs"
 strip -o dist/gpuaff build/package/tools/gpuaff/gpuaff
 if ldd dist/gpuaff >/dev/null 2>&1; then echo "package.sh: dist/gpuaff is not static" >&2; exit 1; fi
@@ -71,9 +51,17 @@ quiet cpack --config build/package/CPackConfig.cmake -G DEB -B "$PWD/build/packa
 cp build/package/cpack/*.deb dist/
 
 echo "== the wheel: dist/*.whl"
-wait "$module" || { echo "package.sh: the Python module's build failed (its output is above)" >&2; exit 1; }
-trap - EXIT
-# pip builds in the tree, where build_ext left the module: it adds the tool.
+# Built from a copy of the tree: setuptools writes build/ and *.egg-info beside setup.py.
+tree=build/package-wheel
+rm -rf "$tree"
+mkdir -p "$tree"
+cp -r include python LICENSE "$tree/"  # python/LICENSE is a link to ../LICENSE
+rm -rf "$tree/python/build" "$tree"/python/*.egg-info
+# The fixtures the .deb installs (tools/gpuaff/CMakeLists.txt lists them), inside
+# the package: gpuaff topo --root "$(dirname "$(python3 -c 'import gpuaff; print(gpuaff.__file__)')")/fixtures/dgx-h100.tar.xz"
+rm -rf build/package/doc-install
+quiet cmake --install build/package --component doc --prefix "$PWD/build/package/doc-install"
+cp -r build/package/doc-install/share/gpuaff/fixtures "$tree/python/gpuaff/fixtures"
 GPUAFF_CLI=$PWD/dist/gpuaff quiet "$python" -m pip wheel --no-build-isolation --no-index --no-deps -w dist "$tree/python"
 
 ls -l dist
