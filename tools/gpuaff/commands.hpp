@@ -86,7 +86,6 @@ int run_topo(const TopoArgs& args);
 int run_exec(const ExecArgs& args);
 int run_record(const RecordArgs& args);
 
-
 /// The plan as `bind --format json` prints it (exec --dry-run adds "command").
 /// `cores` (optional) keeps the core siblings plan_threads() reads, for the
 /// next plans of the same machine.

@@ -441,27 +441,20 @@ inline Result<std::vector<Gpu>> select_visible_gpus(std::vector<Gpu> all, const 
   std::vector<Gpu> out;
   if (visible.list) {
     GPUAFF_TRY(out, detail::apply_selector({"visible_devices", "GPU", true}, *visible.list, all));
+  } else if (!visible.cuda_visible_devices && !visible.hip_visible_devices && !visible.rocr_visible_devices) {
+    out = std::move(all);  // no variable selects: every GPU, in bus order (no copy)
   } else {
-    auto of_vendor = [&all](std::uint16_t vendor) {
-      std::vector<Gpu> some;
-      for (const auto& g : all)
-        if (g.pci.vendor == vendor) some.push_back(g);
-      return some;
-    };
     auto is = [](std::uint16_t vendor) { return [vendor](const Gpu& g) { return g.pci.vendor == vendor; }; };
     bool have_nvidia = std::any_of(all.begin(), all.end(), is(pci_vendor::nvidia));
     bool have_amd = std::any_of(all.begin(), all.end(), is(pci_vendor::amd));
     // HIP reads CUDA_VISIBLE_DEVICES when HIP_VISIBLE_DEVICES is unset; on a
     // machine with NVIDIA GPUs too, the variable stays CUDA's (see the top).
     bool hip_reads_cuda = !visible.hip_visible_devices && have_amd && !have_nvidia;
-    // No variable selects: every GPU, in bus order (no copy).
-    if (!visible.cuda_visible_devices && !visible.hip_visible_devices && !visible.rocr_visible_devices) {
-      for (std::size_t i = 0; i < all.size(); ++i) all[i].index = static_cast<int>(i);
-      return all;
-    }
-    // A vendor's GPUs are copied only where a variable selects among them.
-    std::vector<Gpu> nvidia = visible.cuda_visible_devices && have_nvidia ? of_vendor(pci_vendor::nvidia) : std::vector<Gpu>{};
-    std::vector<Gpu> amd = have_amd ? of_vendor(pci_vendor::amd) : std::vector<Gpu>{};
+    // A vendor's GPUs (the selectors count positions, not Gpu::index), copied
+    // only where a variable selects among them.
+    std::vector<Gpu> nvidia =
+        visible.cuda_visible_devices && have_nvidia ? runtime_gpus(all, pci_vendor::nvidia) : std::vector<Gpu>{};
+    std::vector<Gpu> amd = have_amd ? runtime_gpus(all, pci_vendor::amd) : std::vector<Gpu>{};
     GPUAFF_TRY(auto nv_sel, detail::apply_vendor_selector({"CUDA_VISIBLE_DEVICES", "NVIDIA GPU", true},
                                                           visible.cuda_visible_devices, nvidia, have_nvidia));
     GPUAFF_TRY(auto amd_sel, detail::apply_vendor_selector({"ROCR_VISIBLE_DEVICES", "AMD GPU", false},
