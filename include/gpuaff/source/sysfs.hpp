@@ -1224,6 +1224,19 @@ inline bool focused_local_cpus(SysfsReader& r, Topology& t, const PciAddress& a)
   return true;
 }
 
+/// The GPUs by every PCI device's class (and vendor, partitions), as a whole
+/// load finds them, none placed yet. false: a file they rest on is malformed.
+inline bool gpus_by_class(SysfsReader& r, Topology& t, const SysfsOptions& o) {
+  auto devices = list_pci_devices(r, t, {});
+  if (!devices) return false;
+  for (const auto& [addr, name] : *devices) {
+    auto d = read_pci_device(r, t, addr, name, false, o.detail, nullptr, false);
+    if (!d) return false;
+    if (*d) t.pci_devices.push_back(**d);
+  }
+  return read_gpus(r, t, o).has_value();
+}
+
 /// A focused load of the only visible GPU of its node, under a policy that
 /// splits the node: the warning that follows (one_gpu_warning) counts the
 /// host's GPUs on that node. Their list comes from every PCI device's class
@@ -1236,14 +1249,7 @@ inline bool count_host_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o, 
     Topology h;
     h.origin = t.origin;
     h.online = t.online;
-    auto devices = list_pci_devices(r, h, {});
-    if (!devices) return false;
-    for (const auto& [addr, name] : *devices) {
-      auto d = read_pci_device(r, h, addr, name, false, o.detail, nullptr, false);
-      if (!d) return false;
-      if (*d) h.pci_devices.push_back(**d);
-    }
-    if (!read_gpus(r, h, o)) return false;
+    if (!gpus_by_class(r, h, o)) return false;
     t.host_gpus = std::move(h.host_gpus);
     t.hidden_gpus = std::move(h.hidden_gpus);
   }
@@ -1259,6 +1265,172 @@ inline bool count_host_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o, 
         if (g.pci.numa_node == merged) g.pci.numa_node = into;
     }
   }
+  return true;
+}
+
+/// Puts a focused load's device `a` on node `node`, wherever it is listed.
+inline void place_device(Topology& t, const PciAddress& a, int node) {
+  for (auto* gpus : {&t.gpus, &t.host_gpus})
+    for (Gpu& g : *gpus)
+      if (g.address() == a) g.pci.numa_node = node;
+  for (PciDevice& d : t.pci_devices)
+    if (d.address == a) d.numa_node = node;
+}
+
+inline std::string node_folder(int id) { return std::string(sysfs_node) + "node" + std::to_string(id); }
+
+/// The process's GPUs for a focused load, in bus order, none placed yet: the
+/// NVIDIA driver's list where it exists and its GPUs are the ones an index
+/// counts (docs/contract.md section 6: it is then the list, and no PCI
+/// device's `class` is read), true; else every PCI device's class, as a whole
+/// load finds them, false. nullopt: a file they rest on is malformed.
+inline std::optional<bool> focused_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o) {
+  auto listed = read_driver_gpus(r, t);
+  if (!listed) return std::nullopt;
+  r.found.driver_gpus = *listed;
+  bool from_driver =
+      *listed && !(*listed)->empty() && (o.vendor == GpuVendor::automatic || o.vendor == GpuVendor::nvidia);
+  if (!from_driver) {
+    if (!gpus_by_class(r, t, o)) return std::nullopt;
+    return false;
+  }
+  std::vector<PciAddress> driver = **listed;
+  std::sort(driver.begin(), driver.end());
+  for (const PciAddress& a : driver) {
+    Gpu g;
+    g.pci.address = a;
+    g.pci.vendor = pci_vendor::nvidia;
+    g.pci.class_code = 0x030200;
+    g.index = static_cast<int>(t.gpus.size());
+    t.gpus.push_back(g);
+    t.pci_devices.push_back(g.pci);
+  }
+  t.host_gpus = t.gpus;
+  return true;
+}
+
+/// Whether another node's list (`other`, of node `id`), read only to find
+/// that it names the same CPUs as the focused device's node (`cpus`, read as
+/// node `kept`), does. One that cannot be read, or names no online CPU, does
+/// not, which may change the answer: said in a note naming it.
+inline bool same_node_cpus(Topology& t, const Result<std::optional<CpuFile>>& other, int id, const CpuSet& cpus,
+                           int kept) {
+  std::string why;
+  if (!other) why = std::string(other.error().message());
+  else if (!*other) why = node_folder(id) + "/cpulist is missing (and so is cpumap)";
+  else if (((*other)->cpus & t.online).empty()) why = (*other)->path + " lists no online CPU";
+  else return ((*other)->cpus & t.online) == cpus;
+  t.notes.push_back(why + ": node " + std::to_string(id) + " is not taken to list the same CPUs as node " +
+                    std::to_string(kept));
+  return false;
+}
+
+/// Where a focused load's device lies: the CPUs of its node, and the node it
+/// is placed on.
+struct FocusedNode {
+  CpuSet cpus;
+  int kept = -1;  ///< the node read (a lower one listing the same CPUs stands for it); -1: every online CPU
+};
+
+/// The node of a focused load's device (numa_node `node`, -1: unknown). With
+/// `all_nodes` every node as a whole load reads them (and the packages with
+/// `packages`); else the device's node, and the lower-numbered ones only until
+/// one lists the same CPUs (merge_identical_nodes: the device is then placed
+/// there, said in a note). nullopt: a file the answer rests on is malformed,
+/// or the node has no CPUs.
+inline std::optional<FocusedNode> focused_node(SysfsReader& r, Topology& t, int node, bool all_nodes, bool packages) {
+  FocusedNode at;
+  at.kept = node;
+  if (all_nodes) {
+    if (!read_nodes(r, t)) return std::nullopt;
+    for (const auto& [merged, into] : r.found.node_aliases)
+      if (at.kept == merged) at.kept = into;
+    if (at.kept >= 0) {
+      const NumaNode* n = t.find_node(at.kept);
+      if (n == nullptr || n->cpus.empty()) return std::nullopt;
+      at.cpus = n->cpus;
+    } else {
+      at.cpus = t.online;
+    }
+    if (packages && !read_packages(r, t, std::vector<int>())) return std::nullopt;
+    return at;
+  }
+  std::string s;
+  auto own = r.list_or_mask(node_folder(node) + "/", {"cpulist", "cpumap"}, Empty::allowed, s);
+  if (!own || !*own) return std::nullopt;
+  at.cpus = (*own)->cpus & t.online;
+  if (at.cpus.empty()) return std::nullopt;
+  auto dirs = node > 0 ? node_directories(r) : Result<std::vector<int>>(std::vector<int>());
+  if (!dirs) return std::nullopt;
+  for (int id : *dirs) {
+    if (id >= node) break;
+    auto other = r.list_or_mask(node_folder(id) + "/", {"cpulist", "cpumap"}, Empty::allowed, s);
+    if (!same_node_cpus(t, other, id, at.cpus, at.kept)) continue;
+    t.notes.push_back((*own)->path + " lists the same CPUs as " + (*other)->path + " (" + at.cpus.to_list() +
+                      std::string("): nodes ") + std::to_string(id) + " and " + std::to_string(node) +
+                      " read as one node " + std::to_string(id) + ", where devices on node " + std::to_string(node) +
+                      " are placed");
+    r.found.node_aliases.emplace_back(node, id);
+    at.kept = id;
+    break;
+  }
+  t.nodes.push_back(NumaNode{at.kept, at.cpus, {}});
+  return at;
+}
+
+/// A focused load under a policy that splits a node among GPUs
+/// (LoadFocus::peers): every other visible GPU's numa_node, each GPU placed,
+/// and those on the device's node counted. Another node's CPUs are read only
+/// to find whether it is the device's node. false: a file the answer rests on
+/// is malformed, or the answer needs more than a focused load reads.
+inline bool focused_peers(SysfsReader& r, Topology& t, const SysfsOptions& o, const std::vector<Gpu>& selected,
+                          const PciAddress& target, const FocusedNode& at, bool all_nodes, bool from_driver) {
+  std::vector<PciAddress> on_node;  // the visible devices on the node (a partitioned one once)
+  auto count = [&on_node](const PciAddress& a) {
+    if (std::find(on_node.begin(), on_node.end(), a) == on_node.end()) on_node.push_back(a);
+  };
+  bool is_gpu = false;
+  std::vector<PciAddress> done;  // a partitioned device's partitions share its files
+  std::string s;
+  for (const Gpu& v : selected) {
+    if (v.address() == target) {
+      is_gpu = true;
+      count(target);
+      continue;
+    }
+    if (std::find(done.begin(), done.end(), v.address()) != done.end()) continue;
+    done.push_back(v.address());
+    std::optional<int> n = focused_numa_node(r, v.address());
+    if (!n) return false;
+    for (const auto& [merged, into] : r.found.node_aliases)
+      if (*n == merged) n = into;
+    if (*n < 0) {
+      // Placed from every node: read them, unless they are (then its local CPUs).
+      if (!all_nodes) return false;
+      place_device(t, v.address(), *n);
+      if (!focused_local_cpus(r, t, v.address())) return false;
+      continue;
+    }
+    if (all_nodes && t.find_node(*n) == nullptr) return false;
+    if (t.find_node(*n) == nullptr) {
+      // Its node must be there (a cut recording is an error, as in a whole
+      // load). Its CPUs matter only if they are this node's (the nodes
+      // read as one: the GPU is a peer); else they are not this answer's.
+      auto other = r.list_or_mask(node_folder(*n) + "/", {"cpulist", "cpumap"}, Empty::allowed, s);
+      if (same_node_cpus(t, other, *n, at.cpus, at.kept)) {
+        r.found.node_aliases.emplace_back(*n, at.kept);
+        n = at.kept;
+      } else {
+        if (!r.is_directory(node_folder(*n))) return false;
+        t.nodes.push_back(NumaNode{*n, {}, {}});
+      }
+    }
+    place_device(t, v.address(), *n);
+    if (*n == at.kept) count(v.address());
+  }
+  if (is_gpu && at.kept >= 0 && on_node.size() < 2 && !count_host_gpus(r, t, o, from_driver, target, at.kept))
+    return false;
+  std::sort(t.nodes.begin(), t.nodes.end(), [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
   return true;
 }
 
@@ -1311,34 +1483,8 @@ inline std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& 
   Topology t;
   t.origin = std::string_view(o.root);
   if (!read_online_cpus(r, t) || !read_allowed(r, t)) return std::nullopt;
-  auto listed = read_driver_gpus(r, t);
-  if (!listed) return std::nullopt;
-  r.found.driver_gpus = *listed;
-  bool from_driver = *listed && !(*listed)->empty() && (o.vendor == GpuVendor::automatic || o.vendor == GpuVendor::nvidia);
-  if (from_driver) {
-    std::vector<PciAddress> driver = **listed;
-    std::sort(driver.begin(), driver.end());
-    for (const PciAddress& a : driver) {
-      Gpu g;
-      g.pci.address = a;
-      g.pci.vendor = pci_vendor::nvidia;
-      g.pci.class_code = 0x030200;
-      g.index = static_cast<int>(t.gpus.size());
-      t.gpus.push_back(g);
-      t.pci_devices.push_back(g.pci);
-    }
-    t.host_gpus = t.gpus;
-  } else {
-    // The GPUs by class, as a whole load finds them, none placed yet.
-    auto devices = list_pci_devices(r, t, {});
-    if (!devices) return std::nullopt;
-    for (const auto& [addr, name] : *devices) {
-      auto d = read_pci_device(r, t, addr, name, false, o.detail, nullptr, false);
-      if (!d) return std::nullopt;
-      if (*d) t.pci_devices.push_back(**d);
-    }
-    if (!read_gpus(r, t, o)) return std::nullopt;
-  }
+  std::optional<bool> from_driver = focused_gpus(r, t, o);
+  if (!from_driver) return std::nullopt;
   auto selected = select_visible_gpus(t.gpus, visible);
   if (!selected) return std::nullopt;
   PciAddress target{};
@@ -1348,70 +1494,14 @@ inline std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& 
     if (*f.gpu < 0 || *f.gpu >= static_cast<int>(selected->size())) return std::nullopt;
     target = (*selected)[static_cast<std::size_t>(*f.gpu)].address();
   }
-  auto place = [&t](const PciAddress& a, int node) {
-    for (auto* gpus : {&t.gpus, &t.host_gpus})
-      for (Gpu& g : *gpus)
-        if (g.address() == a) g.pci.numa_node = node;
-    for (PciDevice& d : t.pci_devices)
-      if (d.address == a) d.numa_node = node;
-  };
   std::optional<int> node = focused_numa_node(r, target);
   if (!node) return std::nullopt;
-  std::string s;
-  auto node_dir = [](int id) { return std::string(sysfs_node) + "node" + std::to_string(id); };
-  CpuSet cpus;
-  int kept = *node;
-  // Whether another node's list (read only to find that it is the device's
-  // node) names the same CPUs; one that cannot be read, or names none, is
-  // not, which may change the answer: said in a note naming it.
-  auto same_or_noted = [&](const Result<std::optional<CpuFile>>& other, int id) {
-    std::string why;
-    if (!other) why = std::string(other.error().message());
-    else if (!*other) why = node_dir(id) + "/cpulist is missing (and so is cpumap)";
-    else if (((*other)->cpus & t.online).empty()) why = (*other)->path + " lists no online CPU";
-    else return ((*other)->cpus & t.online) == cpus;
-    t.notes.push_back(why + ": node " + std::to_string(id) + " is not taken to list the same CPUs as node " +
-                      std::to_string(kept));
-    return false;
-  };
   // socket reads every node and the packages, as a whole load reads them; a
   // device of numa_node -1 is placed from every node (resolve_gpu_node), and
   // its parts are read for every CPU.
-  bool all_nodes = needs.packages || kept < 0;
-  if (all_nodes) {
-    if (!read_nodes(r, t)) return std::nullopt;
-    for (const auto& [merged, into] : r.found.node_aliases)
-      if (kept == merged) kept = into;
-    if (kept >= 0) {
-      const NumaNode* n = t.find_node(kept);
-      if (n == nullptr || n->cpus.empty()) return std::nullopt;
-      cpus = n->cpus;
-    } else {
-      cpus = t.online;
-    }
-    if (needs.packages && !read_packages(r, t, std::vector<int>())) return std::nullopt;
-  } else {
-    // The device's node: its CPUs, and whether a lower node lists the same ones.
-    auto own = r.list_or_mask(node_dir(*node) + "/", {"cpulist", "cpumap"}, Empty::allowed, s);
-    if (!own || !*own) return std::nullopt;
-    cpus = (*own)->cpus & t.online;
-    if (cpus.empty()) return std::nullopt;
-    auto dirs = *node > 0 ? node_directories(r) : Result<std::vector<int>>(std::vector<int>());
-    if (!dirs) return std::nullopt;
-    for (int id : *dirs) {
-      if (id >= *node) break;
-      auto other = r.list_or_mask(node_dir(id) + "/", {"cpulist", "cpumap"}, Empty::allowed, s);
-      if (!same_or_noted(other, id)) continue;
-      t.notes.push_back((*own)->path + " lists the same CPUs as " + (*other)->path + " (" + cpus.to_list() +
-                        std::string("): nodes ") + std::to_string(id) + " and " + std::to_string(*node) +
-                        " read as one node " + std::to_string(id) + ", where devices on node " +
-                        std::to_string(*node) + " are placed");
-      r.found.node_aliases.emplace_back(*node, id);
-      kept = id;
-      break;
-    }
-    t.nodes.push_back(NumaNode{kept, cpus, {}});
-  }
+  bool all_nodes = needs.packages || *node < 0;
+  std::optional<FocusedNode> at = focused_node(r, t, *node, all_nodes, needs.packages);
+  if (!at) return std::nullopt;
   if (t.find_pci(target) == nullptr) {  // not a GPU: any device, placed by its node
     PciDevice d;
     d.address = target;
@@ -1419,65 +1509,15 @@ inline std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& 
     std::sort(t.pci_devices.begin(), t.pci_devices.end(),
               [](const PciDevice& a, const PciDevice& b) { return a.address < b.address; });
   }
-  place(target, kept);
-  if (kept < 0 && !focused_local_cpus(r, t, target)) return std::nullopt;
-  if (f.peers) {
-    std::vector<PciAddress> on_node;  // the visible devices on the node (a partitioned one once)
-    auto count = [&on_node](const PciAddress& a) {
-      if (std::find(on_node.begin(), on_node.end(), a) == on_node.end()) on_node.push_back(a);
-    };
-    bool is_gpu = false;
-    std::vector<PciAddress> done;  // a partitioned device's partitions share its files
-    for (const Gpu& v : *selected) {
-      if (v.address() == target) {
-        is_gpu = true;
-        count(target);
-        continue;
-      }
-      if (std::find(done.begin(), done.end(), v.address()) != done.end()) continue;
-      done.push_back(v.address());
-      std::optional<int> n = focused_numa_node(r, v.address());
-      if (!n) return std::nullopt;
-      for (const auto& [merged, into] : r.found.node_aliases)
-        if (*n == merged) n = into;
-      if (*n < 0) {
-        // Placed from every node: read them, unless they are (then its local CPUs).
-        if (!all_nodes) return std::nullopt;
-        place(v.address(), *n);
-        if (!focused_local_cpus(r, t, v.address())) return std::nullopt;
-        continue;
-      }
-      if (all_nodes && t.find_node(*n) == nullptr) return std::nullopt;
-      if (t.find_node(*n) == nullptr) {
-        // Its node must be there (a cut recording is an error, as in a whole
-        // load). Its CPUs matter only if they are this node's (the nodes
-        // read as one: the GPU is a peer); else they are not this answer's.
-        auto other = r.list_or_mask(node_dir(*n) + "/", {"cpulist", "cpumap"}, Empty::allowed, s);
-        if (same_or_noted(other, *n)) {
-          r.found.node_aliases.emplace_back(*n, kept);
-          n = kept;
-        } else {
-          if (!r.is_directory(node_dir(*n))) return std::nullopt;
-          t.nodes.push_back(NumaNode{*n, {}, {}});
-        }
-      }
-      place(v.address(), *n);
-      if (*n == kept) count(v.address());
-    }
-    if (is_gpu && kept >= 0 && on_node.size() < 2 && !count_host_gpus(r, t, o, from_driver, target, kept))
-      return std::nullopt;
-    std::sort(t.nodes.begin(), t.nodes.end(), [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
-  }
-  if (needs.cores) {
-    if (!read_cores(r, t, &cpus)) return std::nullopt;
-  }
-  if (needs.caches) {
-    if (!read_cache_groups(r, t, &cpus)) return std::nullopt;
-  }
+  place_device(t, target, at->kept);
+  if (at->kept < 0 && !focused_local_cpus(r, t, target)) return std::nullopt;
+  if (f.peers && !focused_peers(r, t, o, *selected, target, *at, all_nodes, *from_driver)) return std::nullopt;
+  if (needs.cores && !read_cores(r, t, &at->cpus)) return std::nullopt;
+  if (needs.caches && !read_cache_groups(r, t, &at->cpus)) return std::nullopt;
   // The CUDA_DEVICE_ORDER warning compares the GPUs' device ids: read them
   // only when it can be given (an index names the GPU; read_gpus did so for
   // GPUs found by class).
-  if (f.gpu && from_driver) {
+  if (f.gpu && *from_driver) {
     std::optional<std::string> order = o.visible.with_environment().cuda_device_order;
     if (!order && o.visible_later) order = o.visible_later->with_environment().cuda_device_order;
     if (!read_nvidia_device_ids(r, t, t.gpus, order)) return std::nullopt;
