@@ -632,6 +632,68 @@ inline Result<void> check_device_named(const LaunchOptions& o, const LaunchConte
   return {};
 }
 
+/// A plan's CPUs, once its GPU is known: the GPU's share (with its memory
+/// and host nodes), the part of it for this rank when several ranks share the
+/// GPU, and the union with the other GPUs a process drives (`visible`: the
+/// GPUs they are named among; `narrowed`: the launcher's mask, for errors).
+inline Result<void> plan_cpus(LaunchPlan& plan, const LaunchOptions& o, const std::vector<Gpu>& visible,
+                              const std::string& narrowed) {
+  // What cuts the GPU's share into parts, named in a refusal as the user gave it.
+  std::string cut_by;
+  if (int n = plan.target().pci.compute_partitions; n > 1)
+    cut_by = o.domains_per_gpu > 1 ? "domains_per_gpu=" + std::to_string(o.domains_per_gpu)
+                                   : "GPU " + std::string(plan.target().address().to_string().view()) + "'s " +
+                                         std::to_string(n) + " compute partitions (current_compute_partition)";
+  GPUAFF_TRY_VOID(detail::collapse_partitions(plan, o));
+  GPUAFF_TRY_VOID(detail::find_more_gpus(plan, o, visible));
+  GPUAFF_TRY(detail::GpuBinding b, detail::bind_gpu(plan, o, plan.gpu, narrowed));
+  plan.cpus = b.cpus;
+  plan.memory_nodes = b.memory_nodes;
+  plan.node = b.node;
+  plan.nearest_nodes = b.nearest_nodes;
+  plan.host_nodes = detail::host_nodes_for(plan.topo, b.node);
+  plan.gpu_share = plan.cpus;
+  if (plan.ranks_per_gpu > 1) {
+    GPUAFF_TRY(auto parts, split_share(plan.topo, plan.cpus, plan.ranks_per_gpu, cut_by));
+    plan.cpus = parts[static_cast<std::size_t>(plan.part)];
+  }
+  for (int more : plan.more_gpus) {  // several GPUs per process: the union
+    GPUAFF_TRY(detail::GpuBinding other, detail::bind_gpu(plan, o, more, narrowed));
+    plan.cpus |= other.cpus;
+    plan.memory_nodes |= other.memory_nodes;
+    plan.host_nodes |= detail::host_nodes_for(plan.topo, other.node);
+  }
+  return {};
+}
+
+/// What goes with a plan's CPUs: the roles' cores, the NIC variables of the
+/// GPUs' NICs, and OpenMP's places for the compute role.
+inline Result<void> plan_roles_and_env(LaunchPlan& plan, const LaunchOptions& o) {
+  if (o.roles.given()) {
+    GPUAFF_TRY(plan.roles, split_roles(plan.topo, plan.cpus, o.roles, o.priority_cores, plan.isolated));
+    if (o.priority_cores && plan.topo.priority_source.empty())
+      plan.warnings.push_back(std::string("priority_cores=true: ") + std::string(plan.topo.origin.view()) + " states no core "
+                              "priorities (cpufreq/base_frequency, acpi_cppc/highest_perf, cpu_capacity): the roles "
+                              "take cores in CPU order");
+  }
+  if (o.nic_env) {
+    std::vector<int> served{plan.gpu};
+    served.insert(served.end(), plan.more_gpus.begin(), plan.more_gpus.end());
+    GPUAFF_TRY(NicSet set, served_nic_set(plan.topo, served));
+    std::vector<const Nic*> host = host_nic_set(plan.topo, plan.host_nodes);
+    GPUAFF_TRY(plan.env, nic_variables(plan.topo, set, o.nic_libs, host,
+                                       o.was_given("nic_libs") ? &plan.warnings : nullptr));
+    for (const Nic* n : set.nics) plan.nic_set.push_back(nic_label(*n));
+    for (const Nic* n : host) plan.host_nic_set.push_back(nic_label(*n));
+    plan.nic_path = set.path;
+  }
+  if (plan.roles) {  // OpenMP threads one per core of the compute role
+    plan.env.emplace_back("OMP_PLACES", omp_places(plan.topo, plan.roles->compute));
+    plan.env.emplace_back("OMP_PROC_BIND", "close");
+  }
+  return {};
+}
+
 }  // namespace detail
 
 /// Plans the binding of the device the options name on `topo`, which must
@@ -706,55 +768,10 @@ inline Result<LaunchPlan> make_plan(Topology topo, const LaunchOptions& o, const
   // The local size counts GPUs as the launcher does (partitions, domains):
   // nproc in those, which collapse_partitions turns into devices.
   if (plan.share != Share::machine) GPUAFF_TRY_VOID(detail::use_local_size(plan, o, context));
-  // What cuts the GPU's share into parts, named in a refusal as the user gave it.
-  std::string cut_by;
-  if (int n = plan.target().pci.compute_partitions; n > 1)
-    cut_by = o.domains_per_gpu > 1 ? "domains_per_gpu=" + std::to_string(o.domains_per_gpu)
-                                   : "GPU " + std::string(plan.target().address().to_string().view()) + "'s " +
-                                         std::to_string(n) + " compute partitions (current_compute_partition)";
-  GPUAFF_TRY_VOID(detail::collapse_partitions(plan, o));
-  GPUAFF_TRY_VOID(detail::find_more_gpus(plan, o, visible));
-  GPUAFF_TRY(detail::GpuBinding b, detail::bind_gpu(plan, o, plan.gpu, narrowed));
-  plan.cpus = b.cpus;
-  plan.memory_nodes = b.memory_nodes;
-  plan.node = b.node;
-  plan.nearest_nodes = b.nearest_nodes;
-  plan.host_nodes = detail::host_nodes_for(plan.topo, b.node);
-  plan.gpu_share = plan.cpus;
-  if (plan.ranks_per_gpu > 1) {
-    GPUAFF_TRY(auto parts, split_share(plan.topo, plan.cpus, plan.ranks_per_gpu, cut_by));
-    plan.cpus = parts[static_cast<std::size_t>(plan.part)];
-  }
-  for (int more : plan.more_gpus) {  // several GPUs per process: the union
-    GPUAFF_TRY(detail::GpuBinding other, detail::bind_gpu(plan, o, more, narrowed));
-    plan.cpus |= other.cpus;
-    plan.memory_nodes |= other.memory_nodes;
-    plan.host_nodes |= detail::host_nodes_for(plan.topo, other.node);
-  }
+  GPUAFF_TRY_VOID(detail::plan_cpus(plan, o, visible, narrowed));
   plan.os_cores = os_cores;
   if (context.reserved) plan.isolated = context.reserved->reserved() & plan.cpus;
-  if (o.roles.given()) {
-    GPUAFF_TRY(plan.roles, split_roles(plan.topo, plan.cpus, o.roles, o.priority_cores, plan.isolated));
-    if (o.priority_cores && plan.topo.priority_source.empty())
-      plan.warnings.push_back(std::string("priority_cores=true: ") + std::string(plan.topo.origin.view()) + " states no core "
-                              "priorities (cpufreq/base_frequency, acpi_cppc/highest_perf, cpu_capacity): the roles "
-                              "take cores in CPU order");
-  }
-  if (o.nic_env) {
-    std::vector<int> served{plan.gpu};
-    served.insert(served.end(), plan.more_gpus.begin(), plan.more_gpus.end());
-    GPUAFF_TRY(NicSet set, served_nic_set(plan.topo, served));
-    std::vector<const Nic*> host = host_nic_set(plan.topo, plan.host_nodes);
-    GPUAFF_TRY(plan.env, nic_variables(plan.topo, set, o.nic_libs, host,
-                                       o.was_given("nic_libs") ? &plan.warnings : nullptr));
-    for (const Nic* n : set.nics) plan.nic_set.push_back(nic_label(*n));
-    for (const Nic* n : host) plan.host_nic_set.push_back(nic_label(*n));
-    plan.nic_path = set.path;
-  }
-  if (plan.roles) {  // OpenMP threads one per core of the compute role
-    plan.env.emplace_back("OMP_PLACES", omp_places(plan.topo, plan.roles->compute));
-    plan.env.emplace_back("OMP_PROC_BIND", "close");
-  }
+  GPUAFF_TRY_VOID(detail::plan_roles_and_env(plan, o));
   if (auto w = detail::one_gpu_warning(plan)) plan.warnings.push_back(*w);
   return plan;
 }
