@@ -459,13 +459,10 @@ std::string probe_fixed(double v, int decimals) {
 
 std::string probe_pad(std::string s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
 
-}  // namespace
-
-int run_probe(const ProbeArgs& args) {
-  auto nodes_r = read_nodes();
-  if (!nodes_r) return report_error(nodes_r.error());
-  std::vector<ProbeNode>& nodes = *nodes_r;
-  std::size_t bytes = args.size_mib << 20;
+/// Every CPU node's read bandwidth and latency to every memory node, a
+/// buffer of `bytes` faulted in from the CPU node on each memory node in turn.
+Result<std::vector<ProbeCell>> measure_memory(const std::vector<ProbeNode>& nodes, std::size_t bytes,
+                                              const ProbeArgs& args) {
   std::vector<ProbeCell> cells;
   int total = 0, done = 0;
   for (const ProbeNode& c : nodes)
@@ -488,7 +485,7 @@ int run_probe(const ProbeArgs& args) {
       }).join();
       if (!buf) {
         if (tty) std::fputs("\n", stderr);
-        return report_error(buf.error());
+        return unexpected(buf.error());
       }
       int threads = std::max(1, std::min(args.threads > 0 ? args.threads : 8, c.cpus.count()));
       double bw = read_bandwidth(*buf, c.cpus, threads, args.seconds);
@@ -497,23 +494,27 @@ int run_probe(const ProbeArgs& args) {
     }
   }
   if (tty) std::fprintf(stderr, "\r%70s\r", "");
-  std::vector<GpuResult> gpus;
-  for (int g : args.gpus) gpus.push_back(measure_gpu(g, nodes, bytes, args.seconds));
-  if (tty && !args.gpus.empty()) std::fprintf(stderr, "\r%70s\r", "");
+  return cells;
+}
 
-  // What the kernel says that the measurement contradicts (a 10% margin).
+const ProbeCell* find_cell(const std::vector<ProbeCell>& cells, int c, int m) {
+  for (const ProbeCell& x : cells)
+    if (x.cpu_node == c && x.mem_node == m) return &x;
+  return nullptr;
+}
+
+/// What the kernel says that the measurement contradicts (a 10% margin): a
+/// nearer node by the distances that is slower to reach, a GPU's numa_node
+/// whose host buffers copy slower than another node's.
+std::vector<std::string> find_contradictions(const std::vector<ProbeNode>& nodes, const std::vector<ProbeCell>& cells,
+                                             const std::vector<GpuResult>& gpus) {
   std::vector<std::string> contradictions;
-  auto cell = [&](int c, int m) -> const ProbeCell* {
-    for (const ProbeCell& x : cells)
-      if (x.cpu_node == c && x.mem_node == m) return &x;
-    return nullptr;
-  };
   for (const ProbeNode& c : nodes) {
     if (c.distances.empty()) continue;
     for (std::size_t a = 0; a < nodes.size(); ++a)
       for (std::size_t b = 0; b < nodes.size(); ++b) {
-        const ProbeCell* ca = cell(c.id, nodes[a].id);
-        const ProbeCell* cb = cell(c.id, nodes[b].id);
+        const ProbeCell* ca = find_cell(cells, c.id, nodes[a].id);
+        const ProbeCell* cb = find_cell(cells, c.id, nodes[b].id);
         if (ca == nullptr || cb == nullptr || c.distances[a] >= c.distances[b]) continue;
         if (ca->ns > cb->ns * 1.1)
           contradictions.push_back("from CPU node " + std::to_string(c.id) + ", node " + std::to_string(nodes[a].id) +
@@ -539,61 +540,43 @@ int run_probe(const ProbeArgs& args) {
                                " are faster (" + probe_fixed(best / 2, 1) + " vs " + probe_fixed(at_sysfs / 2, 1) + " GiB/s)");
   }
 
-  bool measured = std::any_of(gpus.begin(), gpus.end(), [](const GpuResult& g) { return g.best >= 0; });
-  if (!args.gpu_nodes_out.empty() && !measured)
-    print_line(stderr, "gpuaff: --gpu-nodes " + args.gpu_nodes_out + " was not written: no GPU was measured");
-  if (!args.gpu_nodes_out.empty() && measured) {
-    std::string text = "# gpuaff probe --gpu-nodes: the measured NUMA node of each GPU (PCI address, node); read by "
-                       "gpuaff bind/exec --gpu-nodes FILE\n";
-    for (const GpuResult& g : gpus)
-      if (g.best >= 0) text += g.bdf + " " + std::to_string(g.best) + "\n";
-    if (int e = detail::write_whole_file(args.gpu_nodes_out, text); e != 0)
-      return report_error(make_sys_error(Errc::io_error, e, "cannot write --gpu-nodes ", args.gpu_nodes_out, " (",
-                                         detail::errno_text(e), ")"));
-  }
+  return contradictions;
+}
 
-  int code = exit_ok;
-  std::vector<std::string> gpu_errors;
+/// probe --format json.
+std::string probe_json(const ProbeArgs& args, const std::vector<ProbeNode>& nodes, const std::vector<ProbeCell>& cells,
+                       const std::vector<GpuResult>& gpus, const std::vector<std::string>& contradictions) {
+  nlohmann::ordered_json j;
+  j["size_mib"] = args.size_mib;
+  j["seconds"] = args.seconds;
+  nlohmann::ordered_json jn = nlohmann::ordered_json::array();
+  for (const ProbeNode& n : nodes)
+    jn.push_back({{"node", n.id}, {"cpus", n.cpus.to_list()}, {"memory", n.memory}, {"distances", n.distances}});
+  j["nodes"] = jn;
+  nlohmann::ordered_json jm = nlohmann::ordered_json::array();
+  for (const ProbeCell& c : cells)
+    jm.push_back({{"cpu_node", c.cpu_node}, {"memory_node", c.mem_node}, {"read_gib_s", c.gib_s}, {"latency_ns", c.ns}});
+  j["memory"] = jm;
+  nlohmann::ordered_json jg = nlohmann::ordered_json::array();
   for (const GpuResult& g : gpus) {
-    if (g.exit == 0 && g.error.empty()) continue;
-    bool none = g.exit == child_no_runtime;
-    gpu_errors.push_back("GPU " + std::to_string(g.index) + ": " +
-                         (none ? "no GPU runtime or no GPU here (" + g.error +
-                                     "); the memory measurements stand, the GPU ones were skipped"
-                               : g.error));
-    code = none ? exit_no_gpu : g.exit == child_no_such_gpu ? exit_not_found : exit_system;
+    nlohmann::ordered_json o{{"gpu", g.index}, {"bdf", g.bdf}, {"runtime", g.library},
+                             {"numa_node", g.sysfs_node >= -1 ? nlohmann::ordered_json(g.sysfs_node) : nlohmann::ordered_json(nullptr)},
+                             {"best_node", g.best >= 0 ? nlohmann::ordered_json(g.best) : nlohmann::ordered_json(nullptr)}};
+    nlohmann::ordered_json cs = nlohmann::ordered_json::array();
+    for (auto& [node, h, d] : g.cells) cs.push_back({{"host_node", node}, {"h2d_gib_s", h}, {"d2h_gib_s", d}});
+    o["copies"] = cs;
+    if (!g.skipped.empty()) o["skipped"] = g.skipped;
+    if (!g.error.empty()) o["error"] = g.error;
+    jg.push_back(o);
   }
+  j["gpus"] = jg;
+  j["contradictions"] = contradictions;
+  return j.dump(2) + "\n";
+}
 
-  if (args.format == ProbeFormat::json) {
-    nlohmann::ordered_json j;
-    j["size_mib"] = args.size_mib;
-    j["seconds"] = args.seconds;
-    nlohmann::ordered_json jn = nlohmann::ordered_json::array();
-    for (const ProbeNode& n : nodes)
-      jn.push_back({{"node", n.id}, {"cpus", n.cpus.to_list()}, {"memory", n.memory}, {"distances", n.distances}});
-    j["nodes"] = jn;
-    nlohmann::ordered_json jm = nlohmann::ordered_json::array();
-    for (const ProbeCell& c : cells)
-      jm.push_back({{"cpu_node", c.cpu_node}, {"memory_node", c.mem_node}, {"read_gib_s", c.gib_s}, {"latency_ns", c.ns}});
-    j["memory"] = jm;
-    nlohmann::ordered_json jg = nlohmann::ordered_json::array();
-    for (const GpuResult& g : gpus) {
-      nlohmann::ordered_json o{{"gpu", g.index}, {"bdf", g.bdf}, {"runtime", g.library},
-                               {"numa_node", g.sysfs_node >= -1 ? nlohmann::ordered_json(g.sysfs_node) : nlohmann::ordered_json(nullptr)},
-                               {"best_node", g.best >= 0 ? nlohmann::ordered_json(g.best) : nlohmann::ordered_json(nullptr)}};
-      nlohmann::ordered_json cs = nlohmann::ordered_json::array();
-      for (auto& [node, h, d] : g.cells) cs.push_back({{"host_node", node}, {"h2d_gib_s", h}, {"d2h_gib_s", d}});
-      o["copies"] = cs;
-      if (!g.skipped.empty()) o["skipped"] = g.skipped;
-      if (!g.error.empty()) o["error"] = g.error;
-      jg.push_back(o);
-    }
-    j["gpus"] = jg;
-    j["contradictions"] = contradictions;
-    for (const std::string& e : gpu_errors) print_line(stderr, "gpuaff: " + e);
-    return write_result(j.dump(2) + "\n", code);
-  }
-
+/// probe's report: the tables, a picture, each GPU's verdict, the contradictions.
+std::string probe_text(const ProbeArgs& args, const std::vector<ProbeNode>& nodes, const std::vector<ProbeCell>& cells,
+                       const std::vector<GpuResult>& gpus, const std::vector<std::string>& contradictions) {
   std::string out = "Measured on this machine: " + std::to_string(args.size_mib) + " MiB buffers, " +
                     probe_fixed(args.seconds, 2) + " s per measurement.\n\n";
   std::vector<const ProbeNode*> mems, cpus;
@@ -613,11 +596,11 @@ int run_probe(const ProbeArgs& args) {
     out += "\n";
   };
   table("Read bandwidth, GiB/s (threads on the CPU node, buffer on the memory node):", [&](int c, int m) {
-    const ProbeCell* x = cell(c, m);
+    const ProbeCell* x = find_cell(cells, c, m);
     return x ? probe_fixed(x->gib_s, 1) : std::string("-");
   });
   table("Latency of one dependent load, ns:", [&](int c, int m) {
-    const ProbeCell* x = cell(c, m);
+    const ProbeCell* x = find_cell(cells, c, m);
     return x ? probe_fixed(x->ns, 0) : std::string("-");
   });
   table("The kernel's node distances (nodeN/distance):", [&](int c, int m) {
@@ -658,6 +641,51 @@ int run_probe(const ProbeArgs& args) {
   out += contradictions.empty() ? "\nNo contradiction between the measurement and the kernel's topology.\n"
                                 : "\nContradictions:\n";
   for (const std::string& c : contradictions) out += "  - " + c + "\n";
+  return out;
+}
+
+}  // namespace
+
+int run_probe(const ProbeArgs& args) {
+  auto nodes_r = read_nodes();
+  if (!nodes_r) return report_error(nodes_r.error());
+  const std::vector<ProbeNode>& nodes = *nodes_r;
+  std::size_t bytes = args.size_mib << 20;
+  auto cells = measure_memory(nodes, bytes, args);
+  if (!cells) return report_error(cells.error());
+  bool tty = ::isatty(STDERR_FILENO) == 1;
+  std::vector<GpuResult> gpus;
+  for (int g : args.gpus) gpus.push_back(measure_gpu(g, nodes, bytes, args.seconds));
+  if (tty && !args.gpus.empty()) std::fprintf(stderr, "\r%70s\r", "");
+  std::vector<std::string> contradictions = find_contradictions(nodes, *cells, gpus);
+
+  bool measured = std::any_of(gpus.begin(), gpus.end(), [](const GpuResult& g) { return g.best >= 0; });
+  if (!args.gpu_nodes_out.empty() && !measured)
+    print_line(stderr, "gpuaff: --gpu-nodes " + args.gpu_nodes_out + " was not written: no GPU was measured");
+  if (!args.gpu_nodes_out.empty() && measured) {
+    std::string text = "# gpuaff probe --gpu-nodes: the measured NUMA node of each GPU (PCI address, node); read by "
+                       "gpuaff bind/exec --gpu-nodes FILE\n";
+    for (const GpuResult& g : gpus)
+      if (g.best >= 0) text += g.bdf + " " + std::to_string(g.best) + "\n";
+    if (int e = detail::write_whole_file(args.gpu_nodes_out, text); e != 0)
+      return report_error(make_sys_error(Errc::io_error, e, "cannot write --gpu-nodes ", args.gpu_nodes_out, " (",
+                                         detail::errno_text(e), ")"));
+  }
+
+  int code = exit_ok;
+  std::vector<std::string> gpu_errors;
+  for (const GpuResult& g : gpus) {
+    if (g.exit == 0 && g.error.empty()) continue;
+    bool none = g.exit == child_no_runtime;
+    gpu_errors.push_back("GPU " + std::to_string(g.index) + ": " +
+                         (none ? "no GPU runtime or no GPU here (" + g.error +
+                                     "); the memory measurements stand, the GPU ones were skipped"
+                               : g.error));
+    code = none ? exit_no_gpu : g.exit == child_no_such_gpu ? exit_not_found : exit_system;
+  }
+
+  std::string out = args.format == ProbeFormat::json ? probe_json(args, nodes, *cells, gpus, contradictions)
+                                                     : probe_text(args, nodes, *cells, gpus, contradictions);
   for (const std::string& e : gpu_errors) print_line(stderr, "gpuaff: " + e);
   return write_result(out, code);
 }
