@@ -37,6 +37,19 @@ quiet() {  # runs a command, shows its output only when it fails
 rm -rf dist
 mkdir -p dist
 
+# The wheel's module compiles while the tool builds: each is one long
+# translation unit, and the tool's build leaves a CPU idle for a minute.
+# setuptools writes build/ and *.egg-info beside setup.py, so the wheel is
+# built from a copy of the tree; pip wheel (below) finds the module built.
+tree=build/package-wheel
+rm -rf "$tree"
+mkdir -p "$tree"
+cp -r include python LICENSE "$tree/"  # python/LICENSE is a link to ../LICENSE
+rm -rf "$tree/python/build" "$tree"/python/*.egg-info
+(cd "$tree/python" && "$python" setup.py build_ext) >"$tree.log" 2>&1 &
+module=$!
+trap 'kill "$module" 2>/dev/null || true' EXIT
+
 # One build: `gpuaff` static (GPUAFF_STATIC_TOOLS), `gpuaff-hwloc` dynamic (hwloc
 # is a shared library only), the man page and completion; installed under /usr.
 echo "== the static tool: dist/gpuaff"
@@ -51,12 +64,7 @@ quiet cpack --config build/package/CPackConfig.cmake -G DEB -B "$PWD/build/packa
 cp build/package/cpack/*.deb dist/
 
 echo "== the wheel: dist/*.whl"
-# Built from a copy of the tree: setuptools writes build/ and *.egg-info beside setup.py.
-tree=build/package-wheel
-rm -rf "$tree"
-mkdir -p "$tree"
-cp -r include python LICENSE "$tree/"  # python/LICENSE is a link to ../LICENSE
-rm -rf "$tree/python/build" "$tree"/python/*.egg-info
+if ! wait "$module"; then cat "$tree.log" >&2; echo "package.sh: the wheel's module did not build" >&2; exit 1; fi
 # The fixtures the .deb installs (tools/gpuaff/CMakeLists.txt lists them), inside
 # the package: gpuaff topo --root "$(dirname "$(python3 -c 'import gpuaff; print(gpuaff.__file__)')")/fixtures/dgx-h100.tar.xz"
 rm -rf build/package/doc-install
