@@ -272,6 +272,54 @@ class ArchiveTree final : public FileTree {
     return name.size() <= most ? escape_control(name) : escape_control(name.substr(0, most)) + "...";
   }
 
+  /// The header's checksum: its bytes summed with its own field read as spaces.
+  static bool checksum_ok(std::string_view h) {
+    long long stored = octal(h.substr(148, 8));
+    long long sum = 0;
+    for (std::size_t i = 0; i < block; ++i)
+      sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(h[i]);
+    return stored >= 0 && stored == sum;
+  }
+
+  /// A member's name and link target: from its header (with ustar's prefix),
+  /// unless the members before it gave longer ones (GNU 'L' and 'K', pax
+  /// path and linkpath), which serve that member only.
+  struct Names {
+    std::string long_name, long_link, pax_path, pax_link;
+
+    std::pair<std::string, std::string> take(std::string_view h) {
+      std::string name = text(h.substr(0, 100));
+      if (h.substr(257, 6) == std::string_view("ustar\0", 6) && h[345] != '\0')
+        name = text(h.substr(345, 155)) + "/" + name;
+      if (!long_name.empty()) name = std::move(long_name);
+      if (!pax_path.empty()) name = std::move(pax_path);
+      std::string target = !pax_link.empty() ? std::move(pax_link) : !long_link.empty() ? std::move(long_link)
+                                                                                          : text(h.substr(157, 100));
+      long_name.clear();
+      long_link.clear();
+      pax_path.clear();
+      pax_link.clear();
+      return {std::move(name), std::move(target)};
+    }
+  };
+
+  /// A hard link's node: that of an earlier regular member, named as stored,
+  /// reached through folders only (as GNU tar unpacks it).
+  Result<Node> linked_member(const std::string& path, const std::string& name, const std::string& target) {
+    std::string to;
+    std::size_t found = normalise(target, to) && !to.empty() ? walk(to) : npos;
+    if (found == npos || entries_[found].node.kind != Node::Kind::file)
+      return fail(Errc::parse_error, "root '", path, "' holds the hard link '", shown(name), "' to '", shown(target),
+                  "', which is not an earlier regular member of it (GNU tar would not unpack it); record the machine "
+                  "again with gpuaff record");
+    for (std::size_t slash = to.find('/'); slash != std::string::npos; slash = to.find('/', slash + 1))
+      if (find(std::string_view(to).substr(0, slash))->kind != Node::Kind::directory)
+        return fail(Errc::parse_error, "root '", path, "' holds the hard link '", shown(name), "' to '",
+                    shown(target), "', which is not an earlier regular member of it (its path goes through "
+                    "a link or a file); record the machine again with gpuaff record");
+    return entries_[found].node;
+  }
+
   Result<void> parse(const std::string& path, const ArchiveLimits& limits) {
     const std::string_view bytes = *bytes_;
     auto bad = [&](std::size_t at, std::string_view what) {
@@ -283,7 +331,7 @@ class ArchiveTree final : public FileTree {
                   ", more than a recording holds; name a directory, or a FILE.tar written by gpuaff record "
                   "(out=FILE.tar)");
     };
-    std::string long_name, long_link, pax_path, pax_link;
+    Names names;
     std::uint64_t total = 0;
     std::size_t at = 0;
     bool ended = false;
@@ -299,12 +347,7 @@ class ArchiveTree final : public FileTree {
         return bad(at, at + 2 * block <= bytes.size() ? "a lone zero block (the file is cut short or damaged)"
                                                        : "one end block of two (the file is cut short)");
       }
-      // The checksum: the header's bytes summed with its own field read as spaces.
-      long long stored = octal(h.substr(148, 8));
-      long long sum = 0;
-      for (std::size_t i = 0; i < block; ++i)
-        sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(h[i]);
-      if (stored < 0 || stored != sum) return bad(at, "a header whose checksum is wrong (not a tar file?)");
+      if (!checksum_ok(h)) return bad(at, "a header whose checksum is wrong (not a tar file?)");
       long long size = octal(h.substr(124, 12));
       if (size < 0) return bad(at, "a header with a malformed size");
       std::size_t data_at = at + block;
@@ -315,25 +358,15 @@ class ArchiveTree final : public FileTree {
       at = data_at + (static_cast<std::size_t>(size) + block - 1) / block * block;
       char type = h[156];
       if (type == 'L' || type == 'K') {  // GNU: the next member's long name or link target
-        (type == 'L' ? long_name : long_link) = text(data);
+        (type == 'L' ? names.long_name : names.long_link) = text(data);
         continue;
       }
       if (type == 'x') {  // pax: the next member's attributes
-        if (!pax(data, pax_path, pax_link)) return bad(data_at, "a malformed pax extended header");
+        if (!pax(data, names.pax_path, names.pax_link)) return bad(data_at, "a malformed pax extended header");
         continue;
       }
       if (type == 'g') continue;  // pax global attributes: none matter here
-      std::string name = text(h.substr(0, 100));
-      if (h.substr(257, 6) == std::string_view("ustar\0", 6) && h[345] != '\0')
-        name = text(h.substr(345, 155)) + "/" + name;
-      if (!long_name.empty()) name = std::move(long_name);
-      if (!pax_path.empty()) name = std::move(pax_path);
-      std::string target = !pax_link.empty() ? std::move(pax_link) : !long_link.empty() ? std::move(long_link)
-                                                                                          : text(h.substr(157, 100));
-      long_name.clear();
-      long_link.clear();
-      pax_path.clear();
-      pax_link.clear();
+      auto [name, target] = names.take(h);
       if (name.size() > limits.max_name)
         return too_much("holds a member whose name is longer than ", limits.max_name, " bytes ('", shown(name),
                         "', at byte ", header_at, ")");
@@ -357,18 +390,7 @@ class ArchiveTree final : public FileTree {
           total += data.size();
           break;
         case '1': {  // a hard link: an earlier regular member, by its name as stored
-          std::string to;
-          std::size_t found = normalise(target, to) && !to.empty() ? walk(to) : npos;
-          if (found == npos || entries_[found].node.kind != Node::Kind::file)
-            return fail(Errc::parse_error, "root '", path, "' holds the hard link '", shown(name), "' to '",
-                        shown(target), "', which is not an earlier regular member of it (GNU tar would not unpack "
-                        "it); record the machine again with gpuaff record");
-          for (std::size_t slash = to.find('/'); slash != std::string::npos; slash = to.find('/', slash + 1))
-            if (find(std::string_view(to).substr(0, slash))->kind != Node::Kind::directory)
-              return fail(Errc::parse_error, "root '", path, "' holds the hard link '", shown(name), "' to '",
-                          shown(target), "', which is not an earlier regular member of it (its path goes through "
-                          "a link or a file); record the machine again with gpuaff record");
-          node = entries_[found].node;
+          GPUAFF_TRY(node, linked_member(path, name, target));
           total += node.data.size();
           break;
         }
