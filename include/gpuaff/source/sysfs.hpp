@@ -577,6 +577,8 @@ inline Result<std::vector<int>> parse_distances(const SysfsReader& r, const std:
 }
 
 inline constexpr std::string_view sysfs_node = "sys/devices/system/node/";
+/// A node's folder, root-relative: sys/devices/system/node/nodeN.
+inline std::string node_folder(int id) { return std::string(sysfs_node) + "node" + std::to_string(id); }
 
 /// The node ids of the nodeN directories under sys/devices/system/node.
 inline Result<std::vector<int>> node_directories(SysfsReader& r) {
@@ -717,7 +719,7 @@ inline Result<std::string> read_nodes(SysfsReader& r, Topology& t) {
   bool from_possible = which == 1 || !from_list;
   std::vector<std::string> cpu_files;
   for (int id : ids) {
-    std::string dir = node + std::string("node") + std::to_string(id) + "/";
+    std::string dir = node_folder(id) + "/";
     GPUAFF_TRY(auto file, r.list_or_mask(dir, {"cpulist", "cpumap"}, Empty::allowed, s));
     if (!file) {
       // A possible node that never came up has no directory; one that has a
@@ -752,7 +754,7 @@ inline Result<void> read_distances(SysfsReader& r, Topology& t, const std::strin
   std::vector<std::string> files;
   std::string s;
   for (auto& n : t.nodes) {
-    std::string drel = std::string(sysfs_node) + std::string("node") + std::to_string(n.id) + "/distance";
+    std::string drel = node_folder(n.id) + "/distance";
     GPUAFF_TRY(bool have, r.get(drel, s));
     if (have) {
       GPUAFF_TRY(n.distances, parse_distances(r, drel, s));
@@ -860,9 +862,7 @@ inline Result<void> place_pci_device(SysfsReader& r, Topology& t, PciDevice& d, 
   GPUAFF_TRY(bool have_node, r.get(dir + "numa_node", s));
   if (have_node) {
     GPUAFF_TRY(long long v, r.integer(dir + "numa_node", s, -1, CpuSet::capacity - 1));
-    d.numa_node = static_cast<int>(v);
-    for (const auto& [merged, into] : r.found.node_aliases)
-      if (d.numa_node == merged) d.numa_node = into;
+    d.numa_node = r.found.read_as(static_cast<int>(v));
   }
   // A tree without a node directory reads as one node 0 holding every CPU (a
   // kernel without NUMA, or a dump that left the directory out). A GPU or a
@@ -878,14 +878,13 @@ inline Result<void> place_pci_device(SysfsReader& r, Topology& t, PciDevice& d, 
   // on. No guess from its local CPUs, which would bind it as the nodes the
   // tree kept (docs/contract.md section 1).
   if (d.numa_node >= 0 && (d.is_gpu() || extra) && t.find_node(d.numa_node) == nullptr) {
-    std::string node_dir = std::string(sysfs_node) + std::string("node") + std::to_string(d.numa_node);
-    return r.bad(Errc::parse_error, node_dir, "is missing, but ", r.shown(dir + "numa_node"), " names node ",
+    return r.bad(Errc::parse_error, node_folder(d.numa_node), "is missing, but ", r.shown(dir + "numa_node"), " names node ",
                  d.numa_node, ": the recording is cut short or damaged; record the machine again with `gpuaff record`");
   }
   if (const NumaNode* n = d.numa_node >= 0 ? t.find_node(d.numa_node) : nullptr;
       n != nullptr && n->memory_only() && (d.is_gpu() || extra))
-    t.notes.push_back(dir + std::string("numa_node names node ") + std::to_string(d.numa_node) + std::string(", whose ") + std::string(sysfs_node) +
-                      std::string("node") + std::to_string(d.numa_node) + "/cpulist lists no CPU (a memory-only node): the device "
+    t.notes.push_back(dir + std::string("numa_node names node ") + std::to_string(d.numa_node) + std::string(", whose ") +
+                      node_folder(d.numa_node) + "/cpulist lists no CPU (a memory-only node): the device "
                       "is placed as one on a memory-only node");
   // Binding detail: a known node places the device; local CPUs only help with -1.
   if (detail == SysfsDetail::full || d.numa_node < 0) {
@@ -1261,8 +1260,7 @@ inline bool count_host_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o, 
       g.pci.numa_node = seen->pci.numa_node;
     } else if (std::optional<int> n = focused_numa_node(r, g.address()); n && *n >= 0) {
       g.pci.numa_node = *n;
-      for (const auto& [merged, into] : r.found.node_aliases)
-        if (g.pci.numa_node == merged) g.pci.numa_node = into;
+      g.pci.numa_node = r.found.read_as(g.pci.numa_node);
     }
   }
   return true;
@@ -1276,8 +1274,6 @@ inline void place_device(Topology& t, const PciAddress& a, int node) {
   for (PciDevice& d : t.pci_devices)
     if (d.address == a) d.numa_node = node;
 }
-
-inline std::string node_folder(int id) { return std::string(sysfs_node) + "node" + std::to_string(id); }
 
 /// The process's GPUs for a focused load, in bus order, none placed yet: the
 /// NVIDIA driver's list where it exists and its GPUs are the ones an index
@@ -1343,8 +1339,7 @@ inline std::optional<FocusedNode> focused_node(SysfsReader& r, Topology& t, int 
   at.kept = node;
   if (all_nodes) {
     if (!read_nodes(r, t)) return std::nullopt;
-    for (const auto& [merged, into] : r.found.node_aliases)
-      if (at.kept == merged) at.kept = into;
+    at.kept = r.found.read_as(at.kept);
     if (at.kept >= 0) {
       const NumaNode* n = t.find_node(at.kept);
       if (n == nullptr || n->cpus.empty()) return std::nullopt;
@@ -1402,8 +1397,7 @@ inline bool focused_peers(SysfsReader& r, Topology& t, const SysfsOptions& o, co
     done.push_back(v.address());
     std::optional<int> n = focused_numa_node(r, v.address());
     if (!n) return false;
-    for (const auto& [merged, into] : r.found.node_aliases)
-      if (*n == merged) n = into;
+    n = r.found.read_as(*n);
     if (*n < 0) {
       // Placed from every node: read them, unless they are (then its local CPUs).
       if (!all_nodes) return false;

@@ -83,6 +83,12 @@ class SysfsReader {
   struct Found {
     /// Node ids read as another node (merged for listing the same CPUs), and that node's id.
     std::vector<std::pair<int, int>> node_aliases;
+    /// The node that `id` is read as (node_aliases applied in order).
+    int read_as(int id) const {
+      for (const auto& [merged, into] : node_aliases)
+        if (id == merged) id = into;
+      return id;
+    }
     bool node_tree = true;  ///< sys/devices/system/node exists
     /// The NVIDIA driver's list of the process's GPUs (proc/driver/nvidia/gpus); nullopt: no such directory.
     std::optional<std::vector<PciAddress>> driver_gpus;
