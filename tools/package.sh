@@ -48,7 +48,7 @@ cp -r include python LICENSE "$tree/"  # python/LICENSE is a link to ../LICENSE
 rm -rf "$tree/python/build" "$tree"/python/*.egg-info
 (cd "$tree/python" && "$python" setup.py build_ext) >"$tree.log" 2>&1 &
 module=$!
-trap 'kill "$module" 2>/dev/null || true' EXIT
+trap 'wait "$module" 2>/dev/null || true' EXIT  # a failed step leaves no compile running behind it
 
 # One build: `gpuaff` static (GPUAFF_STATIC_TOOLS), `gpuaff-hwloc` dynamic (hwloc
 # is a shared library only), the man page and completion; installed under /usr.
@@ -65,6 +65,7 @@ cp build/package/cpack/*.deb dist/
 
 echo "== the wheel: dist/*.whl"
 if ! wait "$module"; then cat "$tree.log" >&2; echo "package.sh: the wheel's module did not build" >&2; exit 1; fi
+trap - EXIT
 # The fixtures the .deb installs (tools/gpuaff/CMakeLists.txt lists them), inside
 # the package: gpuaff topo --root "$(dirname "$(python3 -c 'import gpuaff; print(gpuaff.__file__)')")/fixtures/dgx-h100.tar.xz"
 rm -rf build/package/doc-install
