@@ -13,8 +13,13 @@
 
 include("${CMAKE_CURRENT_LIST_DIR}/GpuaffCheckArchive.cmake")
 
-set(GPUAFF_FIXTURES_DIR "${PROJECT_BINARY_DIR}/fixtures")
-set(_gpuaff_fixture_stamps "${PROJECT_BINARY_DIR}/CMakeFiles/gpuaff_fixtures")
+# Build trees of one source tree may share one folder of roots (tests/run.sh
+# does: its five trees would otherwise unpack, or link, some 250,000 files
+# each). The stamps live beside the folder, so each tree sees what is current.
+# No test writes into a fixture: a test that changes one works on a copy.
+set(GPUAFF_FIXTURES_DIR "${PROJECT_BINARY_DIR}/fixtures" CACHE PATH
+    "Folder the fixture archives are unpacked into (build trees of one source tree may share one)")
+set(_gpuaff_fixture_stamps "${GPUAFF_FIXTURES_DIR}-stamps")
 
 file(GLOB _gpuaff_fixture_archives CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/fixtures/*.tar.xz")
 set(_gpuaff_fixture_names "")
