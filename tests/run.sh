@@ -14,7 +14,6 @@
 #   5. tools/package.sh (static tool, wheel, .deb), then each installed as users do:
 #      the static tool alone in an empty root, the wheel in a bare venv, the .deb
 #      with apt (as root) and removed (tests/packaging/packaging_test.sh)
-#   Steps 3 and 4 run in the background beside step 5 (their log is shown after it).
 # Usage: tests/run.sh [quick]   (quick: one GCC build of everything, all its tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -102,79 +101,55 @@ configure_build_test build/default all -- -LE pip -- \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 \
   -DGPUAFF_BUILD_BENCHMARKS=ON -DGPUAFF_BUILD_PYTHON=ON -DGPUAFF_BUILD_UNIT_TESTS=OFF -DGPUAFF_STATIC_TOOLS=ON
 
-# Steps 3 and 4 run beside step 5. Step 5 leaves a CPU idle for about a
-# third of its time (linking, pip, dpkg and lintian run alone), and steps 3 and
-# 4 are independent of it: their own build trees, the install from step 2's.
-# Their output goes to build/steps-3-4.log, shown when they end; a failure of
-# either fails the run, after step 5. CPU times: a step's figure counts the
-# background steps' when they end during it (a shell counts a child's CPU time
-# when it ends); the total is exact.
-steps_3_and_4() {
-  times_file=$(mktemp)  # this subshell's own (cpu_now)
-  trap 'rm -f "$times_file"' EXIT
-  step "3/5 TSan, threaded tests; configured without hwloc (the optional backend off)"
-  # TSan's shadow memory needs a fixed layout: kernels with vm.mmap_rnd_bits=32 break it
-  # ("unexpected memory mapping"), so run without address-space randomisation where we may.
-  ctest_prefix=(env)
-  if setarch "$(uname -m)" -R true 2>/dev/null; then ctest_prefix=(setarch "$(uname -m)" -R); fi
-  # Build only the threaded tests: one executable per test (GPUAFF_TEST_GROUPS=OFF),
-  # so that a test's target, which has the test's name, is the executable it runs.
-  timed configure quiet cmake -S . -B build/tsan "${gen[@]}" "${fixtures[@]}" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
-    -DGPUAFF_WERROR=ON -DGPUAFF_SANITIZE=thread -DGPUAFF_WITH_HWLOC=OFF -DGPUAFF_BUILD_EXAMPLES=OFF -DGPUAFF_TEST_GROUPS=OFF
-  mapfile -t tsan_tests < <(ctest --test-dir build/tsan -N -L threads | sed -n 's/^ *Test *#[0-9]*: *//p')
-  ((${#tsan_tests[@]})) || { echo "no tests labelled threads" >&2; exit 1; }
-  timed build cmake --build build/tsan -j "$jobs" --target "${tsan_tests[@]}"
-  timed test "${ctest_prefix[@]}" ctest --test-dir build/tsan --no-tests=error --output-on-failure -j "$jobs" -L threads
+step "3/5 TSan, threaded tests; configured without hwloc (the optional backend off)"
+# TSan's shadow memory needs a fixed layout: kernels with vm.mmap_rnd_bits=32 break it
+# ("unexpected memory mapping"), so run without address-space randomisation where we may.
+ctest_prefix=(env)
+if setarch "$(uname -m)" -R true 2>/dev/null; then ctest_prefix=(setarch "$(uname -m)" -R); fi
+# Build only the threaded tests: one executable per test (GPUAFF_TEST_GROUPS=OFF),
+# so that a test's target, which has the test's name, is the executable it runs.
+timed configure quiet cmake -S . -B build/tsan "${gen[@]}" "${fixtures[@]}" -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
+  -DGPUAFF_WERROR=ON -DGPUAFF_SANITIZE=thread -DGPUAFF_WITH_HWLOC=OFF -DGPUAFF_BUILD_EXAMPLES=OFF -DGPUAFF_TEST_GROUPS=OFF
+mapfile -t tsan_tests < <(ctest --test-dir build/tsan -N -L threads | sed -n 's/^ *Test *#[0-9]*: *//p')
+((${#tsan_tests[@]})) || { echo "no tests labelled threads" >&2; exit 1; }
+timed build cmake --build build/tsan -j "$jobs" --target "${tsan_tests[@]}"
+timed test "${ctest_prefix[@]}" ctest --test-dir build/tsan --no-tests=error --output-on-failure -j "$jobs" -L threads
 
-  step "4/5 install; consumers with find_package(gpuaff) under users' strictest warnings"
-  # A header-only library is compiled with its users' flags: GCC at -O3 -flto and
-  # Clang, each with every warning below and -Werror, build tests/consumer, whose
-  # consumer_api reaches most of the library. Its exclusive bindings on the bundled
-  # DGX H100 are PyTorch's: 56 cores per socket node, four GPUs per node, 14 cores
-  # each with their hyperthread siblings (CPU + 112).
-  rm -rf build/prefix build/consumer-*
-  timed install quiet cmake --install build/default --prefix "$PWD/build/prefix"
-  strict="-Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Werror"
-  expected="exclusive: 0-13,112-125 14-27,126-139 28-41,140-153 42-55,154-167 56-69,168-181 70-83,182-195 84-97,196-209 98-111,210-223"
-  consumer() {  # "compiler flags": configure, build and run tests/consumer with them
-    local cxx=$1 dir=build/consumer-${1%% *}
-    cmake -S tests/consumer -B "$dir" "${gen[@]}" -DCMAKE_PREFIX_PATH="$PWD/build/prefix" \
-      -DCMAKE_CXX_COMPILER="${cxx%% *}" "-DCMAKE_CXX_FLAGS=$strict ${cxx#* }" >/dev/null
-    cmake --build "$dir"
-    "$dir/consumer"
-    "$dir/consumer_api" build/fixtures/dgx-h100 | grep -qxF "$expected" ||
-      { echo "consumer_api ($cxx): the exclusive bindings on dgx-h100 are not PyTorch's" >&2; return 1; }
-  }
-  consumers() {  # both compilers side by side (each build is two files): one log each, shown when it fails
-    local cxx pids=() logs=() i failed=0
-    for cxx in "g++ -O3 -flto=auto" "clang++ -O1"; do
-      logs+=("build/consumer-${cxx%% *}.log")
-      consumer "$cxx" >"${logs[-1]}" 2>&1 &
-      pids+=($!)
-    done
-    for i in "${!pids[@]}"; do
-      wait "${pids[$i]}" || { cat "${logs[$i]}" >&2; failed=1; }
-    done
-    return "$failed"
-  }
-  timed "consumers (g++ -O3 -flto, clang++ -O1)" consumers
+step "4/5 install; consumers with find_package(gpuaff) under users' strictest warnings"
+# A header-only library is compiled with its users' flags: GCC at -O3 -flto and
+# Clang, each with every warning below and -Werror, build tests/consumer, whose
+# consumer_api reaches most of the library. Its exclusive bindings on the bundled
+# DGX H100 are PyTorch's: 56 cores per socket node, four GPUs per node, 14 cores
+# each with their hyperthread siblings (CPU + 112).
+rm -rf build/prefix build/consumer-*
+timed install quiet cmake --install build/default --prefix "$PWD/build/prefix"
+strict="-Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Werror"
+expected="exclusive: 0-13,112-125 14-27,126-139 28-41,140-153 42-55,154-167 56-69,168-181 70-83,182-195 84-97,196-209 98-111,210-223"
+consumer() {  # "compiler flags": configure, build and run tests/consumer with them
+  local cxx=$1 dir=build/consumer-${1%% *}
+  cmake -S tests/consumer -B "$dir" "${gen[@]}" -DCMAKE_PREFIX_PATH="$PWD/build/prefix" \
+    -DCMAKE_CXX_COMPILER="${cxx%% *}" "-DCMAKE_CXX_FLAGS=$strict ${cxx#* }" >/dev/null
+  cmake --build "$dir"
+  "$dir/consumer"
+  "$dir/consumer_api" build/fixtures/dgx-h100 | grep -qxF "$expected" ||
+    { echo "consumer_api ($cxx): the exclusive bindings on dgx-h100 are not PyTorch's" >&2; return 1; }
 }
-rm -f build/steps-3-4.log
-set -m  # the background steps get a process group of their own, stopped whole if this script fails
-steps_3_and_4 >build/steps-3-4.log 2>&1 &
-background=$!
-set +m
-trap '[[ -z $background ]] || kill -- "-$background" 2>/dev/null || true; rm -f "$times_file"' EXIT
-
+consumers() {  # both compilers side by side (each build is two files): one log each, shown when it fails
+  local cxx pids=() logs=() i failed=0
+  for cxx in "g++ -O3 -flto=auto" "clang++ -O1"; do
+    logs+=("build/consumer-${cxx%% *}.log")
+    consumer "$cxx" >"${logs[-1]}" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || { cat "${logs[$i]}" >&2; failed=1; }
+  done
+  return "$failed"
+}
+timed "consumers (g++ -O3 -flto, clang++ -O1)" consumers
 step "5/5 packages: the static tool, the wheel, the .deb files (tools/package.sh), each installed and run"
 timed package bash tools/package.sh
 timed installs bash tests/packaging/packaging_test.sh build/fixtures
-
-background_status=0
-wait "$background" || background_status=$?
-background=""
-cat build/steps-3-4.log
-((background_status == 0)) || { echo "steps 3 and 4 failed (above; build/steps-3-4.log)" >&2; exit 1; }
 
 cpu_now
 echo "all test configurations passed: ${SECONDS}s wall, ${cpu}s CPU"
