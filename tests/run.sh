@@ -96,10 +96,8 @@ step "2/5 GCC, -O1: the tool, Python module, examples, benchmarks; the examples'
 # memory), which runs here. The tool is static, as shipped, so the
 # QEMU guests use it as it is. The test labelled pip (pip install of the source
 # tree into a venv) is left to step 5, which builds the wheel the same way and
-# installs it. One test more than CPUs at a time: the Slurm, torchrun and
-# multiprocessing tests spend half their time waiting for daemons and
-# processes, which left a CPU idle for about a minute.
-configure_build_test build/default all -- -LE pip -j "$((jobs + 1))" -- \
+# installs it.
+configure_build_test build/default all -- -LE pip -- \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 \
   -DGPUAFF_BUILD_BENCHMARKS=ON -DGPUAFF_BUILD_PYTHON=ON -DGPUAFF_BUILD_UNIT_TESTS=OFF -DGPUAFF_STATIC_TOOLS=ON
 
