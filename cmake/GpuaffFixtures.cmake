@@ -14,7 +14,7 @@
 include("${CMAKE_CURRENT_LIST_DIR}/GpuaffCheckArchive.cmake")
 
 # Build trees of one source tree may share one folder of roots (tests/run.sh
-# does: its five trees would otherwise unpack, or link, some 250,000 files
+# does: its three test trees would otherwise unpack, or link, some 250,000 files
 # each). The stamps live beside the folder, so each tree sees what is current.
 # No test writes into a fixture: a test that changes one works on a copy.
 set(GPUAFF_FIXTURES_DIR "${PROJECT_BINARY_DIR}/fixtures" CACHE PATH
