@@ -25,7 +25,7 @@ jobs=${JOBS:-$(nproc)}
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
 # Release builds with warnings as errors; each target's sources compiled as one unit.
-common=(-DCMAKE_BUILD_TYPE=Release -DGPUAFF_WERROR=ON -DGPUAFF_BUILD_TESTS=OFF -DGPUAFF_BUILD_EXAMPLES=OFF
+common=(-DCMAKE_BUILD_TYPE=Release -DGPUAFF_WERROR=ON -DGPUAFF_BUILD_TESTS=OFF -DGPUAFF_BUILD_EXAMPLES=OFF -DGPUAFF_UNPACK_FIXTURES=OFF
   -DGPUAFF_BUILD_PYTHON=OFF -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0)
 quiet() {  # runs a command, shows its output only when it fails
   local log
