@@ -313,6 +313,28 @@ TEST_CASE("BindingContext: a GPU's node, its share of the node, the node's CPUs 
   GPUAFF_STATIC_CHECK(ok);
 }
 
+TEST_CASE("physical_cores: CPUs of no listed core are entries of their own, in key order among the cores") {
+  constexpr bool ok = [] {
+    // 1 package, 4 cores, SMT2: cores {0,4} {1,5} {2,6} {3,7}. Drop {1,5} and
+    // {3,7} from the core list (a topology whose sibling files were missing
+    // for them): CPUs 1, 3, 5 and 7 are then cores by themselves, and sorted
+    // by key the entries are 0 {0,4}, 1, 2 {2,6}, 3, 5, 7.
+    Topology t = regular_machine({.packages = 1, .cores_per_node = 4, .smt = 2, .gpus = 1, .gpu_nodes = {0}});
+    t.cores.erase(t.cores.begin() + 3);
+    t.cores.erase(t.cores.begin() + 1);
+    CoreList c = physical_cores(t, cpus("0-7"));
+    bool keys = c.size() == 6 && c.key(0) == 0 && c.key(1) == 1 && c.key(2) == 2 && c.key(3) == 3 && c.key(4) == 5 &&
+                c.key(5) == 7;
+    bool threads = c.threads(0) == cpus("0,4") && c.threads(1) == cpus("1") && c.threads(2) == cpus("2,6") &&
+                   c.threads(4) == cpus("5") && c.threads(0, 3, Smt::one) == cpus("0-2");
+    // Only CPUs 5 and 7 asked for: the lone CPUs come after the cores' key 2.
+    CoreList d = physical_cores(t, cpus("2,5-7"));
+    bool some = d.size() == 3 && d.key(0) == 2 && d.key(1) == 5 && d.key(2) == 7 && d.threads(0) == cpus("2,6");
+    return keys && threads && some;
+  }();
+  GPUAFF_STATIC_CHECK(ok);
+}
+
 TEST_CASE("share: contiguous parts, the remainder one core more each to the lowest parts") {
   constexpr bool ok = [] {
     // 2 sockets x 5 cores, SMT2: node 0 = cores 0-4 (siblings 10-14).

@@ -6,7 +6,6 @@
 // visibility lists (source/visible.hpp), "Key: value" lines of /proc files. Constexpr, so that CpuSet and
 // PciAddress parse at compile time; no std::from_chars (not constexpr in GCC 12).
 
-#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -185,7 +184,8 @@ constexpr bool interface_name_ok(std::string_view name) {
 inline std::vector<std::string_view> comma_items(std::string_view list) {
   std::vector<std::string_view> out;
   for (std::size_t at = 0; at <= list.size();) {
-    std::size_t comma = std::min(list.find(',', at), list.size());
+    std::size_t comma = list.find(',', at);
+    if (comma == std::string_view::npos) comma = list.size();
     out.push_back(list.substr(at, comma - at));
     at = comma + 1;
   }

@@ -7,7 +7,6 @@
 
 #include "gpuaff/config.hpp"
 
-#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -102,7 +101,7 @@ constexpr CoreList physical_cores(const Topology& topo, const CpuSet& cpus) {
   if (cpus.empty()) return out;
   detail::SparseSet left(cpus);
   std::size_t most = static_cast<std::size_t>(left.words()) * 64;  // at most one core per CPU
-  out.refs_.reserve(std::min(most, topo.cores.size()));
+  out.refs_.reserve(most < topo.cores.size() ? most : topo.cores.size());
   for (std::size_t i = 0; i < topo.cores.size() && !left.empty(); ++i) {
     const CpuSet& t = topo.cores[i].threads;
     if (!left.hits(t)) continue;
@@ -118,9 +117,17 @@ constexpr CoreList physical_cores(const Topology& topo, const CpuSet& cpus) {
     out.refs_.push_back(r);
   }
   if (!left.empty()) {
+    // CPUs of no listed core are cores of their own, put in key order by
+    // insertion: the cores' entries are in order already (Topology::cores is
+    // sorted by lowest thread), so each moves only past the keys above it.
     left.for_each_left([&](int id) { out.refs_.push_back(CoreList::Ref{id, -1, -1, id / 64}); });
-    std::sort(out.refs_.begin(), out.refs_.end(),
-              [](const CoreList::Ref& a, const CoreList::Ref& b) { return a.key < b.key; });
+    std::vector<CoreList::Ref>& v = out.refs_;
+    for (std::size_t i = 1; i < v.size(); ++i) {
+      CoreList::Ref r = v[i];
+      std::size_t j = i;
+      for (; j > 0 && v[j - 1].key > r.key; --j) v[j] = v[j - 1];
+      v[j] = r;
+    }
   }
   return out;
 }
@@ -147,7 +154,7 @@ constexpr CpuSet share(const CoreList& cores, int parts, int index, Smt smt = Sm
   int k = static_cast<int>(cores.size());
   int per = k / parts;
   int extra = k % parts;
-  int begin = index * per + std::min(index, extra);
+  int begin = index * per + (index < extra ? index : extra);
   int len = per + (index < extra ? 1 : 0);
   return cores.threads(static_cast<std::size_t>(begin), static_cast<std::size_t>(len), smt);
 }
