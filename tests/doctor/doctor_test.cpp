@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The /proc parsing behind `gpuaff doctor` (doctor/doctor.hpp); the command
 // itself is tested against live processes in tests/cli/cli_nics_test.cpp.
+#include <gpuaff/doctor/all.hpp>
 #include <gpuaff/doctor/doctor.hpp>
 
 #include <sys/wait.h>
@@ -38,6 +39,25 @@ TEST_CASE("environ: NUL-separated NAME=VALUE entries; fighting settings named wi
   CHECK_FALSE(fights[0].why.empty());
   CHECK(gpuaff::thread_owner("pt_autograd_0") == "PyTorch");
   CHECK(gpuaff::thread_owner("worker").empty());
+}
+
+TEST_CASE("a process's scheduler job: SLURM_JOB_ID, PBS_JOBID or LSB_JOBID, matched whole") {
+  using gpuaff::detail::environ_in_job;
+  using gpuaff::detail::environ_value;
+  // /proc/PID/environ: entries end in NUL, the last one too.
+  const std::string env = "PATH=/bin\0SLURM_JOB_ID_OLD=9\0SLURM_JOB_ID=4242\0EMPTY=\0"s;
+  CHECK(environ_value(env, "SLURM_JOB_ID") == "4242");  // not SLURM_JOB_ID_OLD, listed first
+  CHECK(environ_value(env, "PATH") == "/bin");
+  CHECK(environ_value(env, "EMPTY") == "");
+  CHECK_FALSE(environ_value(env, "SLURM_JOB").has_value());  // a prefix of a name is not the name
+  CHECK_FALSE(environ_value(env, "HOME").has_value());
+  CHECK(environ_value("LSB_JOBID=7"s, "LSB_JOBID") == "7");  // no final NUL
+  CHECK(environ_in_job(env, "4242"));
+  CHECK_FALSE(environ_in_job(env, "424"));   // the whole value, not a prefix
+  CHECK_FALSE(environ_in_job(env, "9"));     // SLURM_JOB_ID_OLD is not a job variable
+  CHECK(environ_in_job("PBS_JOBID=12[3].pbs01\0"s, "12[3].pbs01"));
+  CHECK(environ_in_job("X=1\0LSB_JOBID=88\0"s, "88"));
+  CHECK_FALSE(environ_in_job("X=1\0"s, "1"));
 }
 
 TEST_CASE("this process: its threads and its environment from /proc") {

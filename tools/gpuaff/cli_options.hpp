@@ -76,6 +76,9 @@ inline constexpr auto cli_options = std::to_array<OptionInfo>({
      "process's plan), and the commands that would steer them off (printed, never run)"},
     {"steer_irqs", "--steer-irqs", "", OptionType::flag, for_doctor, "",
      "with --pid and --irqs: apply the steering printed (writes /proc/irq/N/smp_affinity_list; needs root)"},
+    {"job", "--job", "ID", OptionType::text, for_doctor, "",
+     "with --all, --watch or --nics: only the processes of this scheduler job, those whose SLURM_JOB_ID, PBS_JOBID "
+     "or LSB_JOBID is ID (a node shared by several jobs); the others are counted in a note"},
     {"interval", "--interval", "S", OptionType::text, for_doctor, "10",
      "with --watch: seconds between two checks; with --nics: between the two samples of the NICs' counters; a "
      "decimal number from 0.1 to 86400"},

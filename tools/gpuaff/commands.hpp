@@ -64,6 +64,7 @@ struct DoctorArgs {
   std::string counters{};          ///< --counters FILE: a recorded counter sequence instead of this machine
   bool irqs = false;               ///< --irqs: the plan's devices' interrupts against its roles
   bool steer_irqs = false;         ///< --steer-irqs: apply the steering (root)
+  std::string job{};               ///< --job ID: only that scheduler job's processes (--all, --watch, --nics)
 };
 
 struct ProbeArgs {

@@ -707,7 +707,7 @@ int run_doctor(const DoctorArgs& args) {
     return report_error(make_error(Errc::invalid_argument, "gpu=all is for bind: doctor checks one process; name its GPU with gpu=N"));
   if (!args.merge.empty()) return run_merge(args.merge);
   if (args.nics && !args.watch) return run_doctor_nics(args);
-  DoctorOptions d{.min_local = args.min_local};
+  DoctorOptions d{.min_local = args.min_local, .job = args.job};
   if (args.watch) return run_watch(args, d);
   if (args.all) {
     NodeReport r = examine_all(args.options, d, cli_readers());

@@ -98,7 +98,7 @@ std::string text_of(const NicTrafficReport& r, const std::vector<RankNics>& rank
                     n.users.empty() ? "-" : safe(detail::joined(n.users, ",")), n.busy ? "busy" : "idle"});
   if (!r.nics.empty()) out += render_table(rows, "  ");
   for (const auto& f : r.findings) out += std::string(f.problem ? "problem: " : "note: ") + safe(cli_spelling(f.message)) + '\n';
-  for (const auto& n : r.notes) out += "note: " + safe(n) + '\n';
+  for (const auto& n : r.notes) out += "note: " + safe(cli_spelling(n)) + '\n';
   out += r.healthy() ? "healthy\n" : "NOT healthy\n";
   return out;
 }
@@ -122,7 +122,9 @@ J json_of(const NicTrafficReport& r, const std::vector<RankNics>& ranks) {
     fs.push_back(J{{"kind", std::string(to_string(f.kind))}, {"nic", f.nic}, {"ranks", f.ranks}, {"idle", f.idle},
                    {"problem", f.problem}, {"message", cli_spelling(f.message)}});
   j["findings"] = std::move(fs);
-  j["notes"] = r.notes;
+  J notes = J::array();
+  for (const auto& n : r.notes) notes.push_back(cli_spelling(n));
+  j["notes"] = std::move(notes);
   return j;
 }
 
@@ -226,7 +228,12 @@ int run_doctor_nics(const DoctorArgs& args) {
     sleep_seconds(args.interval);
     after = sample_nic_counters(root, monotonic_seconds());
   }
-  std::vector<RankNics> ranks = planned_ranks(topo ? &*topo : nullptr, planned_processes(), notes);
+  int other_jobs = 0;
+  std::vector<int> pids = planned_processes(nullptr, args.job, &other_jobs);
+  if (!args.job.empty() && (other_jobs > 0 || pids.empty()))
+    notes.push_back("job=" + args.job + ": " + std::to_string(pids.size()) + " planned process(es) of the job read, " +
+                    std::to_string(other_jobs) + " of other jobs (or of none) left out");
+  std::vector<RankNics> ranks = planned_ranks(topo ? &*topo : nullptr, pids, notes);
   NicTrafficOptions o;
   if (topo) o.rails = rails_of(*topo);
   NicTrafficReport r = judge_nic_traffic(before, after, ranks, o);

@@ -422,6 +422,23 @@ int doctor_command(const Given& given) {
                                              "' is not a number of checks (a positive integer)"));
     args.count = n;
   }
+  if (auto job = cli_value(given, "job")) {
+    if (!args.all && !args.watch && !args.nics)
+      return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument,
+                                             "--job picks the processes --all, --watch or --nics check; --pid names "
+                                             "one and --merge reads reports: leave --job out"));
+    // A job id as the schedulers write it: digits, and for PBS a server name
+    // and an array index ("1234[5].pbs01"); never blank or a list.
+    bool ok = !job->empty() && job->size() <= 128;
+    for (char c : *job)
+      ok = ok && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '-' ||
+                  c == '_' || c == '[' || c == ']');
+    if (!ok)
+      return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--job '", std::string_view(*job).substr(0, 40),
+                                             "' is not a job id (the SLURM_JOB_ID, PBS_JOBID or LSB_JOBID of the "
+                                             "job's processes, such as 4242)"));
+    args.job = *job;
+  }
   args.rebind = cli_value(given, "rebind") == "true";
   args.irqs = cli_value(given, "irqs") == "true";
   args.steer_irqs = cli_value(given, "steer_irqs") == "true";

@@ -64,6 +64,28 @@ inline bool environ_has_plan(std::string_view text) {
   return text.find(std::string(1, '\0') + key) != std::string_view::npos;
 }
 
+/// The value of `name` in an environ file's text (NUL-separated NAME=value
+/// entries); nullopt when it is not set.
+inline std::optional<std::string_view> environ_value(std::string_view text, std::string_view name) {
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = text.find('\0', at);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view entry = text.substr(at, end - at);
+    if (entry.size() > name.size() && entry.substr(0, name.size()) == name && entry[name.size()] == '=')
+      return entry.substr(name.size() + 1);
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
+/// Whether the process whose environ file reads `text` belongs to scheduler
+/// job `job`: one of job_id_variables (launch/front.hpp) is set to it.
+inline bool environ_in_job(std::string_view text, std::string_view job) {
+  for (std::string_view name : job_id_variables)
+    if (environ_value(text, name) == job) return true;
+  return false;
+}
+
 /// What is wrong with the GPUAFF_PLAN of `pid`, when the check of it failed
 /// because it carries one that is not a plan gpuaff wrote (and `machine`
 /// does not name a plan of its own to check it against); nullopt otherwise
@@ -85,9 +107,13 @@ inline std::optional<std::string> invalid_plan(int pid, const LaunchOptions& mac
 /// The processes of this machine (other than this one) whose environment
 /// carries GPUAFF_PLAN, by pid. A process whose environment this one may not
 /// read (another user's, without privilege) is counted in `*unreadable`.
-inline std::vector<int> planned_processes(int* unreadable = nullptr) {
+/// With `job`, only the processes of that scheduler job (environ_in_job);
+/// the planned ones of other jobs, or of none, are counted in `*other_jobs`.
+inline std::vector<int> planned_processes(int* unreadable = nullptr, std::string_view job = {},
+                                          int* other_jobs = nullptr) {
   std::vector<int> out;
   int hidden = 0;
+  int others = 0;
   DIR* dir = ::opendir("/proc");
   if (dir == nullptr) return out;
   int self = static_cast<int>(::getpid());
@@ -100,11 +126,14 @@ inline std::vector<int> planned_processes(int* unreadable = nullptr) {
     std::string text;
     int err = detail::read_whole_file(std::string("/proc/") + std::string(name) + "/environ", text);
     if (err == EACCES || err == EPERM) ++hidden;
-    if (err == 0 && detail::environ_has_plan(text)) out.push_back(static_cast<int>(pid));
+    if (err != 0 || !detail::environ_has_plan(text)) continue;
+    if (!job.empty() && !detail::environ_in_job(text, job)) ++others;
+    else out.push_back(static_cast<int>(pid));
   }
   ::closedir(dir);
   std::sort(out.begin(), out.end());
   if (unreadable != nullptr) *unreadable = hidden;
+  if (other_jobs != nullptr) *other_jobs = others;
   return out;
 }
 
@@ -123,7 +152,13 @@ inline NodeReport examine_all(const LaunchOptions& machine, const DoctorOptions&
   auto topo = load(machine, process_environment(), readers, SysfsDetail::full, nullptr,
                    TopologyParts::only(&TopologyParts::nics));
   int unreadable = 0;
-  for (int pid : planned_processes(&unreadable)) {
+  int other_jobs = 0;
+  std::vector<int> pids = planned_processes(&unreadable, d.job, &other_jobs);
+  if (!d.job.empty() && (other_jobs > 0 || pids.empty()))
+    r.notes.push_back("job=" + d.job + ": " + std::to_string(pids.size()) + " planned process(es) of the job checked, " +
+                      std::to_string(other_jobs) + " of other jobs (or of none) left out" +
+                      (pids.empty() ? "; is the job's id right (its SLURM_JOB_ID, PBS_JOBID or LSB_JOBID)?" : ""));
+  for (int pid : pids) {
     auto v = examine_process(pid, machine, d, readers, topo ? &*topo : nullptr);
     if (v) r.verdicts.push_back(std::move(*v));
     else if (auto bad = detail::invalid_plan(pid, machine)) r.invalid_plans.push_back({pid, std::move(*bad)});

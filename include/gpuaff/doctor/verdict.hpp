@@ -83,6 +83,10 @@ struct DoctorOptions {
   /// buffer that must be on the plan's host nodes.
   long long min_buffer_bytes = 16LL << 20;
   std::size_t listed_mappings = 5;  ///< how many of the largest mappings the verdict lists
+  /// examine_all (doctor --all, --watch, --nics): only the processes of this
+  /// scheduler job, those whose SLURM_JOB_ID, PBS_JOBID or LSB_JOBID is it
+  /// (a node shared by several jobs); empty: every planned process.
+  std::string job{};
 };
 
 namespace detail {

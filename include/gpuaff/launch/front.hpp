@@ -125,13 +125,18 @@ inline VisibleDevices visible_devices_of(const LaunchOptions& o, const Environme
                         .cuda_device_order = env("CUDA_DEVICE_ORDER").value_or(std::string())};
 }
 
+/// The variables a batch scheduler sets to its job's id in every process of
+/// the job (Slurm, PBS/Torque, LSF).
+inline constexpr std::string_view job_id_variables[] = {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID"};
+
 /// Whether a load in the environment `env` asks each NVIDIA GPU's device node
 /// whether the process may open it (SysfsOptions::probe_device_nodes;
 /// docs/contract.md section 2): in a batch job (SLURM_JOB_ID, PBS_JOBID or
 /// LSB_JOBID set) with CUDA_VISIBLE_DEVICES set, where a scheduler's device
 /// cgroup may hide GPUs that the driver still lists.
 inline bool device_nodes_probe_due(const Environment& env) {
-  bool batch = env("SLURM_JOB_ID").has_value() || env("PBS_JOBID").has_value() || env("LSB_JOBID").has_value();
+  bool batch = false;
+  for (std::string_view name : job_id_variables) batch = batch || env(name).has_value();
   return batch && env("CUDA_VISIBLE_DEVICES").has_value();
 }
 
