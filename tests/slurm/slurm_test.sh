@@ -262,6 +262,17 @@ PY
   expect "doctor --all: task $t (SLURM_LOCALID=$t) on GPU $t's CPU $t, healthy" "$row" "$t $t True"
   expect_in "doctor --merge: a healthy row for task $t" "$(cat "$tmp/merged.out")" "SLURM_LOCALID=$t  $t"
 done
+# 5b. The same with --job "$SLURM_JOB_ID", as docs/doctor.md runs it on a
+#     node shared by several jobs: the step's own SLURM_JOB_ID picks exactly
+#     the job's two tasks, whatever else runs here, so the exit status is 0.
+rc=0
+timeout 60 srun --overlap --jobid="$ranks_job" -n1 \
+  sh -c 'exec "$0" doctor --all --job "$SLURM_JOB_ID" --root "$1" --format json' "$gpuaff" "$root" \
+  >"$tmp/doctor-job.json" 2>"$tmp/doctor-job.err" || rc=$?
+expect "doctor --all --job \$SLURM_JOB_ID in the job: exit status" "$rc" 0
+sources=$(python3 -c 'import json, sys; print(" ".join(sorted(p["gpu_source"] for p in json.load(open(sys.argv[1]))["processes"])))' \
+  "$tmp/doctor-job.json" 2>&1) || true
+expect "doctor --all --job \$SLURM_JOB_ID: the job's two tasks, nothing else" "$sources" "SLURM_LOCALID=0 SLURM_LOCALID=1"
 [[ -z $ranks_job ]] || scancel "$ranks_job"
 wait "$ranks_pid" 2>/dev/null || true
 
