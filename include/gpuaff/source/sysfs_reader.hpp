@@ -49,6 +49,7 @@ struct CpuFile {
 inline Result<bool> is_live_root(const std::string& root) {
   if (root.empty())
     return fail(Errc::invalid_argument, "the topology root is empty; pass root=/ or a directory made by `gpuaff record`");
+  if (root == "/") return true;  // this process's root: nothing to ask (a load per rank, per call)
   struct stat st {};
   if (::stat(root.c_str(), &st) != 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
     // fixtures/NAME where the source tree has fixtures/NAME.tar.xz (the build unpacks it)
@@ -64,7 +65,7 @@ inline Result<bool> is_live_root(const std::string& root) {
   // Only the directory "/" itself can resolve to "/": another one is not the
   // host's root, known without walking its path (realpath reads each link).
   struct stat top {};
-  if (root != "/" && ::stat("/", &top) == 0 && (top.st_dev != st.st_dev || top.st_ino != st.st_ino)) return false;
+  if (::stat("/", &top) == 0 && (top.st_dev != st.st_dev || top.st_ino != st.st_ino)) return false;
   return is_host_root(root);
 }
 
