@@ -64,8 +64,13 @@ sys.exit(0 if m and int(m.group(1)) >= 3 else 1)' "$tmp/1001.json"; then
   ok "a note counts the planned processes of other jobs left out"
 else bad "no note counting what --job 1001 left out: $(cat "$tmp/1001.json")"; fi
 
+job=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("job"))' "$tmp/1001.json")
+[[ $job == 1001 ]] && ok "the report says which job it is (\"job\": \"1001\")" || bad "the report's job is '$job', not 1001"
+
 rc=0
 "$gpuaff" doctor --all --root "$root" --job 1002 >"$tmp/1002.txt" || rc=$?
+grep -q "^node .*: 2 process(es) of job 1002 carry a GPUAFF_PLAN, 1 not healthy$" "$tmp/1002.txt" &&
+  ok "the text report's first line names the job" || bad "job 1002's first line: $(head -1 "$tmp/1002.txt")"
 [[ $rc -eq 7 ]] && ok "job 1002 is not healthy: exit 7" || bad "doctor --all --job 1002 exited $rc, not 7"
 grep -q "${pids[3]}" "$tmp/1002.txt" && ! grep -q "${pids[0]}" "$tmp/1002.txt" &&
   ok "job 1002's text report names its pid ${pids[3]} and not job 1001's" || bad "job 1002's report: $(cat "$tmp/1002.txt")"
@@ -84,10 +89,23 @@ for p in "${pids[@]}"; do [[ $got == *" $p "* ]] || all_in=0; done
 [[ $rc -eq 7 && $all_in -eq 1 ]] && ok "without --job every planned process is checked (exit 7)" ||
   bad "doctor --all without --job: exit $rc, pids '$got'"
 
+# --merge: the reports of one job merge; two jobs' reports are a usage error
+# naming both (a report without --job, one job's or not, merges with either).
+"$gpuaff" doctor --all --root "$root" --job 1002 --format json >"$tmp/1002.json" || true
+python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); r["node"] = "other"; json.dump(r, open(sys.argv[2], "w"))' \
+  "$tmp/1001.json" "$tmp/1001-other.json"
+rc=0
+"$gpuaff" doctor --merge "$tmp/1001.json" --merge "$tmp/1001-other.json" >/dev/null 2>&1 || rc=$?
+[[ $rc -eq 0 ]] && ok "--merge of two nodes' reports of job 1001: exit 0" || bad "--merge of job 1001's reports exited $rc"
+rc=0
+err=$("$gpuaff" doctor --merge "$tmp/1001-other.json" --merge "$tmp/1002.json" 2>&1 >/dev/null) || rc=$?
+[[ $rc -eq 2 && $err == *"job 1001's report and"*"job 1002's"* ]] && ok "--merge of two jobs' reports: exit 2 naming both jobs" ||
+  bad "--merge of two jobs' reports: exit $rc: $err"
+
 # A job with no planned process here: 0 checked, and the note asks whether the id is right.
 rc=0
 "$gpuaff" doctor --all --root "$root" --job 999999 >"$tmp/none.txt" || rc=$?
-[[ $rc -eq 0 ]] && grep -q "0 process(es) carry a GPUAFF_PLAN" "$tmp/none.txt" &&
+[[ $rc -eq 0 ]] && grep -q "0 process(es) of job 999999 carry a GPUAFF_PLAN" "$tmp/none.txt" &&
   grep -q "is the job's id right" "$tmp/none.txt" && ok "a job with no planned process here says so" ||
   bad "doctor --all --job 999999: exit $rc: $(cat "$tmp/none.txt")"
 

@@ -218,8 +218,8 @@ std::string prometheus_of(const std::vector<Verdict>& verdicts, std::optional<in
 std::string all_text(const NodeReport& r) {
   std::size_t off = r.invalid_plans.size();
   for (const auto& v : r.verdicts) off += v.healthy() ? 0 : 1;
-  std::string out = "node " + safe(r.node) + ": " + std::to_string(r.planned()) +
-                    " process(es) carry a GPUAFF_PLAN" +
+  std::string out = "node " + safe(r.node) + ": " + std::to_string(r.planned()) + " process(es)" +
+                    (r.job.empty() ? std::string() : " of job " + safe(r.job)) + " carry a GPUAFF_PLAN" +
                     (r.planned() == 0 ? std::string() : ", " + std::to_string(off) + " not healthy") + '\n';
   std::vector<std::vector<std::string>> rows{{"pid", "rank", "gpu", "pci", "planned CPUs", "threads out", "memory local", "verdict"}};
   for (const auto& v : r.verdicts) {
@@ -254,6 +254,7 @@ std::string all_text(const NodeReport& r) {
 J all_json(const NodeReport& r) {
   J j;
   j["node"] = r.node;
+  if (!r.job.empty()) j["job"] = r.job;  // --job: the scheduler job whose processes these are
   J processes = J::array();
   for (const auto& v : r.verdicts) processes.push_back(json_object(v));
   j["processes"] = std::move(processes);
@@ -285,6 +286,7 @@ struct MergedProcess {
 struct MergedReport {
   std::string file;
   std::string node;
+  std::string job;  // --job of the report; empty: every planned process of the node
   std::vector<MergedProcess> processes;
   std::vector<std::pair<std::string, std::string>> invalid_plans;  // pid (or "?"), problem
   std::vector<std::pair<std::string, std::string>> gpu_rails;      // GPU index, NIC set
@@ -325,6 +327,10 @@ Result<MergedReport> read_merge_report(const std::string& file) {
   r.file = file;
   if (!j["node"].is_string()) return wrong("node", "a string");
   r.node = j["node"].get<std::string>();
+  if (auto it = j.find("job"); it != j.end()) {
+    if (!it->is_string()) return wrong("job", "a string");
+    r.job = it->get<std::string>();
+  }
   const auto& procs = j["processes"];
   if (!procs.is_array()) return wrong("processes", "an array");
   r.processes.reserve(procs.size());
@@ -428,6 +434,16 @@ int run_merge(const std::vector<std::string>& files) {
                                      " are both the report of node '", safe(r->node),
                                      "'; give each node's report once"));
     reports.push_back(std::move(*r));
+  }
+  // Reports of two different jobs (--job) are two jobs' tables, not one.
+  const MergedReport* with_job = nullptr;
+  for (const auto& r : reports) {
+    if (r.job.empty()) continue;
+    if (with_job == nullptr) with_job = &r;
+    else if (r.job != with_job->job)
+      return report_error(make_error(Errc::invalid_argument, "--merge: ", safe(with_job->file), " is job ",
+                                     safe(with_job->job), "'s report and ", safe(r.file), " job ", safe(r.job),
+                                     "'s; merge the reports of one job"));
   }
   std::sort(reports.begin(), reports.end(), [](const MergedReport& a, const MergedReport& b) { return a.node < b.node; });
   std::vector<std::vector<std::string>> rows{{"node", "rank", "gpu", "pid", "verdict", "problems"}};

@@ -37,6 +37,7 @@ struct InvalidPlan {
 /// One machine's processes that carry a plan.
 struct NodeReport {
   std::string node;                      ///< the host name
+  std::string job{};                     ///< DoctorOptions::job: only this scheduler job's processes; empty: all
   std::vector<Verdict> verdicts{};       ///< one per process, by pid
   std::vector<InvalidPlan> invalid_plans{};  ///< processes whose plan cannot be read, by pid
   std::vector<std::string> notes{};      ///< processes that ended or could not be read, and why
@@ -149,6 +150,7 @@ inline NodeReport examine_all(const LaunchOptions& machine, const DoctorOptions&
   NodeReport r;
   char host[256] = {};
   r.node = ::gethostname(host, sizeof host - 1) == 0 ? std::string(host) : std::string("?");
+  r.job = d.job;
   auto topo = load(machine, process_environment(), readers, SysfsDetail::full, nullptr,
                    TopologyParts::only(&TopologyParts::nics));
   int unreadable = 0;
