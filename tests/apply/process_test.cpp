@@ -250,50 +250,78 @@ struct BusyKernel {
 };
 }  // namespace
 
+namespace {
+/// Runs `body` on a thread started now, before the threads `body` starts:
+/// bind_process scans in ascending thread id, and these cases need the
+/// binding thread scanned before them. This test's own thread cannot stand
+/// in for it: the kernel's id counter wraps at pid_max (32768 on a small
+/// machine), and threads started after a wrap have lower ids than one
+/// started before it. REQUIRE would throw out of that thread, so the body
+/// uses CHECK and returns early where REQUIRE would stop.
+template <class F>
+void on_new_thread(F body) {
+  std::thread t(body);
+  t.join();
+}
+}  // namespace
+
 TEST_CASE("after a failure, a thread born during the scan with the binding is put back too") {
   REQUIRE(cpu_b() != cpu_a());  // the binding must differ from the threads' mask to be seen
-  ParkedThreads parked(3);
-  auto tids = parked.tids();
-  std::sort(tids.begin(), tids.end());
-  // Scans go in ascending order: this thread (the lowest id, the process's
-  // first) is bound and starts the newcomer, tids[0] is bound, tids[1] fails.
-  REQUIRE(gpuaff::detail::current_tid() < tids[0]);
-  BusyKernel kernel(tids[1]);
-  auto r = [&] {
-    gpuaff::detail::ScopedSyscalls use(kernel.fake);
-    return gpuaff::bind_process(CpuSet::single(cpu_b()));
-  }();
-  REQUIRE_FALSE(r);
-  REQUIRE(newborn != nullptr);
-  pid_t born = newborn->tids()[0];
-  std::string msg(r.error().message());
-  CHECK(msg.find("thread " + std::to_string(tids[1])) != std::string::npos);
-  CHECK(msg.find("every thread was put back") != std::string::npos);
-  // The newcomer was created by a bound thread, so it started bound; the undo found it.
-  CHECK(thread_status_cpus(born) == allowed_at_start());
-  for (pid_t tid : tids) CHECK(thread_status_cpus(tid) == allowed_at_start());
+  on_new_thread([] {
+    ParkedThreads parked(3);
+    auto tids = parked.tids();
+    std::sort(tids.begin(), tids.end());
+    // Scans go in ascending order: this thread (started before the parked
+    // ones) is bound and starts the newcomer, tids[0] is bound, tids[1] fails.
+    // (The test's main thread is scanned first, or after the failure when
+    // the ids wrapped: bound and put back, or never touched.)
+    CHECK(gpuaff::detail::current_tid() < tids[0]);
+    if (gpuaff::detail::current_tid() > tids[0]) return;  // the ids wrapped in between (the check says so)
+    BusyKernel kernel(tids[1]);
+    auto r = [&] {
+      gpuaff::detail::ScopedSyscalls use(kernel.fake);
+      return gpuaff::bind_process(CpuSet::single(cpu_b()));
+    }();
+    CHECK_FALSE(r);
+    CHECK(newborn != nullptr);
+    if (r || newborn == nullptr) return;
+    pid_t born = newborn->tids()[0];
+    std::string msg(r.error().message());
+    CHECK(msg.find("thread " + std::to_string(tids[1])) != std::string::npos);
+    CHECK(msg.find("every thread was put back") != std::string::npos);
+    // The newcomer was created by a bound thread, so it started bound; the undo found it.
+    CHECK(thread_status_cpus(born) == allowed_at_start());
+    for (pid_t tid : tids) CHECK(thread_status_cpus(tid) == allowed_at_start());
+    CHECK(thread_status_cpus(gpuaff::detail::current_tid()) == allowed_at_start());
+  });
   CHECK(thread_status_cpus(gpuaff::detail::current_tid()) == allowed_at_start());
 }
 
 TEST_CASE("after a failure, a thread that cannot be put back is named, and the others are put back") {
   REQUIRE(cpu_b() != cpu_a());
-  ParkedThreads parked(3);
-  auto tids = parked.tids();
-  std::sort(tids.begin(), tids.end());
-  REQUIRE(gpuaff::detail::current_tid() < tids[0]);
-  BusyKernel kernel(tids[2], tids[0]);  // tids[0] and tids[1] get bound, tids[2] fails, tids[0] stays bound
-  auto r = [&] {
-    gpuaff::detail::ScopedSyscalls use(kernel.fake);
-    return gpuaff::bind_process(CpuSet::single(cpu_b()));
-  }();
-  REQUIRE_FALSE(r);
-  std::string msg(r.error().message());
-  CHECK(msg.find("thread " + std::to_string(tids[0]) + " could not be put back and stays bound to CPUs " +
-                 std::to_string(cpu_b())) != std::string::npos);
-  CHECK(msg.find("every thread was put back") == std::string::npos);
-  CHECK(thread_status_cpus(tids[0]) == CpuSet::single(cpu_b()));  // as the message says
-  CHECK(thread_status_cpus(tids[1]) == allowed_at_start());
-  CHECK(thread_status_cpus(newborn->tids()[0]) == allowed_at_start());
+  on_new_thread([] {
+    ParkedThreads parked(3);
+    auto tids = parked.tids();
+    std::sort(tids.begin(), tids.end());
+    CHECK(gpuaff::detail::current_tid() < tids[0]);
+    if (gpuaff::detail::current_tid() > tids[0]) return;  // the ids wrapped in between (the check says so)
+    BusyKernel kernel(tids[2], tids[0]);  // tids[0] and tids[1] get bound, tids[2] fails, tids[0] stays bound
+    auto r = [&] {
+      gpuaff::detail::ScopedSyscalls use(kernel.fake);
+      return gpuaff::bind_process(CpuSet::single(cpu_b()));
+    }();
+    CHECK_FALSE(r);
+    CHECK(newborn != nullptr);
+    if (r || newborn == nullptr) return;
+    std::string msg(r.error().message());
+    CHECK(msg.find("thread " + std::to_string(tids[0]) + " could not be put back and stays bound to CPUs " +
+                   std::to_string(cpu_b())) != std::string::npos);
+    CHECK(msg.find("every thread was put back") == std::string::npos);
+    CHECK(thread_status_cpus(tids[0]) == CpuSet::single(cpu_b()));  // as the message says
+    CHECK(thread_status_cpus(tids[1]) == allowed_at_start());
+    CHECK(thread_status_cpus(newborn->tids()[0]) == allowed_at_start());
+    CHECK(thread_status_cpus(gpuaff::detail::current_tid()) == allowed_at_start());
+  });
   CHECK(thread_status_cpus(gpuaff::detail::current_tid()) == allowed_at_start());
   unbind_all();
 }
