@@ -228,11 +228,7 @@ int run_doctor_nics(const DoctorArgs& args) {
     sleep_seconds(args.interval);
     after = sample_nic_counters(root, monotonic_seconds());
   }
-  int other_jobs = 0;
-  std::vector<int> pids = planned_processes(nullptr, args.job, &other_jobs);
-  if (!args.job.empty() && (other_jobs > 0 || pids.empty()))
-    notes.push_back("job=" + args.job + ": " + std::to_string(pids.size()) + " planned process(es) of the job read, " +
-                    std::to_string(other_jobs) + " of other jobs (or of none) left out");
+  std::vector<int> pids = detail::planned_processes_of_job(args.job, "read", notes);
   std::vector<RankNics> ranks = planned_ranks(topo ? &*topo : nullptr, pids, notes);
   NicTrafficOptions o;
   if (topo) o.rails = rails_of(*topo);

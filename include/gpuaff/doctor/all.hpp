@@ -58,15 +58,9 @@ struct NodeReport {
 
 namespace detail {
 
-/// "GPUAFF_PLAN=" at the start of one of the NUL-separated entries of an environ file.
-inline bool environ_has_plan(std::string_view text) {
-  std::string key = std::string(plan_variable) + "=";
-  if (text.substr(0, key.size()) == key) return true;
-  return text.find(std::string(1, '\0') + key) != std::string_view::npos;
-}
-
 /// The value of `name` in an environ file's text (NUL-separated NAME=value
-/// entries); nullopt when it is not set.
+/// entries); nullopt when it is not set. Without parse_environ's map: the
+/// listing asks this of every process of the machine.
 inline std::optional<std::string_view> environ_value(std::string_view text, std::string_view name) {
   for (std::size_t at = 0; at < text.size();) {
     std::size_t end = text.find('\0', at);
@@ -78,6 +72,9 @@ inline std::optional<std::string_view> environ_value(std::string_view text, std:
   }
   return std::nullopt;
 }
+
+/// Whether an environ file's text sets GPUAFF_PLAN.
+inline bool environ_has_plan(std::string_view text) { return environ_value(text, plan_variable).has_value(); }
 
 /// Whether the process whose environ file reads `text` belongs to scheduler
 /// job `job`: one of job_id_variables (launch/front.hpp) is set to it.
@@ -138,6 +135,23 @@ inline std::vector<int> planned_processes(int* unreadable = nullptr, std::string
   return out;
 }
 
+namespace detail {
+/// planned_processes() of scheduler job `job` (every one when it is empty),
+/// and, when `job` left some out or found none, the note that says so
+/// ("job=ID: N planned process(es) of the job <done>, M of other jobs ...")
+/// appended to `notes`.
+inline std::vector<int> planned_processes_of_job(std::string_view job, std::string_view done,
+                                                 std::vector<std::string>& notes, int* unreadable = nullptr) {
+  int other_jobs = 0;
+  std::vector<int> pids = planned_processes(unreadable, job, &other_jobs);
+  if (!job.empty() && (other_jobs > 0 || pids.empty()))
+    notes.push_back("job=" + std::string(job) + ": " + std::to_string(pids.size()) + " planned process(es) of the job " +
+                    std::string(done) + ", " + std::to_string(other_jobs) + " of other jobs (or of none) left out" +
+                    (pids.empty() ? "; is the job's id right (its SLURM_JOB_ID, PBS_JOBID or LSB_JOBID)?" : ""));
+  return pids;
+}
+}  // namespace detail
+
 /// Every planned process of this machine checked against its own plan, with
 /// the machine `machine` names (this one by default), read once with its NICs,
 /// for the processes' NIC lists and each GPU's NIC set.
@@ -154,13 +168,7 @@ inline NodeReport examine_all(const LaunchOptions& machine, const DoctorOptions&
   auto topo = load(machine, process_environment(), readers, SysfsDetail::full, nullptr,
                    TopologyParts::only(&TopologyParts::nics));
   int unreadable = 0;
-  int other_jobs = 0;
-  std::vector<int> pids = planned_processes(&unreadable, d.job, &other_jobs);
-  if (!d.job.empty() && (other_jobs > 0 || pids.empty()))
-    r.notes.push_back("job=" + d.job + ": " + std::to_string(pids.size()) + " planned process(es) of the job checked, " +
-                      std::to_string(other_jobs) + " of other jobs (or of none) left out" +
-                      (pids.empty() ? "; is the job's id right (its SLURM_JOB_ID, PBS_JOBID or LSB_JOBID)?" : ""));
-  for (int pid : pids) {
+  for (int pid : detail::planned_processes_of_job(d.job, "checked", r.notes, &unreadable)) {
     auto v = examine_process(pid, machine, d, readers, topo ? &*topo : nullptr);
     if (v) r.verdicts.push_back(std::move(*v));
     else if (auto bad = detail::invalid_plan(pid, machine)) r.invalid_plans.push_back({pid, std::move(*bad)});
