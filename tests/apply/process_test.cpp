@@ -263,25 +263,37 @@ void on_new_thread(F body) {
   std::thread t(body);
   t.join();
 }
+
+/// The ids of `parked` in the order bind_process scans them (ascending);
+/// empty, with a failed check, unless this thread comes before all of them
+/// (the ids wrapped between its start and theirs).
+std::vector<pid_t> scanned_after_this_thread(ParkedThreads& parked) {
+  auto tids = parked.tids();
+  std::sort(tids.begin(), tids.end());
+  CHECK(gpuaff::detail::current_tid() < tids[0]);
+  if (gpuaff::detail::current_tid() > tids[0]) tids.clear();
+  return tids;
+}
+
+/// bind_process to CPU b through the system calls of `kernel`.
+auto bind_through(BusyKernel& kernel) {
+  gpuaff::detail::ScopedSyscalls use(kernel.fake);
+  return gpuaff::bind_process(CpuSet::single(cpu_b()));
+}
 }  // namespace
 
 TEST_CASE("after a failure, a thread born during the scan with the binding is put back too") {
   REQUIRE(cpu_b() != cpu_a());  // the binding must differ from the threads' mask to be seen
   on_new_thread([] {
     ParkedThreads parked(3);
-    auto tids = parked.tids();
-    std::sort(tids.begin(), tids.end());
     // Scans go in ascending order: this thread (started before the parked
     // ones) is bound and starts the newcomer, tids[0] is bound, tids[1] fails.
     // (The test's main thread is scanned first, or after the failure when
     // the ids wrapped: bound and put back, or never touched.)
-    CHECK(gpuaff::detail::current_tid() < tids[0]);
-    if (gpuaff::detail::current_tid() > tids[0]) return;  // the ids wrapped in between (the check says so)
+    auto tids = scanned_after_this_thread(parked);
+    if (tids.empty()) return;
     BusyKernel kernel(tids[1]);
-    auto r = [&] {
-      gpuaff::detail::ScopedSyscalls use(kernel.fake);
-      return gpuaff::bind_process(CpuSet::single(cpu_b()));
-    }();
+    auto r = bind_through(kernel);
     CHECK_FALSE(r);
     CHECK(newborn != nullptr);
     if (r || newborn == nullptr) return;
@@ -301,15 +313,10 @@ TEST_CASE("after a failure, a thread that cannot be put back is named, and the o
   REQUIRE(cpu_b() != cpu_a());
   on_new_thread([] {
     ParkedThreads parked(3);
-    auto tids = parked.tids();
-    std::sort(tids.begin(), tids.end());
-    CHECK(gpuaff::detail::current_tid() < tids[0]);
-    if (gpuaff::detail::current_tid() > tids[0]) return;  // the ids wrapped in between (the check says so)
+    auto tids = scanned_after_this_thread(parked);
+    if (tids.empty()) return;
     BusyKernel kernel(tids[2], tids[0]);  // tids[0] and tids[1] get bound, tids[2] fails, tids[0] stays bound
-    auto r = [&] {
-      gpuaff::detail::ScopedSyscalls use(kernel.fake);
-      return gpuaff::bind_process(CpuSet::single(cpu_b()));
-    }();
+    auto r = bind_through(kernel);
     CHECK_FALSE(r);
     CHECK(newborn != nullptr);
     if (r || newborn == nullptr) return;

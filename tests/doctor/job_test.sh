@@ -13,13 +13,10 @@
 set -euo pipefail
 [[ $# -eq 1 ]] || { echo "usage: $0 GPUAFF" >&2; exit 2; }
 gpuaff=$(realpath -- "$1")
-skip() { echo "SKIP: $*"; exit 77; }
-command -v python3 >/dev/null || skip "python3 is needed"
-python3 -c 'import os, sys; sys.exit(0 if {0, 1} <= os.sched_getaffinity(0) else 1)' ||
-  skip "CPUs 0 and 1 are not both allowed here"
 
 # shellcheck source=planned_processes.sh
 source "$(dirname "$0")/planned_processes.sh"
+need_cpus_0_1
 planned_tmp job
 
 root=$tmp/root

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Sourced by the doctor's shell tests, which start processes carrying a
 # GPUAFF_PLAN and check them with `gpuaff doctor`:
+#   need_cpus_0_1        exit 77 (ctest's skip) unless python3 is here and CPUs
+#                        0 and 1 are both allowed (the plans of two_gpu_root)
 #   planned_tmp NAME     $tmp, a fresh folder; every pid in $pids is killed and
 #                        the folder removed at exit
 #   wait_for_plans       until each of $pids has exec'd with its GPUAFF_PLAN
@@ -9,6 +11,12 @@
 #                        own: exclusive gives GPU 0 CPU 0 and GPU 1 CPU 1
 #   start_two_ranks ROOT `gpuaff exec --gpu 0|1 --policy exclusive -- sleep 60`
 #                        on that root ($gpuaff), both waited for
+
+need_cpus_0_1() {
+  command -v python3 >/dev/null || { echo "SKIP: python3 is needed"; exit 77; }
+  python3 -c 'import os, sys; sys.exit(0 if {0, 1} <= os.sched_getaffinity(0) else 1)' ||
+    { echo "SKIP: CPUs 0 and 1 are not both allowed here"; exit 77; }
+}
 
 planned_tmp() {
   tmp=$(mktemp -d "/tmp/gpuaff-$1.XXXXXX")
