@@ -4,7 +4,7 @@
     python3 benchmarks/python_bind.py BUILD [--rounds=N]
 
 BUILD is a build directory holding the module (BUILD/python) and the fixtures
-(BUILD/fixtures). Each sample is a fresh interpreter that times, with its own
+(BUILD/fixtures, or its GPUAFF_FIXTURES_DIR). Each sample is a fresh interpreter that times, with its own
 CPU clock (time.process_time: user + system of this process, so the wait for
 a CPU on a shared machine is not counted):
   import   `import gpuaff`
@@ -67,7 +67,9 @@ CHILD = r"""
 import json, os, sys, threading, time
 policy, root = sys.argv[1], sys.argv[2]
 stop = threading.Event()
-threads = [threading.Thread(target=stop.wait) for _ in range(2)]
+# daemon threads: a plan that raises ends the interpreter instead of leaving it
+# waiting for them at exit
+threads = [threading.Thread(target=stop.wait, daemon=True) for _ in range(2)]
 for t in threads: t.start()
 t0 = time.process_time()
 import gpuaff
@@ -80,6 +82,25 @@ stop.set()
 for t in threads: t.join()
 print(json.dumps({"import": t1 - t0, "plan": t2 - t1, "apply": t3 - t2, "cpus": plan.cpulist}))
 """
+
+
+def fixtures_dir(build):
+    """BUILD/fixtures, or the folder the build was configured to unpack them
+    into (GPUAFF_FIXTURES_DIR, as tests/run.sh sets for every build tree)."""
+    here = os.path.join(build, "fixtures")
+    if os.path.isdir(here):
+        return here
+    try:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("GPUAFF_FIXTURES_DIR:"):
+                    configured = line.split("=", 1)[1].strip()
+                    if os.path.isdir(configured):
+                        return configured
+    except OSError:
+        pass
+    sys.exit("python_bind.py: no fixtures in %s nor at its GPUAFF_FIXTURES_DIR: build the tree first "
+             "(cmake --build %s)" % (here, build))
 
 
 # ---- the PyTorch-equivalent reader (semantics of ../shared/REFERENCE.md) -------------
@@ -225,7 +246,7 @@ def side_by_side(build, rounds, fixture):
     sys.path.insert(0, os.path.join(build, "python"))
     import gpuaff
 
-    root = os.path.join(build, "fixtures", fixture)
+    root = os.path.join(fixtures_dir(build), fixture)
     bdfs = [g["pci"] for g in gpuaff.gpus(root=root)]
     allowed = _cpulist(_read(root, "sys/devices/system/cpu/online"))
     reader = Reader(root, bdfs, allowed)
@@ -309,7 +330,7 @@ def main():
     if len(args) != 1:
         sys.exit("usage: python_bind.py BUILD [--rounds=N]")
     build = args[0]
-    root = os.path.join(build, "fixtures", "dgx-h100")
+    root = os.path.join(fixtures_dir(build), "dgx-h100")
     env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
     samples = {p: [] for p in POLICIES}
     for r in range(rounds):
