@@ -3,6 +3,10 @@
 // planted recording may hold. Each is refused with one error naming the files
 // involved, or read the one way that cannot be wrong and noted; none may give
 // a duplicate GPU, shift an index or bind a GPU to every CPU.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gpuaff/gpuaff.hpp>
 
 #include <chrono>
@@ -284,4 +288,54 @@ TEST_CASE("no node directory, GPUs with local CPUs on nodes 0 and 1: refused, no
   std::string m(topo.error().message());
   CHECK(m.find("0000:90:00.0/numa_node: names NUMA node 1, but the tree has no sys/devices/system/node") !=
         std::string::npos);
+}
+
+// read_fd asks what a file is (fstat) only when a read does not look like a
+// regular file's. Each kind below must still be told apart: a FIFO whether or
+// not a writer holds it open, a directory, a device, an empty file, and files
+// at and past one read's buffer (4096 bytes).
+TEST_CASE("whole-file reads refuse FIFOs, devices and directories without asking each file what it is") {
+  TempTree t;
+  t.write("empty", "");
+  t.write("page", std::string(4096, '1'));
+  t.write("long", std::string(10000, '2') + "end");
+  t.write("dir/x", "x");
+  REQUIRE(::mkfifo(t.path("fifo").c_str(), 0644) == 0);
+  std::string out = "stale";
+  using gpuaff::detail::read_whole_file;
+  using gpuaff::detail::ShortRead;
+
+  CHECK(read_whole_file(t.path("empty"), out) == 0);
+  CHECK(out.empty());
+  for (ShortRead mode : {ShortRead::more, ShortRead::end}) {
+    CHECK(read_whole_file(t.path("page"), out, 0, mode) == 0);
+    CHECK(out == std::string(4096, '1'));  // a full first read is not the end, even for sysfs
+    CHECK(read_whole_file(t.path("long"), out, 0, mode) == 0);
+    CHECK(out.size() == 10003);
+    CHECK(out.substr(out.size() - 3) == "end");
+  }
+  CHECK(read_whole_file(t.path("dir"), out) == EISDIR);
+  CHECK(read_whole_file("/dev/zero", out, 0, ShortRead::end) == gpuaff::detail::not_regular_file);
+  CHECK(read_whole_file("/dev/null", out) == gpuaff::detail::not_regular_file);
+  // No writer: the read says "nothing", which an empty file also says.
+  CHECK(read_whole_file(t.path("fifo"), out) == gpuaff::detail::not_regular_file);
+  // A writer that holds the FIFO open and writes nothing: the non-blocking
+  // read says EAGAIN, which no regular file says.
+  int writer_side_reader = ::open(t.path("fifo").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  REQUIRE(writer_side_reader >= 0);
+  int writer = ::open(t.path("fifo").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  REQUIRE(writer >= 0);
+  CHECK(read_whole_file(t.path("fifo"), out, 0, ShortRead::end) == gpuaff::detail::not_regular_file);
+  CHECK(read_whole_file(t.path("fifo"), out, 0, ShortRead::more) == gpuaff::detail::not_regular_file);
+  ::close(writer);
+  ::close(writer_side_reader);
+  // The permission bits, when asked for, come from the same check.
+  mode_t bits = 0;
+  int fd = ::open(t.path("page").c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  REQUIRE(::fchmod(fd, 0640) == 0);
+  CHECK(gpuaff::detail::read_fd(fd, out, ShortRead::end, &bits) == 0);
+  ::close(fd);
+  CHECK(bits == 0640);
+  CHECK(out.size() == 4096);
 }

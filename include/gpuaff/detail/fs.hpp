@@ -57,20 +57,43 @@ enum class ShortRead { more, end };
 /// FIFO, socket or device not_regular_file (detail/errno.hpp), so that a FIFO
 /// planted in a root cannot block a read and /dev/zero cannot fill memory.
 /// Returns 0 or errno (EFBIG above max_small_file).
+///
+/// What the file is (fstat) is asked only when a read does not look like a
+/// regular file's: an error (EAGAIN is a FIFO or device opened O_NONBLOCK
+/// with nothing to give, EISDIR a directory), nothing at all (an empty file,
+/// or a FIFO without a writer), or a full buffer (a large file, or /dev/zero).
+/// A sysfs attribute or a small file answers its first read with a few bytes
+/// and is read in one call; most of a plan's files are, and a system call
+/// costs more than the parsing of one. The one thing let through: a FIFO whose
+/// writer has already written, or a terminal with input waiting, is read as a
+/// file holding those bytes, bounded and without waiting, and parsed as any
+/// file content is.
 inline int read_fd(int fd, std::string& out, ShortRead short_read = ShortRead::more, mode_t* mode = nullptr) {
   out.clear();
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return errno;
-  if (S_ISDIR(st.st_mode)) return EISDIR;
-  if (!S_ISREG(st.st_mode)) return not_regular_file;
-  if (mode != nullptr) *mode = st.st_mode & 07777;
+  bool checked = false;
+  auto check = [&]() -> int {
+    checked = true;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return errno;
+    if (S_ISDIR(st.st_mode)) return EISDIR;
+    if (!S_ISREG(st.st_mode)) return not_regular_file;
+    if (mode != nullptr) *mode = st.st_mode & 07777;
+    return 0;
+  };
+  if (mode != nullptr)
+    if (int err = check(); err != 0) return err;
   char buf[4096];
   while (true) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
+      int err = errno;
+      if (err == EINTR) continue;
+      if (!checked)
+        if (int what = check(); what != 0) return what;
+      return err;
     }
+    if (!checked && (n == 0 || static_cast<std::size_t>(n) == sizeof buf))
+      if (int what = check(); what != 0) return what;
     if (n == 0) return 0;
     out.append(buf, static_cast<std::size_t>(n));
     if (out.size() > max_small_file) return EFBIG;
@@ -85,7 +108,7 @@ inline int read_fd(int fd, std::string& out, ShortRead short_read = ShortRead::m
 inline int read_whole_file(const std::string& path, std::string& out, int extra_open_flags = 0,
                            ShortRead short_read = ShortRead::more) {
   out.clear();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | extra_open_flags);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | extra_open_flags);
   if (fd < 0) return errno;
   int err = read_fd(fd, out, short_read);
   ::close(fd);
@@ -583,7 +606,7 @@ class RootDir {
   int open(std::string_view rel, int flags, int& fd) {
     fd = -1;
     if (archive_) return ENOTSUP;  // a tar root has no descriptors: read(), list(), is_directory(), exists()
-    if ((flags & O_PATH) == 0) flags |= O_NONBLOCK;  // openat2 refuses O_PATH with other flags
+    if ((flags & O_PATH) == 0) flags |= O_NONBLOCK | O_NOCTTY;  // openat2 refuses O_PATH with other flags
     if (live_) {
       host_ = "/";
       host_ += rel;

@@ -64,8 +64,14 @@ inline Result<bool> is_live_root(const std::string& root) {
   if (!S_ISDIR(st.st_mode)) return false;
   // Only the directory "/" itself can resolve to "/": another one is not the
   // host's root, known without walking its path (realpath reads each link).
-  struct stat top {};
-  if (::stat("/", &top) == 0 && (top.st_dev != st.st_dev || top.st_ino != st.st_ino)) return false;
+  // "/" is asked once per process (a chroot after the first load would go
+  // unseen; a process that binds GPUs does not change its root).
+  static const std::optional<std::pair<dev_t, ino_t>> top = []() -> std::optional<std::pair<dev_t, ino_t>> {
+    struct stat t {};
+    if (::stat("/", &t) != 0) return std::nullopt;
+    return std::pair{t.st_dev, t.st_ino};
+  }();
+  if (top && (top->first != st.st_dev || top->second != st.st_ino)) return false;
   return is_host_root(root);
 }
 
