@@ -325,3 +325,72 @@ TEST_CASE("fixtures/dgx-h100: a binding load reads the parts its policy needs, a
   CHECK(opened(gpuaff::policy_needs(socket_scope)) == 84 + 112 + 4);
   CHECK(opened(TopologyParts::policies()) == 84 + 112 + 4 + 11);
 }
+
+// A focused load of a device on node N asks the lower nodes whether one lists
+// the same CPUs (they are then one node, the lowest id). They are tried by id
+// (node 1 of a two-socket machine: node0/cpulist, no listing of the node
+// folder); a lower id with neither cpulist nor cpumap is a node that does not
+// exist (sparse ids) or a folder without its files, which only the listing
+// tells apart: the second is noted, once, and the first is not.
+TEST_CASE("a focused load finds a lower node with the same CPUs by id, and by the listing where ids are sparse") {
+  // 8 CPUs without SMT; the GPU 0000:20:00.0 is on the highest node.
+  auto tree = [](TempTree& t, const std::vector<std::pair<int, std::string>>& nodes, int gpu_node) {
+    t.write(cpu_root + "online", "0-7\n");
+    for (int c = 0; c < 8; ++c) add_cpu(t, c, std::to_string(c), 0, "0-7");
+    for (const auto& [id, cpus] : nodes) add_node(t, id, cpus, "10");
+    add_pci(t, "0000:20:00.0", "0x030200", "0x10de", std::to_string(gpu_node), "");
+    t.write("proc/driver/nvidia/gpus/0000:20:00.0/information", "GPU UUID: \t GPU-0\n");
+    t.write("proc/self/status", "Cpus_allowed_list:\t0-7\n");
+  };
+  auto focused = [](const TempTree& t) {
+    SysfsOptions o;
+    o.root = t.root();
+    o.detail = gpuaff::SysfsDetail::binding;
+    o.needs = TopologyParts::none();
+    o.focus = gpuaff::LoadFocus{.gpu = std::nullopt, .pci = gpuaff::PciAddress::parse("0000:20:00.0").value(), .peers = false};
+    SysfsSource s(o);
+    auto topo = s.load();
+    REQUIRE_MESSAGE(topo, topo.error().message());
+    return *topo;
+  };
+  SUBCASE("node 1 of two, apart") {
+    TempTree t;
+    tree(t, {{0, "0-3"}, {1, "4-7"}}, 1);
+    auto topo = focused(t);
+    REQUIRE(topo.gpus.size() == 1);
+    CHECK(topo.gpus[0].numa_node() == 1);
+    CHECK(topo.notes.empty());
+  }
+  SUBCASE("node 1 listing node 0's CPUs: one node 0, said in a note") {
+    TempTree t;
+    tree(t, {{0, "0-7"}, {1, "0-7"}}, 1);
+    auto topo = focused(t);
+    CHECK(topo.gpus[0].numa_node() == 0);
+    REQUIRE(topo.notes.size() == 1);
+    CHECK(topo.notes[0].find("nodes 0 and 1 read as one node 0") != std::string::npos);
+  }
+  SUBCASE("sparse ids 0 and 2: node 2 apart, and no note of the node 1 that does not exist") {
+    TempTree t;
+    tree(t, {{0, "0-3"}, {2, "4-7"}}, 2);
+    auto topo = focused(t);
+    CHECK(topo.gpus[0].numa_node() == 2);
+    CHECK(topo.notes.empty());
+  }
+  SUBCASE("sparse ids, node 2 listing node 0's CPUs: one node 0") {
+    TempTree t;
+    tree(t, {{0, "0-7"}, {2, "0-7"}}, 2);
+    auto topo = focused(t);
+    CHECK(topo.gpus[0].numa_node() == 0);
+    REQUIRE(topo.notes.size() == 1);
+    CHECK(topo.notes[0].find("nodes 0 and 2 read as one node 0") != std::string::npos);
+  }
+  SUBCASE("node 0's folder without cpulist or cpumap: noted once, node 1 stays apart") {
+    TempTree t;
+    tree(t, {{1, "4-7"}, {2, "0-3"}}, 2);
+    t.write(node_root + "node0/distance", "10\n");  // the folder, without its CPU files
+    auto topo = focused(t);
+    CHECK(topo.gpus[0].numa_node() == 2);
+    REQUIRE(topo.notes.size() == 1);
+    CHECK(topo.notes[0].find("node0/cpulist is missing (and so is cpumap)") != std::string::npos);
+  }
+}

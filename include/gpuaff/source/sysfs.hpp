@@ -1358,19 +1358,38 @@ inline std::optional<FocusedNode> focused_node(SysfsReader& r, Topology& t, int 
   if (!own || !*own) return std::nullopt;
   at.cpus = (*own)->cpus & t.online;
   if (at.cpus.empty()) return std::nullopt;
-  auto dirs = node > 0 ? node_directories(r) : Result<std::vector<int>>(std::vector<int>());
-  if (!dirs) return std::nullopt;
-  for (int id : *dirs) {
-    if (id >= node) break;
-    auto other = r.list_or_mask(node_folder(id) + "/", {"cpulist", "cpumap"}, Empty::allowed, s);
-    if (!same_node_cpus(t, other, id, at.cpus, at.kept)) continue;
-    t.notes.push_back((*own)->path + " lists the same CPUs as " + (*other)->path + " (" + at.cpus.to_list() +
-                      std::string("): nodes ") + std::to_string(id) + " and " + std::to_string(node) +
-                      " read as one node " + std::to_string(id) + ", where devices on node " + std::to_string(node) +
-                      " are placed");
-    r.found.node_aliases.emplace_back(node, id);
-    at.kept = id;
-    break;
+  // The lower nodes `ids`, in order, until one lists the same CPUs. false:
+  // an id only guessed (`guessed`) has neither file, which is a node that
+  // does not exist (sparse ids) or a node folder without its files (noted):
+  // only the folder's listing tells them apart.
+  auto merge_into_lower = [&](const std::vector<int>& ids, bool guessed) {
+    for (int id : ids) {
+      auto other = r.list_or_mask(node_folder(id) + "/", {"cpulist", "cpumap"}, Empty::allowed, s);
+      if (guessed && other && !*other) return false;
+      if (!same_node_cpus(t, other, id, at.cpus, at.kept)) continue;
+      t.notes.push_back((*own)->path + " lists the same CPUs as " + (*other)->path + " (" + at.cpus.to_list() +
+                        std::string("): nodes ") + std::to_string(id) + " and " + std::to_string(node) +
+                        " read as one node " + std::to_string(id) + ", where devices on node " + std::to_string(node) +
+                        " are placed");
+      r.found.node_aliases.emplace_back(node, id);
+      at.kept = id;
+      break;
+    }
+    return true;
+  };
+  // Tried by id first (node 1 of a two-socket machine: one file, no listing);
+  // the listing's ids where a guess fails.
+  std::vector<int> ids;
+  for (int id = 0; id < node; ++id) ids.push_back(id);
+  std::size_t notes_before = t.notes.size();
+  if (!merge_into_lower(ids, true)) {
+    t.notes.resize(notes_before);
+    auto dirs = node_directories(r);
+    if (!dirs) return std::nullopt;
+    ids.clear();
+    for (int id : *dirs)
+      if (id < node) ids.push_back(id);
+    merge_into_lower(ids, false);
   }
   t.nodes.push_back(NumaNode{at.kept, at.cpus, {}});
   return at;
