@@ -7,3 +7,12 @@
 #if !defined(__cplusplus) || __cplusplus < 202002L
 #error "gpuaff needs C++20 (-std=c++20)"
 #endif
+
+// Deferred functions. The reader (source/sysfs.hpp and the files it reads
+// with), the apply layer and the policies a trainer rarely names are written
+// as function templates of one unused parameter, `template <class = void>`,
+// called like any function. A translation unit that includes the umbrella
+// compiles their bodies, and the sorts and containers they instantiate, only
+// if it calls them: compiling an ordinary inline function's body, used or
+// not, is most of what a header costs (benchmarks/README.md, row 6). Only
+// the first declaration carries the default.

@@ -158,7 +158,8 @@ struct Gpu {
 /// Each GPU whose device is partitioned (PciDevice::compute_partitions N > 1)
 /// as N GPUs in a row, partitions 0..N-1, as HIP numbers them; indexes are
 /// renumbered from 0.
-inline std::vector<Gpu> expand_partitions(std::vector<Gpu> gpus) {
+template <class = void>
+std::vector<Gpu> expand_partitions(std::vector<Gpu> gpus) {
   bool partitioned = false;
   for (const auto& g : gpus) partitioned = partitioned || g.pci.compute_partitions > 1;
   if (!partitioned) {

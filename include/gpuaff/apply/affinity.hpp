@@ -26,7 +26,8 @@ inline namespace v0 {
 namespace detail {
 
 /// Writes a raw mask, returning 0 or the errno.
-inline int write_affinity(pid_t tid, const AllocatedCpuSet& mask) {
+template <class = void>
+int write_affinity(pid_t tid, const AllocatedCpuSet& mask) {
   return sys().set_affinity(tid, mask.bytes(), mask.get()) == 0 ? 0 : errno;
 }
 
@@ -36,7 +37,8 @@ inline int write_affinity(pid_t tid, const AllocatedCpuSet& mask) {
 /// that cannot be bound here gives (exit 5 in the CLI, which `exec --fallback
 /// unbound` may cover; a launcher's cpuset that holds other CPUs than the
 /// plan's is the usual cause).
-inline Error affinity_error(pid_t tid, const CpuSet& cpus, int e, const CpuSet& missing) {
+template <class = void>
+Error affinity_error(pid_t tid, const CpuSet& cpus, int e, const CpuSet& missing) {
   if (e == EINVAL || e == 0) {
     const CpuSet& named = missing.empty() ? cpus : missing;
     return make_sys_error(Errc::empty_result, e == 0 ? EINVAL : e, "CPUs ", named.to_list(),
@@ -55,7 +57,8 @@ inline Error affinity_error(pid_t tid, const CpuSet& cpus, int e, const CpuSet& 
 
 /// Sets thread `tid` to exactly `cpus`, or leaves it as it was. `previous` is
 /// the mask to put back if the kernel applied only part of the set.
-inline Result<void> apply_affinity(pid_t tid, const CpuSet& cpus, const AllocatedCpuSet& previous) {
+template <class = void>
+Result<void> apply_affinity(pid_t tid, const CpuSet& cpus, const AllocatedCpuSet& previous) {
   AllocatedCpuSet mask(cpus);
   if (int e = write_affinity(tid, mask); e != 0) return Unexpected(affinity_error(tid, cpus, e, CpuSet{}));
   // The kernel drops only CPUs outside the thread's cpuset. A set inside the
@@ -79,7 +82,8 @@ inline Result<void> apply_affinity(pid_t tid, const CpuSet& cpus, const Allocate
   return {};
 }
 
-inline Result<void> check_binding_set(const CpuSet& cpus) {
+template <class = void>
+Result<void> check_binding_set(const CpuSet& cpus) {
   if (cpus.empty())
     return fail(Errc::empty_result, "refusing to bind to an empty CPU set (a thread needs at least one CPU)");
   return {};
@@ -93,7 +97,8 @@ inline Result<void> check_binding_set(const CpuSet& cpus) {
 /// CPUs outside the allowed set (cgroup/taskset) or offline (EINVAL, or CPUs
 /// the kernel would silently drop); Errc::permission_denied (EPERM);
 /// Errc::system_error for other errno values (Error::sys_errno has it).
-inline Result<void> set_thread_affinity(const CpuSet& cpus) {
+template <class = void>
+Result<void> set_thread_affinity(const CpuSet& cpus) {
   GPUAFF_TRY_VOID(detail::check_binding_set(cpus));
   GPUAFF_TRY(AllocatedCpuSet previous, detail::read_affinity(0));
   return detail::apply_affinity(0, cpus, previous);

@@ -98,12 +98,14 @@ using NodeMask = std::array<unsigned long, nodemask_bits / ulong_bits>;
 // The kernel reads maxnode-1 bits (a quirk kept for compatibility), hence +1.
 inline constexpr unsigned long nodemask_maxnode = nodemask_bits + 1;
 
-inline NodeMask to_nodemask(const NodeSet& nodes) {
+template <class = void>
+NodeMask to_nodemask(const NodeSet& nodes) {
   NodeMask m{};
   for (int id : nodes) m[static_cast<std::size_t>(id) / ulong_bits] |= 1UL << (static_cast<std::size_t>(id) % ulong_bits);
   return m;
 }
-inline NodeSet from_nodemask(const NodeMask& m) {
+template <class = void>
+NodeSet from_nodemask(const NodeMask& m) {
   NodeSet s;
   for (std::size_t i = 0; i < m.size(); ++i)
     for (std::size_t b = 0; b < ulong_bits; ++b)
@@ -111,7 +113,8 @@ inline NodeSet from_nodemask(const NodeMask& m) {
   return s;
 }
 
-inline int kernel_mode(MemPolicy p) {
+template <class = void>
+int kernel_mode(MemPolicy p) {
   switch (p) {
     case MemPolicy::none: return -1;
     case MemPolicy::first_touch: return mpol_local;
@@ -123,11 +126,13 @@ inline int kernel_mode(MemPolicy p) {
 }
 
 /// EPERM/ENOSYS/EINVAL from the mempolicy calls: what OnRefused is about.
-inline bool is_refusal(const Error& e) {
+template <class = void>
+bool is_refusal(const Error& e) {
   return e.sys_errno() == EPERM || e.sys_errno() == ENOSYS || e.sys_errno() == EINVAL;
 }
 
-inline Error mempolicy_error(std::string_view what, int e) {
+template <class = void>
+Error mempolicy_error(std::string_view what, int e) {
   Errc code = e == EPERM ? Errc::permission_denied : e == ENOSYS ? Errc::unsupported : Errc::system_error;
   std::string_view hint = e == EPERM   ? "; containers often forbid it (docker: --cap-add SYS_NICE or a seccomp profile "
                                          "allowing set_mempolicy), or allow CPU-only binding"
@@ -139,7 +144,8 @@ inline Error mempolicy_error(std::string_view what, int e) {
 }
 
 /// Validates options before anything is changed. Errors: Errc::invalid_argument.
-inline Result<void> check_memory_options(const MemoryOptions& o) {
+template <class = void>
+Result<void> check_memory_options(const MemoryOptions& o) {
   switch (o.policy) {
     case MemPolicy::none:
     case MemPolicy::first_touch: return {};
@@ -159,7 +165,8 @@ inline Result<void> check_memory_options(const MemoryOptions& o) {
 /// The calling thread's memory policy.
 /// Errors: Errc::permission_denied (EPERM), Errc::unsupported (ENOSYS),
 /// Errc::system_error (other errno; Error::sys_errno has it).
-inline Result<SavedMemoryPolicy> memory_policy() {
+template <class = void>
+Result<SavedMemoryPolicy> memory_policy() {
   detail::NodeMask m{};
   int mode = 0;
   if (detail::sys().get_mempolicy(&mode, m.data(), detail::nodemask_maxnode) != 0)
@@ -172,7 +179,8 @@ inline Result<SavedMemoryPolicy> memory_policy() {
 /// Errors: Errc::invalid_argument (a policy that needs nodes got none),
 /// Errc::permission_denied (EPERM), Errc::unsupported (ENOSYS),
 /// Errc::system_error (EINVAL: nodes not allowed or without memory; others).
-inline Result<void> set_memory_policy(MemPolicy policy, const NodeSet& nodes = {}) {
+template <class = void>
+Result<void> set_memory_policy(MemPolicy policy, const NodeSet& nodes = {}) {
   GPUAFF_TRY_VOID(detail::check_memory_options(MemoryOptions{.policy = policy, .nodes = nodes}));
   if (policy == MemPolicy::none) return {};
   if (policy == MemPolicy::first_touch) {
@@ -195,7 +203,8 @@ inline Result<void> set_memory_policy(MemPolicy policy, const NodeSet& nodes = {
 
 /// Puts back a policy saved by memory_policy().
 /// Errors: as set_memory_policy.
-inline Result<void> restore_memory_policy(const SavedMemoryPolicy& saved) {
+template <class = void>
+Result<void> restore_memory_policy(const SavedMemoryPolicy& saved) {
   detail::NodeMask m = detail::to_nodemask(saved.nodes);
   bool no_mask = saved.nodes.empty();
   if (detail::sys().set_mempolicy(saved.mode, no_mask ? nullptr : m.data(), no_mask ? 0 : detail::nodemask_maxnode) != 0)
@@ -212,7 +221,8 @@ struct MemoryChange {
   bool applied = false;
 };
 
-inline Result<MemoryChange> change_memory_policy(const MemoryOptions& o, std::vector<std::string>& warnings) {
+template <class = void>
+Result<MemoryChange> change_memory_policy(const MemoryOptions& o, std::vector<std::string>& warnings) {
   GPUAFF_TRY_VOID(check_memory_options(o));
   MemoryChange c;
   if (o.policy == MemPolicy::none) return c;

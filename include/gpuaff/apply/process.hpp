@@ -44,7 +44,8 @@ namespace detail {
 
 /// Thread ids listed in /proc/self/task.
 /// Errors: Errc::io_error when the directory cannot be read (no /proc mounted).
-inline Result<std::vector<pid_t>> list_threads(const char* dir = "/proc/self/task") {
+template <class = void>
+Result<std::vector<pid_t>> list_threads(const char* dir = "/proc/self/task") {
   DIR* d = ::opendir(dir);
   if (d == nullptr) {
     int e = errno;
@@ -77,7 +78,8 @@ enum class ThreadOutcome { bound, exited };
 /// Binds thread `tid` to `cpus` (already in `mask`), recording its previous
 /// mask in `changed`. A thread that exits meanwhile (ESRCH at any step) is
 /// `exited`, which is fine; the kernel silently dropping CPUs is an error.
-inline Result<ThreadOutcome> bind_one_thread(pid_t tid, const CpuSet& cpus, const AllocatedCpuSet& mask,
+template <class = void>
+Result<ThreadOutcome> bind_one_thread(pid_t tid, const CpuSet& cpus, const AllocatedCpuSet& mask,
                                              std::vector<ChangedThread>& changed) {
   auto previous = read_affinity(tid);
   if (!previous) {
@@ -107,7 +109,8 @@ inline Result<ThreadOutcome> bind_one_thread(pid_t tid, const CpuSet& cpus, cons
 /// gets the mask the bound threads had before (when they all had the same
 /// one; otherwise which mask it should have is unknown). Returns the ids of
 /// the threads it could not put back.
-inline std::vector<pid_t> undo_binding(const CpuSet& cpus, const std::vector<ChangedThread>& changed,
+template <class = void>
+std::vector<pid_t> undo_binding(const CpuSet& cpus, const std::vector<ChangedThread>& changed,
                                        std::vector<pid_t> seen) {
   std::vector<pid_t> stuck;
   for (auto it = changed.rbegin(); it != changed.rend(); ++it)
@@ -137,7 +140,8 @@ inline std::vector<pid_t> undo_binding(const CpuSet& cpus, const std::vector<Cha
 }
 
 /// The end of a failed binding's message: what the undo achieved.
-inline std::string undo_outcome(const CpuSet& cpus, std::vector<pid_t> stuck) {
+template <class = void>
+std::string undo_outcome(const CpuSet& cpus, std::vector<pid_t> stuck) {
   if (stuck.empty()) return "; every thread was put back as it was";
   std::sort(stuck.begin(), stuck.end());
   const bool one = stuck.size() == 1;
@@ -154,7 +158,8 @@ inline std::string undo_outcome(const CpuSet& cpus, std::vector<pid_t> stuck) {
   return out;
 }
 
-inline Result<ProcessBinding> bind_all_threads(const CpuSet& cpus, const MemoryOptions& memory) {
+template <class = void>
+Result<ProcessBinding> bind_all_threads(const CpuSet& cpus, const MemoryOptions& memory) {
   GPUAFF_TRY_VOID(check_binding_set(cpus));
   GPUAFF_TRY_VOID(check_memory_options(memory));
   ProcessBinding out;
@@ -208,7 +213,8 @@ inline Result<ProcessBinding> bind_all_threads(const CpuSet& cpus, const MemoryO
 /// could not be put back.
 /// Errors: as ScopedAffinity::create, plus Errc::io_error when /proc/self/task
 /// cannot be read and Errc::system_error when threads keep appearing.
-inline Result<ProcessBinding> bind_process(const CpuSet& cpus, const MemoryOptions& memory = {}) {
+template <class = void>
+Result<ProcessBinding> bind_process(const CpuSet& cpus, const MemoryOptions& memory = {}) {
   return detail::bind_all_threads(cpus, memory);
 }
 

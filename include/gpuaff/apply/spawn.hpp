@@ -64,6 +64,9 @@ struct ExitStatus {
 
 class Child;
 
+template <class = void>
+Result<Child> spawn(const std::vector<std::string>& argv, const SpawnOptions& options = {});
+
 namespace detail {
 template <class Body>
 Result<Child> spawn_forked(Body& body, const SpawnOptions& options);
@@ -163,6 +166,7 @@ class Child {
   }
 
  private:
+  template <class>
   friend Result<Child> spawn(const std::vector<std::string>&, const SpawnOptions&);
   template <class Body>
   friend Result<Child> detail::spawn_forked(Body&, const SpawnOptions&);
@@ -185,7 +189,8 @@ class Child {
 };
 
 /// Waits for every child in order. Errors: the first Child::wait error.
-inline Result<std::vector<ExitStatus>> wait_all(std::vector<Child>& children) {
+template <class = void>
+Result<std::vector<ExitStatus>> wait_all(std::vector<Child>& children) {
   std::vector<ExitStatus> out;
   out.reserve(children.size());
   for (auto& c : children) {
@@ -200,7 +205,8 @@ namespace detail {
 /// Binds the calling thread for the duration of a spawn, applying Fallback.
 /// Fills the child's CPUs, bound flag and warnings; the optional is empty when
 /// nothing had to be bound or the fallback chose to run unbound.
-inline Result<std::optional<ScopedAffinity>> bind_for_spawn(const SpawnOptions& o, CpuSet& cpus, bool& bound,
+template <class = void>
+Result<std::optional<ScopedAffinity>> bind_for_spawn(const SpawnOptions& o, CpuSet& cpus, bool& bound,
                                                             std::vector<std::string>& warnings) {
   CpuSet want = o.cpus;
   if (want.empty() && o.memory.policy == MemPolicy::none) {
@@ -225,7 +231,8 @@ inline Result<std::optional<ScopedAffinity>> bind_for_spawn(const SpawnOptions& 
   return std::optional<ScopedAffinity>(std::move(*guard));
 }
 
-inline Error spawn_error(const std::string& file, int e) {
+template <class = void>
+Error spawn_error(const std::string& file, int e) {
   if (e == ENOENT)
     return make_sys_error(Errc::not_found, e, "command '", file, "' not found (ENOENT); check the name and PATH");
   if (e == EACCES) return make_sys_error(Errc::permission_denied, e, "command '", file, "' is not executable (EACCES)");
@@ -239,7 +246,8 @@ inline Error spawn_error(const std::string& file, int e) {
 /// Errors: Errc::invalid_argument (empty argv), Errc::not_found (no such
 /// command), Errc::permission_denied, Errc::system_error; binding errors as
 /// ScopedAffinity::create when options.fallback is Fallback::error.
-inline Result<Child> spawn(const std::vector<std::string>& argv, const SpawnOptions& options = {}) {
+template <class>
+Result<Child> spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
   if (argv.empty() || argv[0].empty()) return fail(Errc::invalid_argument, "spawn needs a command (argv is empty)");
   Child child;
   GPUAFF_TRY(std::optional<ScopedAffinity> guard,

@@ -26,6 +26,7 @@ struct CacheShare {
 /// The allowed CPUs `cpus` of a node grouped by Topology::core_complexes
 /// (a CPU belongs to the first group that lists it), more allowed CPUs
 /// first, then by key; the CPUs in no listed group form one more group.
+template <class = void>
 constexpr std::vector<CacheShare> cache_groups(const Topology& topo, const CpuSet& cpus) {
   std::vector<CacheShare> groups;
   SparseSet left(cpus);

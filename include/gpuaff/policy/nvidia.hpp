@@ -29,6 +29,7 @@ inline namespace v0 {
 namespace detail {
 
 /// The options' own error, before any binding: min/max cores must make sense.
+template <class = void>
 constexpr Result<void> check_nvidia_options(const NvidiaOptions& o, std::string_view mode) {
   if (o.min_cores < 0)
     return fail(Errc::invalid_argument, mode, ": min_cores=", o.min_cores, " is negative (0 means at least one core)");
@@ -42,6 +43,7 @@ constexpr Result<void> check_nvidia_options(const NvidiaOptions& o, std::string_
 /// The allowed CPUs of the socket(s) holding node `node`: the union of the
 /// packages that share a CPU with the node.
 /// Errors: Errc::not_found when no package holds any CPU of the node.
+template <class = void>
 constexpr Result<CpuSet> socket_cpus(const Topology& topo, int node) {
   const NumaNode* n = topo.find_node(node);
   CpuSet out;
@@ -65,6 +67,7 @@ struct SocketSpread {
 
 /// The SocketSpread of `node`, after ctx.all_gpu_nodes() gave `participating`.
 /// Errors: those of socket_cpus for this node.
+template <class = void>
 constexpr Result<SocketSpread> socket_spread(BindingContext& ctx, int node, int participating) {
   const Topology& topo = ctx.topology();
   GPUAFF_TRY(CpuSet own, socket_cpus(topo, node));
@@ -111,6 +114,7 @@ struct GroupedCores {
 
 /// The node cores of `node`, with their socket-scope extras (socket scope:
 /// after ctx.all_gpu_nodes() gave `participating`).
+template <class = void>
 constexpr Result<GroupedCores> grouped_cores(BindingContext& ctx, int node, Scope scope, int participating) {
   GroupedCores out;
   out.node = &ctx.cores(node);
@@ -131,6 +135,7 @@ struct Picked {
 
 /// Node cores `picked` first, then the first extra of each, the second, ...
 /// (every extra is kept; none is dropped when some cores carry more than others).
+template <class = void>
 constexpr std::vector<Pick> flatten(const GroupedCores& g, const Picked& picked) {
   std::vector<Pick> out;
   if (!picked.empty()) out.reserve((picked.end - picked.first + picked.step - 1) / picked.step);
@@ -161,6 +166,7 @@ struct SocketOrder {
   CoreList cores;
   std::vector<std::size_t> order;
 };
+template <class = void>
 constexpr SocketOrder socket_order(BindingContext& ctx, const CpuSet& socket, int participating) {
   CpuSet local;
   for (int i = 0; i < participating; ++i) local |= ctx.node_cpus(ctx.known_node(i));
@@ -193,6 +199,7 @@ constexpr Result<CpuSet> finish_nvidia(const Topology& topo, int gpu, int node, 
 }
 
 /// finish_nvidia on a list of picks.
+template <class = void>
 constexpr Result<CpuSet> finish_nvidia(const Topology& topo, int gpu, int node, const std::vector<Pick>& cores,
                                        const NvidiaOptions& o, std::string_view mode) {
   return finish_nvidia(topo, gpu, node, cores.size(), [&cores](std::size_t i) { return cores[i]; }, o, mode);
@@ -200,6 +207,7 @@ constexpr Result<CpuSet> finish_nvidia(const Topology& topo, int gpu, int node, 
 
 enum class UniqueLayout { interleaved, contiguous };
 
+template <class = void>
 constexpr Unexpected<Error> too_few_cores(std::string_view mode, int cores, int node, int gpus) {
   return fail(Errc::insufficient_cores, mode, ": only ", cores, " physical cores on node ", node, " but ", gpus,
               " GPUs, and each needs a core of its own; use policy=single or policy=all to share, or fewer processes (nproc=N)");
@@ -210,6 +218,7 @@ constexpr Unexpected<Error> too_few_cores(std::string_view mode, int cores, int 
 /// cannot give each of its GPUs one core (or has no allowed CPU) is left
 /// out: it fails its own GPUs only, instead of pulling every GPU's share to
 /// zero. After ctx.all_gpu_nodes() gave `participating`.
+template <class = void>
 constexpr int balanced_share(BindingContext& ctx, int participating, int own, int own_cores, int per) {
   for (int i = 0; i < participating; ++i) {
     int m = ctx.known_node(i);
@@ -225,6 +234,7 @@ constexpr int balanced_share(BindingContext& ctx, int participating, int own, in
   return per;
 }
 
+template <class = void>
 constexpr Result<CpuSet> bind_unique(BindingContext& ctx, int gpu, const NvidiaOptions& o, UniqueLayout layout) {
   const Topology& topo = ctx.topology();
   std::string_view mode = layout == UniqueLayout::contiguous ? "unique-contiguous" : "unique-interleaved";

@@ -23,7 +23,8 @@ inline constexpr double priority_tolerance = 0.02;
 /// highest, then 1, ... Sorted from the highest value down, a value joins the
 /// current class when it is within priority_tolerance of that class's
 /// highest value; unknown values are the last class.
-inline std::vector<int> priority_classes(const std::vector<long long>& values) {
+template <class = void>
+std::vector<int> priority_classes(const std::vector<long long>& values) {
   std::vector<std::size_t> order(values.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] > values[b]; });

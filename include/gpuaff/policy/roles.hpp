@@ -69,7 +69,8 @@ struct Roles {
 /// Errors: Errc::invalid_argument naming the item (unknown role, with a
 /// suggestion; a size that is not a count from 0 to 4096; a role named twice;
 /// compute sized; nothing sized).
-inline Result<RoleSizes> parse_roles(std::string_view text) {
+template <class = void>
+Result<RoleSizes> parse_roles(std::string_view text) {
   constexpr std::array<std::string_view, 3> sized{"main", "comm", "data"};
   RoleSizes out;
   std::array<bool, 3> seen{};
@@ -103,7 +104,8 @@ inline Result<RoleSizes> parse_roles(std::string_view text) {
 
 /// The sizes as parse_roles reads them: "main=1,comm=1,data=4" (roles of
 /// size 0 left out).
-inline std::string roles_text(const RoleSizes& s) {
+template <class = void>
+std::string roles_text(const RoleSizes& s) {
   std::string out;
   auto add = [&out](std::string_view name, int n) {
     if (n == 0) return;
@@ -122,7 +124,8 @@ inline std::string roles_text(const RoleSizes& s) {
 /// cores wholly in it come before the others, whatever their priority.
 /// Errors: Errc::insufficient_cores when the share has fewer cores than the
 /// sized roles plus one for compute.
-inline Result<Roles> split_roles(const Topology& topo, const CpuSet& share, const RoleSizes& sizes,
+template <class = void>
+Result<Roles> split_roles(const Topology& topo, const CpuSet& share, const RoleSizes& sizes,
                                  bool by_priority = false, const CpuSet& isolated = CpuSet{}) {
   struct Unit {
     CpuSet threads;
@@ -170,7 +173,8 @@ inline Result<Roles> split_roles(const Topology& topo, const CpuSet& share, cons
 
 /// OMP_PLACES for `cpus`: one place per physical core ("{6,118},{7,119}"), so
 /// that OMP_PROC_BIND=close puts one OpenMP thread on each core of the role.
-inline std::string omp_places(const Topology& topo, const CpuSet& cpus) {
+template <class = void>
+std::string omp_places(const Topology& topo, const CpuSet& cpus) {
   std::string out;
   for (const CpuSet& threads : topo.cores_within(cpus)) {
     out += out.empty() ? "{" : ",{";

@@ -32,7 +32,8 @@ namespace detail {
 
 /// `units` cut into `parts` runs in order, sizes differing by at most one, the
 /// larger first; each run the union of its units.
-inline std::vector<CpuSet> cut_in_runs(const std::vector<CpuSet>& units, int parts) {
+template <class = void>
+std::vector<CpuSet> cut_in_runs(const std::vector<CpuSet>& units, int parts) {
   std::vector<CpuSet> out(static_cast<std::size_t>(parts));
   std::size_t n = units.size();
   std::size_t p = static_cast<std::size_t>(parts);
@@ -54,7 +55,8 @@ inline std::vector<CpuSet> cut_in_runs(const std::vector<CpuSet>& units, int par
 /// compute partitions.
 /// Errors: Errc::invalid_argument for parts < 1; Errc::insufficient_cores when
 /// the share has fewer physical cores than parts (no core is split between parts).
-inline Result<std::vector<CpuSet>> split_share(const Topology& topo, const CpuSet& share, int parts,
+template <class = void>
+Result<std::vector<CpuSet>> split_share(const Topology& topo, const CpuSet& share, int parts,
                                                std::string_view asked = {}) {
   std::string what = asked.empty() ? "ranks_per_gpu=" + std::to_string(parts) : std::string(asked);
   if (parts < 1) return fail(Errc::invalid_argument, what, " is not a positive number of parts");
@@ -78,7 +80,8 @@ struct DeviceView {
 };
 
 /// `topo` by device; `nproc` as JobOptions::nproc counts (0: all).
-inline DeviceView by_device(const Topology& topo, int nproc) {
+template <class = void>
+DeviceView by_device(const Topology& topo, int nproc) {
   DeviceView v;
   v.topo = topo;
   v.topo.gpus.clear();
@@ -105,7 +108,8 @@ inline DeviceView by_device(const Topology& topo, int nproc) {
 /// no GPU is partitioned.
 /// `asked` names what made the partitions when an option did (topo's
 /// "ranks_per_gpu=2", "domains_per_gpu=4"); "" for the devices' own.
-inline std::vector<std::vector<Result<CpuSet>>> bind_table_by_device(const Topology& topo,
+template <class = void>
+std::vector<std::vector<Result<CpuSet>>> bind_table_by_device(const Topology& topo,
                                                                      const std::vector<PolicySpec>& specs,
                                                                      const JobOptions& job,
                                                                      std::string_view asked = {}) {

@@ -62,7 +62,8 @@ struct PciChain {
 };
 
 /// "pci0000:15" -> true: a host bridge directory.
-inline bool is_host_bridge_name(std::string_view c) {
+template <class = void>
+bool is_host_bridge_name(std::string_view c) {
   if (c.size() < 8 || c.substr(0, 3) != "pci") return false;
   std::string_view rest = c.substr(3);
   std::size_t colon = rest.find(':');
@@ -74,7 +75,8 @@ inline bool is_host_bridge_name(std::string_view c) {
 
 /// The chain of a resolved device path, or nullopt when it has no host bridge
 /// followed by PCI addresses ending at the device.
-inline std::optional<PciChain> pci_chain(std::string_view resolved) {
+template <class = void>
+std::optional<PciChain> pci_chain(std::string_view resolved) {
   std::vector<std::string> comps;
   split_path(resolved, comps);
   std::size_t host = comps.size();
@@ -95,7 +97,8 @@ inline std::optional<PciChain> pci_chain(std::string_view resolved) {
 }
 
 /// The path class between two devices (chains may be absent: NUMA node only).
-inline PciPath classify_path(const std::optional<PciChain>& a, int node_a, const std::optional<PciChain>& b,
+template <class = void>
+PciPath classify_path(const std::optional<PciChain>& a, int node_a, const std::optional<PciChain>& b,
                              int node_b) {
   if (!a || !b || a->host != b->host) return node_a == node_b ? PciPath::node : PciPath::sys;
   // Bridges in common: the longest common prefix of the two chains without their devices.
@@ -108,7 +111,8 @@ inline PciPath classify_path(const std::optional<PciChain>& a, int node_a, const
 }
 
 /// The chain of sys/bus/pci/devices/BDF, resolved inside the root.
-inline std::optional<PciChain> device_chain(SysfsReader& r, const PciAddress& a) {
+template <class = void>
+std::optional<PciChain> device_chain(SysfsReader& r, const PciAddress& a) {
   std::string rel = std::string("sys/bus/pci/devices/") + std::string(a.to_string().view());
   return pci_chain(r.resolve(rel));
 }
@@ -119,7 +123,8 @@ inline std::optional<PciChain> device_chain(SysfsReader& r, const PciAddress& a)
 /// Its `class` file (or, for a device that has none, its `uevent`) is read, so
 /// that a recording keeps the links. nullopt for an entry without a PCI device
 /// (lo, bridges, soft RoCE).
-inline Result<std::optional<PciAddress>> class_entry_device(SysfsReader& r, const std::string& entry) {
+template <class = void>
+Result<std::optional<PciAddress>> class_entry_device(SysfsReader& r, const std::string& entry) {
   std::string s;
   GPUAFF_TRY(int which, r.first_of({entry + "/device/class", entry + "/device/uevent"}, s));
   if (which < 0) return std::optional<PciAddress>();
@@ -134,7 +139,8 @@ inline Result<std::optional<PciAddress>> class_entry_device(SysfsReader& r, cons
 
 /// Adds the names of sys/class/CLASS entries to the NICs they belong to:
 /// RDMA names (infiniband), CXI names (cxi) or interfaces (net).
-inline Result<void> read_class_names(SysfsReader& r, Topology& t, std::string_view cls, bool rdma) {
+template <class = void>
+Result<void> read_class_names(SysfsReader& r, Topology& t, std::string_view cls, bool rdma) {
   std::string s;
   std::string dir = std::string("sys/class/") + std::string(cls);
   GPUAFF_TRY(auto names, r.list(dir));
@@ -178,7 +184,8 @@ inline Result<void> read_class_names(SysfsReader& r, Topology& t, std::string_vi
 /// Topology::nics from the network-class devices the PCI section found
 /// (address, entry name in sys/bus/pci/devices), and every GPU's nics list,
 /// nearest first.
-inline Result<void> read_nics(SysfsReader& r, Topology& t, const std::vector<std::pair<PciAddress, std::string>>& network) {
+template <class = void>
+Result<void> read_nics(SysfsReader& r, Topology& t, const std::vector<std::pair<PciAddress, std::string>>& network) {
   std::string s;
   for (const auto& [address, name] : network) {
     std::string dir = "sys/bus/pci/devices/" + name + "/";
@@ -219,7 +226,8 @@ inline Result<void> read_nics(SysfsReader& r, Topology& t, const std::vector<std
 }
 
 /// read_gpu_memory_nodes for one list of GPUs (the process's, or the host's).
-inline Result<void> read_gpu_memory_nodes_of(SysfsReader& r, const Topology& t, std::vector<Gpu>& gpus) {
+template <class = void>
+Result<void> read_gpu_memory_nodes_of(SysfsReader& r, const Topology& t, std::vector<Gpu>& gpus) {
   std::string s;
   for (auto& g : gpus) {
     if (g.pci.vendor != pci_vendor::nvidia) continue;
@@ -241,7 +249,8 @@ inline Result<void> read_gpu_memory_nodes_of(SysfsReader& r, const Topology& t, 
 /// "Status: online" on GH200/GB200 in coherent mode): kept when the node is
 /// one of the topology's memory-only nodes (GPU memory has no CPUs) and the
 /// driver does not call it offline. Without a memory-only node nothing is read.
-inline Result<void> read_gpu_memory_nodes(SysfsReader& r, Topology& t) {
+template <class = void>
+Result<void> read_gpu_memory_nodes(SysfsReader& r, Topology& t) {
   if (std::none_of(t.nodes.begin(), t.nodes.end(), [](const NumaNode& n) { return n.memory_only(); })) return {};
   for (auto* gpus : {&t.gpus, &t.host_gpus}) {
     GPUAFF_TRY_VOID(read_gpu_memory_nodes_of(r, t, *gpus));

@@ -221,6 +221,9 @@ class SysfsSource {
   /// beyond what the field or gpuaff allows), Errc::io_error (a file cannot be read),
   /// Errc::system_error (sched_getaffinity failed), and the GPU selection errors of
   /// select_visible_gpus(). File errors name the file, root included.
+  /// A template of no parameter, as every reading step below: a translation
+  /// unit compiles the reader only if it calls load() (see config.hpp).
+  template <class = void>
   Result<Topology> load();
 
   /// Files the last load() tried to open (missing ones included: probing costs
@@ -247,7 +250,8 @@ namespace detail {
 /// Whether --visible-devices or CUDA_VISIBLE_DEVICES (as `v` holds them) has an entry
 /// that is not an index: selecting then needs the GPUs' UUIDs (or reports a bad entry,
 /// which is worded the same either way only if the UUIDs were read).
-inline bool names_uuids(const VisibleDevices& v) {
+template <class = void>
+bool names_uuids(const VisibleDevices& v) {
   for (const auto* list : {&v.list, &v.cuda_visible_devices}) {
     if (!list->has_value()) continue;
     for (char c : **list)
@@ -262,7 +266,8 @@ inline bool names_uuids(const VisibleDevices& v) {
 inline constexpr std::string_view sysfs_cpu = "sys/devices/system/cpu/";
 
 /// The CPU numbers of the cpuN directories under sys/devices/system/cpu.
-inline Result<CpuSet> cpu_directories(SysfsReader& r) {
+template <class = void>
+Result<CpuSet> cpu_directories(SysfsReader& r) {
   const std::string dir(sysfs_cpu.substr(0, sysfs_cpu.size() - 1));
   GPUAFF_TRY(auto names, r.list(dir));
   CpuSet ids;
@@ -283,7 +288,8 @@ inline Result<CpuSet> cpu_directories(SysfsReader& r) {
 /// cpu/online; without it (older kernels, some sandboxes and dumps),
 /// cpu/present, else cpu/possible, else the cpuN directories, minus the CPUs
 /// whose own `online` reads 0. The fallback is noted.
-inline Result<void> read_online_cpus(SysfsReader& r, Topology& t) {
+template <class = void>
+Result<void> read_online_cpus(SysfsReader& r, Topology& t) {
   const std::string cpu(sysfs_cpu);
   const std::string rel = cpu + "online";
   std::string s;
@@ -332,7 +338,8 @@ inline Result<void> read_online_cpus(SysfsReader& r, Topology& t) {
 
 /// One sibling list per core (read for its first online CPU). Returns each
 /// CPU's core index, for packages without member lists.
-inline Result<std::vector<int>> read_cores(SysfsReader& r, Topology& t, const CpuSet* only = nullptr) {
+template <class = void>
+Result<std::vector<int>> read_cores(SysfsReader& r, Topology& t, const CpuSet* only = nullptr) {
   CpuSet covered;
   CpuSet unlisted;  // CPUs with no sibling list of their own
   std::string s;
@@ -380,7 +387,8 @@ inline Result<std::vector<int>> read_cores(SysfsReader& r, Topology& t, const Cp
 /// A missing file is -1 for that core; an unreadable or garbled one too,
 /// with a note (never an error: the binding goes ahead without that hint).
 /// Nothing present: a note, and no priority_source.
-inline Result<void> read_core_priorities(SysfsReader& r, Topology& t) {
+template <class = void>
+Result<void> read_core_priorities(SysfsReader& r, Topology& t) {
   constexpr std::array<std::string_view, 3> sources{"cpufreq/base_frequency", "acpi_cppc/highest_perf", "cpu_capacity"};
   std::string s;
   std::optional<std::pair<std::string_view, std::vector<long long>>> alike;
@@ -431,7 +439,8 @@ inline Result<void> read_core_priorities(SysfsReader& r, Topology& t) {
 /// `socket` binding narrower than the real socket would leave out CPUs that
 /// are as close. One package for all of them is wide but never wrong; `node`
 /// still binds to the GPU's node. Both cases are noted.
-inline Result<void> read_packages(SysfsReader& r, Topology& t, const std::vector<int>& core_index) {
+template <class = void>
+Result<void> read_packages(SysfsReader& r, Topology& t, const std::vector<int>& core_index) {
   CpuSet covered;
   CpuSet id_missing;
   CpuSet id_unknown;
@@ -483,7 +492,8 @@ inline Result<void> read_packages(SysfsReader& r, Topology& t, const std::vector
 /// missing, empty or malformed is skipped; if it could be the last level
 /// (its level unknown, or not below the chosen one), the last level is not
 /// known and no core complex is read. Either way noted.
-inline Result<std::pair<int, long long>> find_last_level_cache(SysfsReader& r, Topology& t) {
+template <class = void>
+Result<std::pair<int, long long>> find_last_level_cache(SysfsReader& r, Topology& t) {
   std::string base = cpu_dir(t.online.first()) + "/cache/index";
   std::pair<int, long long> llc{-1, 0};
   long long broken_level = -1;  // highest level among broken indexes; 16: unknown
@@ -535,7 +545,8 @@ inline Result<std::pair<int, long long>> find_last_level_cache(SysfsReader& r, T
 /// The groups of CPUs that share the last-level cache (core complexes). A
 /// group that does not name the CPU it was read for says nothing true about
 /// that level: the level is ignored (no core complex, noted).
-inline Result<void> read_cache_groups(SysfsReader& r, Topology& t, const CpuSet* only = nullptr) {
+template <class = void>
+Result<void> read_cache_groups(SysfsReader& r, Topology& t, const CpuSet* only = nullptr) {
   GPUAFF_TRY(auto llc, find_last_level_cache(r, t));
   if (llc.first < 0) return {};
   CpuSet covered;
@@ -563,7 +574,8 @@ inline Result<void> read_cache_groups(SysfsReader& r, Topology& t, const CpuSet*
 }
 
 /// The distances of one node, as node/nodeN/distance lists them.
-inline Result<std::vector<int>> parse_distances(const SysfsReader& r, const std::string& rel, std::string_view text) {
+template <class = void>
+Result<std::vector<int>> parse_distances(const SysfsReader& r, const std::string& rel, std::string_view text) {
   std::string_view d = trim(text);
   if (d.empty()) return r.bad(Errc::parse_error, rel, "is empty");
   std::vector<int> out;
@@ -584,7 +596,8 @@ inline constexpr std::string_view sysfs_node = "sys/devices/system/node/";
 inline std::string node_folder(int id) { return std::string(sysfs_node) + "node" + std::to_string(id); }
 
 /// The node ids of the nodeN directories under sys/devices/system/node.
-inline Result<std::vector<int>> node_directories(SysfsReader& r) {
+template <class = void>
+Result<std::vector<int>> node_directories(SysfsReader& r) {
   GPUAFF_TRY(auto names, r.list(sysfs_node.substr(0, sysfs_node.size() - 1)));
   std::vector<int> ids;
   for (const auto& n : names) {
@@ -604,7 +617,8 @@ inline Result<std::vector<int>> node_directories(SysfsReader& r) {
 /// more than the nodes read when a node is offline (node 0 offline: node/online
 /// is "1" and node1/distance is "20 10"): the entries are then picked by node
 /// id, and that is noted. A row that fits none of these is an error.
-inline Result<void> align_distances(SysfsReader& r, Topology& t, const std::vector<std::string>& files,
+template <class = void>
+Result<void> align_distances(SysfsReader& r, Topology& t, const std::vector<std::string>& files,
                                     const std::string& list_rel) {
   std::vector<std::pair<std::string, std::vector<int>>> layouts;  // what a row's entries may stand for
   bool layouts_read = false;
@@ -662,7 +676,8 @@ inline Result<void> align_distances(SysfsReader& r, Topology& t, const std::vect
 /// lowest id; a device that names another of them is placed on that one
 /// (read_pci_device, through SysfsReader::node_aliases). Noted. A partial
 /// overlap has no such reading and stays an error (source/validate.hpp).
-inline void merge_identical_nodes(SysfsReader& r, Topology& t, std::vector<std::string>& cpu_files) {
+template <class = void>
+void merge_identical_nodes(SysfsReader& r, Topology& t, std::vector<std::string>& cpu_files) {
   for (std::size_t j = 1; j < t.nodes.size();) {
     auto same = std::find_if(t.nodes.begin(), t.nodes.begin() + static_cast<std::ptrdiff_t>(j),
                              [&](const NumaNode& n) { return !n.cpus.empty() && n.cpus == t.nodes[j].cpus; });
@@ -686,7 +701,8 @@ inline void merge_identical_nodes(SysfsReader& r, Topology& t, std::vector<std::
 /// 0. Nodes listing identical CPUs are merged (noted), a partial overlap is
 /// an error (source/validate.hpp); online CPUs in no node are noted. Returns
 /// where the node ids came from (for read_distances).
-inline Result<std::string> read_nodes(SysfsReader& r, Topology& t) {
+template <class = void>
+Result<std::string> read_nodes(SysfsReader& r, Topology& t) {
   const std::string node(sysfs_node);
   std::string s;
   GPUAFF_TRY(int which, r.first_of({node + "online", node + "possible"}, s));
@@ -752,7 +768,8 @@ inline Result<std::string> read_nodes(SysfsReader& r, Topology& t) {
 /// Each node's distances (node/nodeN/distance), aligned to Topology::nodes;
 /// `list_rel` is where read_nodes found the node ids. A node without the
 /// file leaves every node's distances empty (unknown).
-inline Result<void> read_distances(SysfsReader& r, Topology& t, const std::string& list_rel) {
+template <class = void>
+Result<void> read_distances(SysfsReader& r, Topology& t, const std::string& list_rel) {
   if (list_rel.empty()) return {};  // no node tree: read_nodes set the one distance
   std::vector<std::string> files;
   std::string s;
@@ -769,7 +786,8 @@ inline Result<void> read_distances(SysfsReader& r, Topology& t, const std::strin
 
 /// The allowed CPUs and memory nodes: live, the calling thread's affinity and
 /// proc/self/status's Mems_allowed; recorded, both from proc/self/status.
-inline Result<void> read_allowed(SysfsReader& r, Topology& t) {
+template <class = void>
+Result<void> read_allowed(SysfsReader& r, Topology& t) {
   const std::string rel = "proc/self/status";
   std::string s;
   GPUAFF_TRY(bool have, r.get(rel, s));
@@ -822,7 +840,8 @@ inline constexpr std::string_view sysfs_pci = "sys/bus/pci/devices";
 /// noted, and two entries naming the same device are an error naming both
 /// (a copy beside the real entry would make a second GPU and shift every later
 /// index). Entries that are no PCI address at all are skipped.
-inline Result<std::vector<std::pair<PciAddress, std::string>>> list_pci_devices(SysfsReader& r, Topology& t,
+template <class = void>
+Result<std::vector<std::pair<PciAddress, std::string>>> list_pci_devices(SysfsReader& r, Topology& t,
                                                                                 const std::vector<PciAddress>& extra) {
   GPUAFF_TRY(auto names, r.list(sysfs_pci));
   std::vector<std::pair<PciAddress, std::string>> devices;
@@ -859,7 +878,8 @@ inline Result<std::vector<std::pair<PciAddress, std::string>>> list_pci_devices(
 /// names a node the tree does not have is an error naming the node and the
 /// numa_node file (a cut recording), never placed by its local CPUs. A
 /// memory-only node is noted.
-inline Result<void> place_pci_device(SysfsReader& r, Topology& t, PciDevice& d, const std::string& dir, bool extra,
+template <class = void>
+Result<void> place_pci_device(SysfsReader& r, Topology& t, PciDevice& d, const std::string& dir, bool extra,
                                      SysfsDetail detail) {
   std::string s;
   GPUAFF_TRY(bool have_node, r.get(dir + "numa_node", s));
@@ -911,7 +931,8 @@ inline Result<void> place_pci_device(SysfsReader& r, Topology& t, PciDevice& d, 
 /// kept with class or vendor 0 (its binding needs only its node and CPUs).
 /// Then place_pci_device(), unless `place` is false (a focused load places
 /// only the devices its answer needs: read_focused()).
-inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology& t, const PciAddress& addr,
+template <class = void>
+Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology& t, const PciAddress& addr,
                                                         const std::string& name, bool extra, SysfsDetail detail,
                                                         std::uint32_t* class_seen = nullptr, bool place = true) {
   std::string dir = std::string(sysfs_pci) + "/" + name + "/";
@@ -976,7 +997,8 @@ inline Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology
 }
 
 /// The PCI devices; `network` (optional) gets the network-class ones for read_nics.
-inline Result<void> read_pci(SysfsReader& r, Topology& t, const SysfsOptions& options,
+template <class = void>
+Result<void> read_pci(SysfsReader& r, Topology& t, const SysfsOptions& options,
                              std::vector<std::pair<PciAddress, std::string>>* network = nullptr) {
   GPUAFF_TRY(auto devices, list_pci_devices(r, t, options.extra_pci));
   for (const auto& [addr, name] : devices) {
@@ -993,7 +1015,8 @@ inline Result<void> read_pci(SysfsReader& r, Topology& t, const SysfsOptions& op
 /// named by its PCI address), or nullopt when the root has no such directory.
 /// Inside a container it lists only the container's GPUs (docs/contract.md
 /// sections 1 and 2). Entries that are not PCI addresses are skipped.
-inline Result<std::optional<std::vector<PciAddress>>> read_driver_gpus(SysfsReader& r, Topology& t) {
+template <class = void>
+Result<std::optional<std::vector<PciAddress>>> read_driver_gpus(SysfsReader& r, Topology& t) {
   using Out = std::optional<std::vector<PciAddress>>;
   bool missing = false;
   GPUAFF_TRY(auto names, r.list(nvidia_driver_gpus, &missing));
@@ -1017,7 +1040,8 @@ inline constexpr unsigned nvidia_device_major = 195;
 /// the `Device Minor:` line of its information file) is the character device
 /// 195:M and opening it fails with EPERM or EACCES. Whatever else happens keeps
 /// the GPU, with a note saying why nothing could be told.
-inline bool may_open_gpu_node(SysfsReader& r, Topology& t, const std::string& name) {
+template <class = void>
+bool may_open_gpu_node(SysfsReader& r, Topology& t, const std::string& name) {
   std::string info = std::string(nvidia_driver_gpus) + "/" + name + "/information";
   std::string kept = ": cannot tell whether this process may open GPU " + name + "'s device node; kept as its GPU";
   std::string s;
@@ -1079,7 +1103,8 @@ inline bool may_open_gpu_node(SysfsReader& r, Topology& t, const std::string& na
 
 /// The driver's list less the GPUs whose device node this process may not
 /// open (may_open_gpu_node), which go to `denied`.
-inline std::vector<PciAddress> probe_driver_gpus(SysfsReader& r, Topology& t, const std::vector<PciAddress>& driver,
+template <class = void>
+std::vector<PciAddress> probe_driver_gpus(SysfsReader& r, Topology& t, const std::vector<PciAddress>& driver,
                                                  std::vector<PciAddress>& denied) {
   std::vector<PciAddress> kept;
   std::vector<PciAddress> in_order = driver;  // the notes in bus order, whatever the listing's
@@ -1094,7 +1119,8 @@ inline std::vector<PciAddress> probe_driver_gpus(SysfsReader& r, Topology& t, co
 /// Binding detail leaves out PCI `device`; the CUDA_DEVICE_ORDER check needs it
 /// for the NVIDIA GPUs when the order is known and is not PCI_BUS_ID and the
 /// process has several of them (see device_order_warning()).
-inline Result<void> read_nvidia_device_ids(SysfsReader& r, Topology& t, std::vector<Gpu>& gpus,
+template <class = void>
+Result<void> read_nvidia_device_ids(SysfsReader& r, Topology& t, std::vector<Gpu>& gpus,
                                            const std::optional<std::string>& order) {
   if (!order || detail::trim(*order) == "PCI_BUS_ID") return {};
   if (std::count_if(gpus.begin(), gpus.end(), [](const Gpu& g) { return g.pci.vendor == pci_vendor::nvidia; }) < 2)
@@ -1120,7 +1146,8 @@ inline Result<void> read_nvidia_device_ids(SysfsReader& r, Topology& t, std::vec
 /// note when the GPU's available_compute_partition says it can be partitioned).
 /// Errors: Errc::parse_error naming the file for another word: the GPU
 /// numbering depends on it.
-inline Result<int> read_compute_partitions(SysfsReader& r, Topology& t, const PciAddress& a) {
+template <class = void>
+Result<int> read_compute_partitions(SysfsReader& r, Topology& t, const PciAddress& a) {
   std::string dir = std::string("sys/bus/pci/devices/") + std::string(a.to_string().view());
   std::string rel = dir + "/current_compute_partition";
   std::string s;
@@ -1143,7 +1170,8 @@ inline Result<int> read_compute_partitions(SysfsReader& r, Topology& t, const Pc
 /// The GPUs among the PCI devices, with NVIDIA UUIDs where needed: every one in
 /// host_gpus, those the driver's list leaves out in hidden_gpus, and the rest
 /// selected and indexed by the visibility lists.
-inline Result<void> read_gpus(SysfsReader& r, Topology& t, const SysfsOptions& options) {
+template <class = void>
+Result<void> read_gpus(SysfsReader& r, Topology& t, const SysfsOptions& options) {
   VisibleDevices visible = options.visible.with_environment();
   std::optional<VisibleDevices> later;
   if (options.visible_later) later = options.visible_later->with_environment();
@@ -1188,7 +1216,8 @@ inline Result<void> read_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o
 /// The node a device names, as a focused load places it: its numa_node, -1
 /// when that file is missing (as a whole load reads it); nullopt when the
 /// device is not there or the file is malformed.
-inline std::optional<int> focused_numa_node(SysfsReader& r, const PciAddress& a) {
+template <class = void>
+std::optional<int> focused_numa_node(SysfsReader& r, const PciAddress& a) {
   std::string dir = std::string(sysfs_pci) + "/" + std::string(a.to_string().view());
   std::string s;
   auto have = r.get(dir + "/numa_node", s);
@@ -1202,7 +1231,8 @@ inline std::optional<int> focused_numa_node(SysfsReader& r, const PciAddress& a)
 /// A focused load's device of numa_node -1: its local CPUs, as
 /// place_pci_device() reads them (resolve_gpu_node may place it by them).
 /// false: the file is malformed.
-inline bool focused_local_cpus(SysfsReader& r, Topology& t, const PciAddress& a) {
+template <class = void>
+bool focused_local_cpus(SysfsReader& r, Topology& t, const PciAddress& a) {
   std::string dir = std::string(sysfs_pci) + "/" + std::string(a.to_string().view()) + "/";
   std::string s;
   auto local = r.list_or_mask(dir, {"local_cpulist", "local_cpus"}, Empty::allowed, s);
@@ -1228,7 +1258,8 @@ inline bool focused_local_cpus(SysfsReader& r, Topology& t, const PciAddress& a)
 
 /// The GPUs by every PCI device's class (and vendor, partitions), as a whole
 /// load finds them, none placed yet. false: a file they rest on is malformed.
-inline bool gpus_by_class(SysfsReader& r, Topology& t, const SysfsOptions& o) {
+template <class = void>
+bool gpus_by_class(SysfsReader& r, Topology& t, const SysfsOptions& o) {
   auto devices = list_pci_devices(r, t, {});
   if (!devices) return false;
   for (const auto& [addr, name] : *devices) {
@@ -1245,7 +1276,8 @@ inline bool gpus_by_class(SysfsReader& r, Topology& t, const SysfsOptions& o) {
 /// (read now where the driver's list stood for it), their numa_node each read
 /// leniently: a file that cannot be read leaves that GPU out of the count,
 /// which the warning rests on, not the answer. false: the scan failed.
-inline bool count_host_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o, bool from_driver,
+template <class = void>
+bool count_host_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o, bool from_driver,
                             const PciAddress& target, int node) {
   if (from_driver) {
     Topology h;
@@ -1270,7 +1302,8 @@ inline bool count_host_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o, 
 }
 
 /// Puts a focused load's device `a` on node `node`, wherever it is listed.
-inline void place_device(Topology& t, const PciAddress& a, int node) {
+template <class = void>
+void place_device(Topology& t, const PciAddress& a, int node) {
   for (auto* gpus : {&t.gpus, &t.host_gpus})
     for (Gpu& g : *gpus)
       if (g.address() == a) g.pci.numa_node = node;
@@ -1283,7 +1316,8 @@ inline void place_device(Topology& t, const PciAddress& a, int node) {
 /// counts (docs/contract.md section 6: it is then the list, and no PCI
 /// device's `class` is read), true; else every PCI device's class, as a whole
 /// load finds them, false. nullopt: a file they rest on is malformed.
-inline std::optional<bool> focused_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o) {
+template <class = void>
+std::optional<bool> focused_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o) {
   auto listed = read_driver_gpus(r, t);
   if (!listed) return std::nullopt;
   r.found.driver_gpus = *listed;
@@ -1312,7 +1346,8 @@ inline std::optional<bool> focused_gpus(SysfsReader& r, Topology& t, const Sysfs
 /// that it names the same CPUs as the focused device's node (`cpus`, read as
 /// node `kept`), does. One that cannot be read, or names no online CPU, does
 /// not, which may change the answer: said in a note naming it.
-inline bool same_node_cpus(Topology& t, const Result<std::optional<CpuFile>>& other, int id, const CpuSet& cpus,
+template <class = void>
+bool same_node_cpus(Topology& t, const Result<std::optional<CpuFile>>& other, int id, const CpuSet& cpus,
                            int kept) {
   std::string why;
   if (!other) why = std::string(other.error().message());
@@ -1337,7 +1372,8 @@ struct FocusedNode {
 /// one lists the same CPUs (merge_identical_nodes: the device is then placed
 /// there, said in a note). nullopt: a file the answer rests on is malformed,
 /// or the node has no CPUs.
-inline std::optional<FocusedNode> focused_node(SysfsReader& r, Topology& t, int node, bool all_nodes, bool packages) {
+template <class = void>
+std::optional<FocusedNode> focused_node(SysfsReader& r, Topology& t, int node, bool all_nodes, bool packages) {
   FocusedNode at;
   at.kept = node;
   if (all_nodes) {
@@ -1400,7 +1436,8 @@ inline std::optional<FocusedNode> focused_node(SysfsReader& r, Topology& t, int 
 /// and those on the device's node counted. Another node's CPUs are read only
 /// to find whether it is the device's node. false: a file the answer rests on
 /// is malformed, or the answer needs more than a focused load reads.
-inline bool focused_peers(SysfsReader& r, Topology& t, const SysfsOptions& o, const std::vector<Gpu>& selected,
+template <class = void>
+bool focused_peers(SysfsReader& r, Topology& t, const SysfsOptions& o, const std::vector<Gpu>& selected,
                           const PciAddress& target, const FocusedNode& at, bool all_nodes, bool from_driver) {
   std::vector<PciAddress> on_node;  // the visible devices on the node (a partitioned one once)
   auto count = [&on_node](const PciAddress& a) {
@@ -1488,7 +1525,8 @@ inline bool focused_peers(SysfsReader& r, Topology& t, const SysfsOptions& o, co
 /// of its node under `peers` also reads the host's GPUs there: count_host_gpus.)
 /// SysfsSource::load() then reads the whole machine, which gives the same
 /// answer, or the error that names the file.
-inline std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& o) {
+template <class = void>
+std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& o) {
   const LoadFocus& f = *o.focus;
   const TopologyParts& needs = o.needs;
   if (o.detail != SysfsDetail::binding || needs.distances || needs.nics ||
@@ -1543,7 +1581,8 @@ inline std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& 
 
 }  // namespace detail
 
-inline Result<Topology> SysfsSource::load() {
+template <class>
+Result<Topology> SysfsSource::load() {
   opened_ = 0;
   read_.clear();
   denied_.clear();

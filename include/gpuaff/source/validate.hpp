@@ -38,7 +38,8 @@ struct NodeOverlap {
 };
 
 /// The first pair of nodes whose cpulists share a CPU, or nullopt.
-inline std::optional<NodeOverlap> find_node_overlap(const std::vector<NumaNode>& nodes) {
+template <class = void>
+std::optional<NodeOverlap> find_node_overlap(const std::vector<NumaNode>& nodes) {
   CpuSet seen;
   for (std::size_t j = 0; j < nodes.size(); ++j) {
     if (nodes[j].cpus.intersects(seen)) {
@@ -53,13 +54,15 @@ inline std::optional<NodeOverlap> find_node_overlap(const std::vector<NumaNode>&
 }
 
 /// The wording of an overlap, e.g. "nodes 0 and 1 both list CPUs 4-7".
-inline std::string node_overlap_text(const std::vector<NumaNode>& nodes, const NodeOverlap& o) {
+template <class = void>
+std::string node_overlap_text(const std::vector<NumaNode>& nodes, const NodeOverlap& o) {
   return std::string("nodes ") + std::to_string(nodes[o.first].id) + std::string(" and ") + std::to_string(nodes[o.second].id) +
          " both list CPUs " + o.shared.to_list() + " (each CPU belongs to exactly one node)";
 }
 
 /// The first pair of equal addresses (positions, first < second), or nullopt.
-inline std::optional<std::pair<std::size_t, std::size_t>> find_duplicate_address(
+template <class = void>
+std::optional<std::pair<std::size_t, std::size_t>> find_duplicate_address(
     const std::vector<PciAddress>& addresses) {
   for (std::size_t j = 1; j < addresses.size(); ++j)
     for (std::size_t i = 0; i < j; ++i)
@@ -68,7 +71,8 @@ inline std::optional<std::pair<std::size_t, std::size_t>> find_duplicate_address
 }
 
 /// Online CPUs that no node lists (empty when the topology has no nodes).
-inline CpuSet cpus_in_no_node(const Topology& t) {
+template <class = void>
+CpuSet cpus_in_no_node(const Topology& t) {
   if (t.nodes.empty()) return CpuSet{};
   CpuSet in_nodes;
   for (const auto& n : t.nodes) in_nodes |= n.cpus;
@@ -76,7 +80,8 @@ inline CpuSet cpus_in_no_node(const Topology& t) {
 }
 
 /// The note about `cpus_in_no_node`, naming where the node lists came from.
-inline std::string no_node_note(const CpuSet& lost, std::string_view where) {
+template <class = void>
+std::string no_node_note(const CpuSet& lost, std::string_view where) {
   return std::string(where) + ": online CPUs " + lost.to_list() +
          " are in no node's cpulist; a `node` binding never includes them";
 }

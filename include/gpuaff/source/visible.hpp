@@ -112,14 +112,16 @@ namespace detail {
 inline constexpr std::string_view nvidia_driver_gpus = "proc/driver/nvidia/gpus";
 
 /// The PCI addresses among the entries of that directory (others are skipped).
-inline std::vector<PciAddress> driver_gpu_addresses(const std::vector<std::string>& names) {
+template <class = void>
+std::vector<PciAddress> driver_gpu_addresses(const std::vector<std::string>& names) {
   std::vector<PciAddress> listed;
   for (const auto& n : names)
     if (auto a = PciAddress::parse(n)) listed.push_back(*a);
   return listed;
 }
 
-inline bool starts_with_nocase(std::string_view s, std::string_view prefix) {
+template <class = void>
+bool starts_with_nocase(std::string_view s, std::string_view prefix) {
   if (prefix.size() > s.size()) return false;
   for (std::size_t i = 0; i < prefix.size(); ++i) {
     char a = s[i];
@@ -135,7 +137,8 @@ inline bool starts_with_nocase(std::string_view s, std::string_view prefix) {
 /// nullopt when `e` has neither form: "MIG-<uuid>" (the MIG device's own UUID)
 /// or "MIG-[GPU-]<uuid>/<gi>/<ci>" (the parent GPU's UUID, then the GPU and
 /// compute instance ids, decimal). A UUID here is hex digits and '-'.
-inline std::optional<std::string> mig_instance(std::string_view e) {
+template <class = void>
+std::optional<std::string> mig_instance(std::string_view e) {
   auto lower = [](std::string_view t) {
     std::string out(t);
     for (char& c : out)
@@ -180,7 +183,8 @@ struct Selector {
 
 /// The entries of a selector value: comma-separated, blanks around each
 /// trimmed; an empty entry is an error.
-inline Result<std::vector<std::string_view>> selector_entries(const Selector& sel, std::string_view all,
+template <class = void>
+Result<std::vector<std::string_view>> selector_entries(const Selector& sel, std::string_view all,
                                                               std::string_view shown) {
   std::vector<std::string_view> entries = detail::comma_items(all);
   for (auto& e : entries) e = detail::trim(e);
@@ -193,7 +197,8 @@ inline Result<std::vector<std::string_view>> selector_entries(const Selector& se
 }
 
 /// The candidates that a list of indices names, in list order.
-inline Result<std::vector<Gpu>> select_by_index(const Selector& sel, std::string_view shown,
+template <class = void>
+Result<std::vector<Gpu>> select_by_index(const Selector& sel, std::string_view shown,
                                                 const std::vector<std::string_view>& entries,
                                                 const std::vector<Gpu>& candidates) {
   std::vector<Gpu> out;
@@ -224,7 +229,8 @@ inline Result<std::vector<Gpu>> select_by_index(const Selector& sel, std::string
 
 /// Checks that entry `e` of a list that is not all indices is a UUID prefix the
 /// selector takes. Errors: Errc::invalid_argument naming the entry.
-inline Result<void> check_uuid_entry(const Selector& sel, std::string_view shown, std::string_view e) {
+template <class = void>
+Result<void> check_uuid_entry(const Selector& sel, std::string_view shown, std::string_view e) {
   std::string ex = detail::quotable(e.substr(0, 64));
   if (!starts_with_nocase(e, "GPU-") && !starts_with_nocase(e, "MIG-")) {
     if (is_decimal(e))
@@ -249,7 +255,8 @@ inline Result<void> check_uuid_entry(const Selector& sel, std::string_view shown
 /// `ex`: the MIG device's own UUID is in no file gpuaff reads, but a process
 /// with one NVIDIA GPU (a MIG container) can only mean that GPU.
 /// Errors: Errc::invalid_argument when there is none or more than one.
-inline Result<std::size_t> only_nvidia_gpu(const Selector& sel, std::string_view shown, std::string_view ex,
+template <class = void>
+Result<std::size_t> only_nvidia_gpu(const Selector& sel, std::string_view shown, std::string_view ex,
                                            const std::vector<Gpu>& candidates) {
   std::size_t at = candidates.size();
   int count = 0;
@@ -266,7 +273,8 @@ inline Result<std::size_t> only_nvidia_gpu(const Selector& sel, std::string_view
 
 /// The candidates that a list of GPU-/MIG- UUID prefixes names, in list order
 /// (a MIG instance names its parent GPU; several may name the same one).
-inline Result<std::vector<Gpu>> select_by_uuid(const Selector& sel, std::string_view shown,
+template <class = void>
+Result<std::vector<Gpu>> select_by_uuid(const Selector& sel, std::string_view shown,
                                                const std::vector<std::string_view>& entries,
                                                const std::vector<Gpu>& candidates) {
   std::vector<Gpu> out;
@@ -331,7 +339,8 @@ inline Result<std::vector<Gpu>> select_by_uuid(const Selector& sel, std::string_
 }
 
 /// Applies one selector value to `candidates` (bus order); returns the selection in list order.
-inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_view value,
+template <class = void>
+Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_view value,
                                                const std::vector<Gpu>& candidates) {
   std::string shown = detail::quotable(value.substr(0, 96));
   std::string_view all = detail::trim(value);
@@ -344,7 +353,8 @@ inline Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_
 
 /// Checks the form of a selector value whose vendor has no GPU here (it is then
 /// ignored): the entry rules above, without indices or UUIDs to match.
-inline Result<void> check_selector(const Selector& sel, std::string_view value) {
+template <class = void>
+Result<void> check_selector(const Selector& sel, std::string_view value) {
   std::string shown = detail::quotable(value.substr(0, 96));
   std::string_view all = detail::trim(value);
   if (all.empty()) return {};
@@ -356,7 +366,8 @@ inline Result<void> check_selector(const Selector& sel, std::string_view value) 
 
 /// Applies the selector `value` (when set) to `candidates`, or, when the vendor
 /// has no GPU here, only checks it. nullopt: nothing selects (all stay).
-inline Result<std::optional<std::vector<Gpu>>> apply_vendor_selector(const Selector& sel,
+template <class = void>
+Result<std::optional<std::vector<Gpu>>> apply_vendor_selector(const Selector& sel,
                                                                      const std::optional<std::string>& value,
                                                                      const std::vector<Gpu>& candidates,
                                                                      bool vendor_present) {
@@ -397,7 +408,8 @@ constexpr std::string_view runtime_of(std::uint16_t vendor) {
 
 /// The vendor whose GPUs among `host` (every GPU of the host) are numbered:
 /// the one `asked`, or by the rule above; 0 when `host` has none and none is asked.
-inline std::uint16_t numbered_vendor(const std::vector<Gpu>& host, GpuVendor asked) {
+template <class = void>
+std::uint16_t numbered_vendor(const std::vector<Gpu>& host, GpuVendor asked) {
   if (asked != GpuVendor::automatic) return vendor_id(asked);
   for (std::uint16_t v : {pci_vendor::nvidia, pci_vendor::amd, pci_vendor::intel})
     if (std::any_of(host.begin(), host.end(), [v](const Gpu& g) { return g.pci.vendor == v; })) return v;
@@ -405,7 +417,8 @@ inline std::uint16_t numbered_vendor(const std::vector<Gpu>& host, GpuVendor ask
 }
 
 /// The GPUs of `gpus` that are `vendor`'s, in order, indices renumbered.
-inline std::vector<Gpu> runtime_gpus(std::vector<Gpu> gpus, std::uint16_t vendor) {
+template <class = void>
+std::vector<Gpu> runtime_gpus(std::vector<Gpu> gpus, std::uint16_t vendor) {
   std::erase_if(gpus, [vendor](const Gpu& g) { return g.pci.vendor != vendor; });
   for (std::size_t i = 0; i < gpus.size(); ++i) gpus[i].index = static_cast<int>(i);
   return gpus;
@@ -415,7 +428,8 @@ inline std::vector<Gpu> runtime_gpus(std::vector<Gpu> gpus, std::uint16_t vendor
 /// driver's list `driver` (proc/driver/nvidia/gpus/; nullopt when there is none),
 /// an NVIDIA GPU it does not name is not the process's and goes to `hidden`
 /// (docs/contract.md section 2). Order is kept.
-inline std::vector<Gpu> process_gpus(const std::vector<Gpu>& all, const std::optional<std::vector<PciAddress>>& driver,
+template <class = void>
+std::vector<Gpu> process_gpus(const std::vector<Gpu>& all, const std::optional<std::vector<PciAddress>>& driver,
                                      std::vector<PciAddress>& hidden) {
   std::vector<Gpu> mine;
   for (const auto& g : all) {
@@ -433,7 +447,8 @@ inline std::vector<Gpu> process_gpus(const std::vector<Gpu>& all, const std::opt
 /// Errors: Errc::invalid_argument (garbage entry, empty entry, duplicate, out-of-range
 /// index, ambiguous UUID prefix, AMD UUID, unmappable MIG UUID), Errc::not_found (UUID
 /// prefix that matches no GPU, or no UUIDs known). Each names the variable or flag and the entry.
-inline Result<std::vector<Gpu>> select_visible_gpus(std::vector<Gpu> all, const VisibleDevices& visible) {
+template <class = void>
+Result<std::vector<Gpu>> select_visible_gpus(std::vector<Gpu> all, const VisibleDevices& visible) {
   // Bus-id order, equal addresses kept in their order (a reader's list is in
   // that order already: a Gpu is a large object, not moved without need).
   auto bus_order = [](const Gpu& a, const Gpu& b) { return a.pci.address < b.pci.address; };
@@ -497,7 +512,8 @@ inline Result<std::vector<Gpu>> select_visible_gpus(std::vector<Gpu> all, const 
 /// Returns a one-line warning when `order` (VisibleDevices::cuda_device_order)
 /// is known and not PCI_BUS_ID while the NVIDIA GPUs among `gpus` (the process's
 /// GPUs) have different PCI device ids (0 means unknown and is skipped); else nullopt.
-inline std::optional<std::string> device_order_warning(const std::vector<Gpu>& gpus,
+template <class = void>
+std::optional<std::string> device_order_warning(const std::vector<Gpu>& gpus,
                                                        const std::optional<std::string>& order) {
   if (!order || detail::trim(*order) == "PCI_BUS_ID") return std::nullopt;
   std::vector<std::uint16_t> ids;
