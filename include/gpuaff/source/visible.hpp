@@ -146,13 +146,13 @@ std::optional<std::string> mig_instance(std::string_view e) {
     return out;
   };
   auto uuid = [](std::string_view t) {
-    bool digit = false;
+    bool has_hex = false;
     for (char c : t) {
       bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
       if (!hex && c != '-') return false;
-      digit = digit || hex;
+      has_hex = has_hex || hex;
     }
-    return digit;
+    return has_hex;
   };
   auto id = [](std::string_view t) -> std::optional<std::string> {  // decimal, leading zeros dropped
     if (t.empty() || t.size() > 9 || !is_decimal(t)) return std::nullopt;
