@@ -92,3 +92,30 @@ TEST_CASE("a label value is valid UTF-8 whatever bytes it is made from, each bad
     CHECK(decode(v) == c.shown);
   }
 }
+
+// doctor --job ID --format prometheus: every sample carries job_id="ID", so
+// two jobs' watchers on one node write series node_exporter can tell apart.
+TEST_CASE("with --job every sample carries job_id, comments and values unchanged") {
+  using gpuaff::cli::with_job_label;
+  const std::string text =
+      "# HELP gpuaff_plan_processes Processes.\n"
+      "# TYPE gpuaff_plan_processes gauge\n"
+      "gpuaff_plan_processes 2\n"
+      "gpuaff_healthy{pid=\"41\",rank=\"LOCAL_RANK=1\"} 1\n"
+      "gpuaff_healthy{pid=\"42\",rank=\"gpu=} 3\"} 0\n";  // a plan's text may hold "} "
+  CHECK(with_job_label(text, "") == text);  // without --job: byte for byte what it was
+  CHECK(with_job_label(text, "1234") ==
+        "# HELP gpuaff_plan_processes Processes.\n"
+        "# TYPE gpuaff_plan_processes gauge\n"
+        "gpuaff_plan_processes{job_id=\"1234\"} 2\n"
+        "gpuaff_healthy{pid=\"41\",rank=\"LOCAL_RANK=1\",job_id=\"1234\"} 1\n"
+        "gpuaff_healthy{pid=\"42\",rank=\"gpu=} 3\",job_id=\"1234\"} 0\n");
+  // A job id is a label value like any other: escaped as the format asks.
+  CHECK(with_job_label("gpuaff_nic_healthy 1\n", "a\"b") == "gpuaff_nic_healthy{job_id=\"a\\\"b\"} 1\n");
+  // No sample line of one job's text is a sample line of another's.
+  std::string a = with_job_label(text, "7"), b = with_job_label(text, "8");
+  for (std::size_t at = 0, end; (end = a.find('\n', at)) != std::string::npos; at = end + 1) {
+    std::string line = a.substr(at, end - at);
+    if (line[0] != '#') CHECK(b.find(line) == std::string::npos);
+  }
+}

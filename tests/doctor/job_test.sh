@@ -113,6 +113,27 @@ print(" ".join(sorted(str(e["pid"]) for e in map(json.loads, open(sys.argv[1])) 
 want=$(printf '%s\n' "${pids[0]}" "${pids[1]}" | sort | tr '\n' ' ' | sed 's/ $//')
 [[ $started == "$want" ]] && ok "--watch --job 1001 starts with its two ranks only" || bad "--watch --job 1001 started '$started', not '$want'"
 
+# Two jobs' watchers on one node, each with its textfile in node_exporter's
+# folder: node_exporter refuses a series two files both hold, so every series
+# carries job_id and none is in both files (gpuaff_plan_processes, the
+# watch's counters and the processes' gauges alike).
+for j in 1001 1002; do
+  "$gpuaff" doctor --watch --count 1 --interval 0.1 --root "$root" --job $j --format prometheus \
+    --textfile "$tmp/job$j.prom" >/dev/null
+done
+if python3 -c 'import sys
+series = {}
+for path, job in ((sys.argv[1], "1001"), (sys.argv[2], "1002")):
+    names = {l.rsplit(" ", 1)[0] for l in open(path) if l.strip() and not l.startswith("#")}
+    unlabelled = sorted(n for n in names if not n.endswith("job_id=\"%s\"}" % job))
+    if unlabelled: sys.exit("%s: series without job_id=\"%s\": %s" % (path, job, ", ".join(unlabelled)))
+    series[job] = names
+if "gpuaff_plan_processes{job_id=\"1001\"}" not in series["1001"]: sys.exit("no gpuaff_plan_processes of job 1001")
+both = series["1001"] & series["1002"]
+if both: sys.exit("series in both jobs\x27 files: " + ", ".join(sorted(both)))' "$tmp/job1001.prom" "$tmp/job1002.prom"; then
+  ok "--watch --job: two jobs' textfiles share no series, each labelled job_id"
+else bad "--watch --job textfiles (see the line above)"; fi
+
 # --nics reads only the job's ranks (a recorded root without NICs: a note,
 # and the note of what --job left out).
 out=$("$gpuaff" doctor --nics --interval 0.1 --root "$root" --job 1002 2>&1 || true)

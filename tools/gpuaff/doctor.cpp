@@ -693,7 +693,7 @@ int run_watch(const DoctorArgs& args, const DoctorOptions& d) {
                          watch_prometheus(totals, checks, static_cast<double>(wall.tv_sec) + static_cast<double>(wall.tv_nsec) * 1e-9,
                                           monotonic_seconds() - start, tids);
       if (nics && nics->watch.report) text += nic_prometheus(*nics->watch.report);
-      if (int code = write_textfile(args.textfile, text, exit_ok); code != exit_ok) return code;
+      if (int code = write_textfile(args.textfile, with_job_label(text, args.job), exit_ok); code != exit_ok) return code;
     }
     if (!out.empty()) {
       std::fputs(out.c_str(), stdout);
@@ -729,7 +729,9 @@ int run_doctor(const DoctorArgs& args) {
     NodeReport r = examine_all(args.options, d, cli_readers());
     std::string out = args.format == DoctorFormat::json ? dump(all_json(r))
                       : args.format == DoctorFormat::prometheus
-                          ? prometheus_of(r.verdicts, static_cast<int>(r.planned()), static_cast<int>(r.invalid_plans.size()))
+                          ? with_job_label(prometheus_of(r.verdicts, static_cast<int>(r.planned()),
+                                                         static_cast<int>(r.invalid_plans.size())),
+                                           args.job)
                           : all_text(r) + system_reservations(args.options);
     int code = r.healthy() ? exit_ok : exit_unhealthy;
     return args.textfile.empty() ? write_result(out, code) : write_textfile(args.textfile, out, code);

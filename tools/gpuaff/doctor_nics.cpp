@@ -236,7 +236,8 @@ int run_doctor_nics(const DoctorArgs& args) {
   r.notes.insert(r.notes.begin(), notes.begin(), notes.end());
   std::string out = args.format == DoctorFormat::json
                         ? json_of(r, ranks).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + '\n'
-                        : args.format == DoctorFormat::prometheus ? nic_prometheus(r) : text_of(r, ranks);
+                        : args.format == DoctorFormat::prometheus ? with_job_label(nic_prometheus(r), args.job)
+                                                                  : text_of(r, ranks);
   int code = r.healthy() ? exit_ok : exit_unhealthy;
   return args.textfile.empty() ? write_result(out, code) : write_textfile(args.textfile, out, code);
 }
