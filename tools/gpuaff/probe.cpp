@@ -461,13 +461,13 @@ std::string probe_pad(std::string s, std::size_t w) { return s.size() >= w ? s :
 
 /// Every CPU node's read bandwidth and latency to every memory node, a
 /// buffer of `bytes` faulted in from the CPU node on each memory node in turn.
+/// `tty`: stderr is a terminal, so progress rewrites one line.
 Result<std::vector<ProbeCell>> measure_memory(const std::vector<ProbeNode>& nodes, std::size_t bytes,
-                                              const ProbeArgs& args) {
+                                              const ProbeArgs& args, bool tty) {
   std::vector<ProbeCell> cells;
   int total = 0, done = 0;
   for (const ProbeNode& c : nodes)
     for (const ProbeNode& m : nodes) total += !c.cpus.empty() && m.memory ? 1 : 0;
-  bool tty = ::isatty(STDERR_FILENO) == 1;
   for (const ProbeNode& c : nodes) {
     if (c.cpus.empty()) continue;
     for (const ProbeNode& m : nodes) {
@@ -651,9 +651,9 @@ int run_probe(const ProbeArgs& args) {
   if (!nodes_r) return report_error(nodes_r.error());
   const std::vector<ProbeNode>& nodes = *nodes_r;
   std::size_t bytes = args.size_mib << 20;
-  auto cells = measure_memory(nodes, bytes, args);
-  if (!cells) return report_error(cells.error());
   bool tty = ::isatty(STDERR_FILENO) == 1;
+  auto cells = measure_memory(nodes, bytes, args, tty);
+  if (!cells) return report_error(cells.error());
   std::vector<GpuResult> gpus;
   for (int g : args.gpus) gpus.push_back(measure_gpu(g, nodes, bytes, args.seconds));
   if (tty && !args.gpus.empty()) std::fprintf(stderr, "\r%70s\r", "");
