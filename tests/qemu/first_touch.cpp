@@ -23,23 +23,12 @@
 #include <fcntl.h>
 #include <linux/mempolicy.h>
 
-namespace {
-
-bool parse_int(const char* s, long max, long& out) {
-  char* end = nullptr;
-  errno = 0;
-  long v = std::strtol(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0' || v < 0 || v > max) return false;
-  out = v;
-  return true;
-}
-
-}  // namespace
+#include "guest_args.hpp"
 
 int main(int argc, char** argv) {
   long node = 0;
   long mib = 0;
-  if (argc != 4 || !parse_int(argv[1], 63, node) || !parse_int(argv[2], 4096, mib) || mib == 0) {
+  if (argc != 4 || !guest::parse_int(argv[1], 63, node) || !guest::parse_int(argv[2], 4096, mib) || mib == 0) {
     std::fprintf(stderr, "usage: first_touch NODE(0-63) MIB(1-4096) READY_FILE\n");
     return 2;
   }

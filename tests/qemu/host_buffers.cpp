@@ -27,16 +27,9 @@
 #include <gpuaff/launch/plan_variable.hpp>
 #include <gpuaff/memory/host_buffer.hpp>
 
-namespace {
+#include "guest_args.hpp"
 
-bool parse_int(const char* s, long max, long& out) {
-  char* end = nullptr;
-  errno = 0;
-  long v = std::strtol(s, &end, 10);
-  if (errno != 0 || end == s || *end != '\0' || v < 0 || v > max) return false;
-  out = v;
-  return true;
-}
+namespace {
 
 /// The kernel's answer for every page of [p, p + bytes): pages per node ("1:8192").
 std::string ask_move_pages(void* p, std::size_t bytes) {
@@ -77,8 +70,8 @@ std::string numa_maps_line(void* p) {
 
 int main(int argc, char** argv) {
   long planned_mib = 0, other_mib = 0, other = 0;
-  if (argc != 5 || !parse_int(argv[1], 4096, planned_mib) || !parse_int(argv[2], 4096, other_mib) ||
-      !parse_int(argv[3], 63, other) || planned_mib == 0 || other_mib == 0) {
+  if (argc != 5 || !guest::parse_int(argv[1], 4096, planned_mib) || !guest::parse_int(argv[2], 4096, other_mib) ||
+      !guest::parse_int(argv[3], 63, other) || planned_mib == 0 || other_mib == 0) {
     std::fprintf(stderr, "usage: host_buffers PLANNED_MIB OTHER_MIB OTHER_NODE(0-63) READY_FILE\n");
     return 2;
   }
