@@ -353,44 +353,38 @@ TEST_CASE("a focused load finds a lower node with the same CPUs by id, and by th
     REQUIRE_MESSAGE(topo, topo.error().message());
     return *topo;
   };
-  SUBCASE("node 1 of two, apart") {
+  struct Case {
+    const char* what;
+    std::vector<std::pair<int, std::string>> nodes;  ///< id, cpulist
+    int gpu_node;
+    bool bare_node0;   ///< a node0 folder without cpulist or cpumap
+    int want_node;     ///< the GPU's node after the load
+    const char* note;  ///< the one note expected, or nullptr for none
+  };
+  const Case cases[] = {
+      {"node 1 of two, apart", {{0, "0-3"}, {1, "4-7"}}, 1, false, 1, nullptr},
+      {"node 1 listing node 0's CPUs: one node 0, said in a note", {{0, "0-7"}, {1, "0-7"}}, 1, false, 0,
+       "nodes 0 and 1 read as one node 0"},
+      {"sparse ids 0 and 2: node 2 apart, and no note of the node 1 that does not exist", {{0, "0-3"}, {2, "4-7"}}, 2,
+       false, 2, nullptr},
+      {"sparse ids, node 2 listing node 0's CPUs: one node 0", {{0, "0-7"}, {2, "0-7"}}, 2, false, 0,
+       "nodes 0 and 2 read as one node 0"},
+      {"node 0's folder without cpulist or cpumap: noted once, node 1 stays apart", {{1, "4-7"}, {2, "0-3"}}, 2, true,
+       2, "node0/cpulist is missing (and so is cpumap)"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
     TempTree t;
-    tree(t, {{0, "0-3"}, {1, "4-7"}}, 1);
+    tree(t, c.nodes, c.gpu_node);
+    if (c.bare_node0) t.write(node_root + "node0/distance", "10\n");  // the folder, without its CPU files
     auto topo = focused(t);
     REQUIRE(topo.gpus.size() == 1);
-    CHECK(topo.gpus[0].numa_node() == 1);
-    CHECK(topo.notes.empty());
-  }
-  SUBCASE("node 1 listing node 0's CPUs: one node 0, said in a note") {
-    TempTree t;
-    tree(t, {{0, "0-7"}, {1, "0-7"}}, 1);
-    auto topo = focused(t);
-    CHECK(topo.gpus[0].numa_node() == 0);
-    REQUIRE(topo.notes.size() == 1);
-    CHECK(topo.notes[0].find("nodes 0 and 1 read as one node 0") != std::string::npos);
-  }
-  SUBCASE("sparse ids 0 and 2: node 2 apart, and no note of the node 1 that does not exist") {
-    TempTree t;
-    tree(t, {{0, "0-3"}, {2, "4-7"}}, 2);
-    auto topo = focused(t);
-    CHECK(topo.gpus[0].numa_node() == 2);
-    CHECK(topo.notes.empty());
-  }
-  SUBCASE("sparse ids, node 2 listing node 0's CPUs: one node 0") {
-    TempTree t;
-    tree(t, {{0, "0-7"}, {2, "0-7"}}, 2);
-    auto topo = focused(t);
-    CHECK(topo.gpus[0].numa_node() == 0);
-    REQUIRE(topo.notes.size() == 1);
-    CHECK(topo.notes[0].find("nodes 0 and 2 read as one node 0") != std::string::npos);
-  }
-  SUBCASE("node 0's folder without cpulist or cpumap: noted once, node 1 stays apart") {
-    TempTree t;
-    tree(t, {{1, "4-7"}, {2, "0-3"}}, 2);
-    t.write(node_root + "node0/distance", "10\n");  // the folder, without its CPU files
-    auto topo = focused(t);
-    CHECK(topo.gpus[0].numa_node() == 2);
-    REQUIRE(topo.notes.size() == 1);
-    CHECK(topo.notes[0].find("node0/cpulist is missing (and so is cpumap)") != std::string::npos);
+    CHECK(topo.gpus[0].numa_node() == c.want_node);
+    if (c.note == nullptr) {
+      CHECK(topo.notes.empty());
+    } else {
+      REQUIRE(topo.notes.size() == 1);
+      CHECK(topo.notes[0].find(c.note) != std::string::npos);
+    }
   }
 }
