@@ -80,7 +80,7 @@ enum class ThreadOutcome { bound, exited };
 /// `exited`, which is fine; the kernel silently dropping CPUs is an error.
 template <class = void>
 Result<ThreadOutcome> bind_one_thread(pid_t tid, const CpuSet& cpus, const AllocatedCpuSet& mask,
-                                             std::vector<ChangedThread>& changed) {
+                                      std::vector<ChangedThread>& changed) {
   auto previous = read_affinity(tid);
   if (!previous) {
     if (previous.error().sys_errno() == ESRCH) return ThreadOutcome::exited;
@@ -111,7 +111,7 @@ Result<ThreadOutcome> bind_one_thread(pid_t tid, const CpuSet& cpus, const Alloc
 /// the threads it could not put back.
 template <class = void>
 std::vector<pid_t> undo_binding(const CpuSet& cpus, const std::vector<ChangedThread>& changed,
-                                       std::vector<pid_t> seen) {
+                                std::vector<pid_t> seen) {
   std::vector<pid_t> stuck;
   for (auto it = changed.rbegin(); it != changed.rend(); ++it)
     if (int e = write_affinity(it->tid, it->previous); e != 0 && e != ESRCH) stuck.push_back(it->tid);

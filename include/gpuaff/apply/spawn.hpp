@@ -207,7 +207,7 @@ namespace detail {
 /// nothing had to be bound or the fallback chose to run unbound.
 template <class = void>
 Result<std::optional<ScopedAffinity>> bind_for_spawn(const SpawnOptions& o, CpuSet& cpus, bool& bound,
-                                                            std::vector<std::string>& warnings) {
+                                                     std::vector<std::string>& warnings) {
   CpuSet want = o.cpus;
   if (want.empty() && o.memory.policy == MemPolicy::none) {
     GPUAFF_TRY(cpus, thread_affinity());

@@ -126,7 +126,7 @@ std::string roles_text(const RoleSizes& s) {
 /// sized roles plus one for compute.
 template <class = void>
 Result<Roles> split_roles(const Topology& topo, const CpuSet& share, const RoleSizes& sizes,
-                                 bool by_priority = false, const CpuSet& isolated = CpuSet{}) {
+                          bool by_priority = false, const CpuSet& isolated = CpuSet{}) {
   struct Unit {
     CpuSet threads;
     long long priority;

@@ -57,7 +57,7 @@ std::vector<CpuSet> cut_in_runs(const std::vector<CpuSet>& units, int parts) {
 /// the share has fewer physical cores than parts (no core is split between parts).
 template <class = void>
 Result<std::vector<CpuSet>> split_share(const Topology& topo, const CpuSet& share, int parts,
-                                               std::string_view asked = {}) {
+                                        std::string_view asked = {}) {
   std::string what = asked.empty() ? "ranks_per_gpu=" + std::to_string(parts) : std::string(asked);
   if (parts < 1) return fail(Errc::invalid_argument, what, " is not a positive number of parts");
   std::vector<CpuSet> cores = topo.cores_within(share);
@@ -110,9 +110,9 @@ DeviceView by_device(const Topology& topo, int nproc) {
 /// "ranks_per_gpu=2", "domains_per_gpu=4"); "" for the devices' own.
 template <class = void>
 std::vector<std::vector<Result<CpuSet>>> bind_table_by_device(const Topology& topo,
-                                                                     const std::vector<PolicySpec>& specs,
-                                                                     const JobOptions& job,
-                                                                     std::string_view asked = {}) {
+                                                              const std::vector<PolicySpec>& specs,
+                                                              const JobOptions& job,
+                                                              std::string_view asked = {}) {
   bool partitioned = false;
   for (const auto& g : topo.gpus) partitioned = partitioned || g.pci.compute_partitions > 1;
   if (!partitioned) return bind_table(topo, specs, job);

@@ -99,7 +99,7 @@ std::optional<PciChain> pci_chain(std::string_view resolved) {
 /// The path class between two devices (chains may be absent: NUMA node only).
 template <class = void>
 PciPath classify_path(const std::optional<PciChain>& a, int node_a, const std::optional<PciChain>& b,
-                             int node_b) {
+                      int node_b) {
   if (!a || !b || a->host != b->host) return node_a == node_b ? PciPath::node : PciPath::sys;
   // Bridges in common: the longest common prefix of the two chains without their devices.
   std::size_t na = a->chain.size() - 1;

@@ -619,7 +619,7 @@ Result<std::vector<int>> node_directories(SysfsReader& r) {
 /// id, and that is noted. A row that fits none of these is an error.
 template <class = void>
 Result<void> align_distances(SysfsReader& r, Topology& t, const std::vector<std::string>& files,
-                                    const std::string& list_rel) {
+                             const std::string& list_rel) {
   std::vector<std::pair<std::string, std::vector<int>>> layouts;  // what a row's entries may stand for
   bool layouts_read = false;
   std::string s;
@@ -842,7 +842,7 @@ inline constexpr std::string_view sysfs_pci = "sys/bus/pci/devices";
 /// index). Entries that are no PCI address at all are skipped.
 template <class = void>
 Result<std::vector<std::pair<PciAddress, std::string>>> list_pci_devices(SysfsReader& r, Topology& t,
-                                                                                const std::vector<PciAddress>& extra) {
+                                                                         const std::vector<PciAddress>& extra) {
   GPUAFF_TRY(auto names, r.list(sysfs_pci));
   std::vector<std::pair<PciAddress, std::string>> devices;
   for (auto& n : names) {
@@ -880,7 +880,7 @@ Result<std::vector<std::pair<PciAddress, std::string>>> list_pci_devices(SysfsRe
 /// memory-only node is noted.
 template <class = void>
 Result<void> place_pci_device(SysfsReader& r, Topology& t, PciDevice& d, const std::string& dir, bool extra,
-                                     SysfsDetail detail) {
+                              SysfsDetail detail) {
   std::string s;
   GPUAFF_TRY(bool have_node, r.get(dir + "numa_node", s));
   if (have_node) {
@@ -933,8 +933,8 @@ Result<void> place_pci_device(SysfsReader& r, Topology& t, PciDevice& d, const s
 /// only the devices its answer needs: read_focused()).
 template <class = void>
 Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology& t, const PciAddress& addr,
-                                                        const std::string& name, bool extra, SysfsDetail detail,
-                                                        std::uint32_t* class_seen = nullptr, bool place = true) {
+                                                 const std::string& name, bool extra, SysfsDetail detail,
+                                                 std::uint32_t* class_seen = nullptr, bool place = true) {
   std::string dir = std::string(sysfs_pci) + "/" + name + "/";
   std::string s;
   PciDevice d;
@@ -999,7 +999,7 @@ Result<std::optional<PciDevice>> read_pci_device(SysfsReader& r, Topology& t, co
 /// The PCI devices; `network` (optional) gets the network-class ones for read_nics.
 template <class = void>
 Result<void> read_pci(SysfsReader& r, Topology& t, const SysfsOptions& options,
-                             std::vector<std::pair<PciAddress, std::string>>* network = nullptr) {
+                      std::vector<std::pair<PciAddress, std::string>>* network = nullptr) {
   GPUAFF_TRY(auto devices, list_pci_devices(r, t, options.extra_pci));
   for (const auto& [addr, name] : devices) {
     bool extra = std::find(options.extra_pci.begin(), options.extra_pci.end(), addr) != options.extra_pci.end();
@@ -1105,7 +1105,7 @@ bool may_open_gpu_node(SysfsReader& r, Topology& t, const std::string& name) {
 /// open (may_open_gpu_node), which go to `denied`.
 template <class = void>
 std::vector<PciAddress> probe_driver_gpus(SysfsReader& r, Topology& t, const std::vector<PciAddress>& driver,
-                                                 std::vector<PciAddress>& denied) {
+                                          std::vector<PciAddress>& denied) {
   std::vector<PciAddress> kept;
   std::vector<PciAddress> in_order = driver;  // the notes in bus order, whatever the listing's
   std::sort(in_order.begin(), in_order.end());
@@ -1121,7 +1121,7 @@ std::vector<PciAddress> probe_driver_gpus(SysfsReader& r, Topology& t, const std
 /// process has several of them (see device_order_warning()).
 template <class = void>
 Result<void> read_nvidia_device_ids(SysfsReader& r, Topology& t, std::vector<Gpu>& gpus,
-                                           const std::optional<std::string>& order) {
+                                    const std::optional<std::string>& order) {
   if (!order || detail::trim(*order) == "PCI_BUS_ID") return {};
   if (std::count_if(gpus.begin(), gpus.end(), [](const Gpu& g) { return g.pci.vendor == pci_vendor::nvidia; }) < 2)
     return {};
@@ -1278,7 +1278,7 @@ bool gpus_by_class(SysfsReader& r, Topology& t, const SysfsOptions& o) {
 /// which the warning rests on, not the answer. false: the scan failed.
 template <class = void>
 bool count_host_gpus(SysfsReader& r, Topology& t, const SysfsOptions& o, bool from_driver,
-                            const PciAddress& target, int node) {
+                     const PciAddress& target, int node) {
   if (from_driver) {
     Topology h;
     h.origin = t.origin;
@@ -1348,7 +1348,7 @@ std::optional<bool> focused_gpus(SysfsReader& r, Topology& t, const SysfsOptions
 /// not, which may change the answer: said in a note naming it.
 template <class = void>
 bool same_node_cpus(Topology& t, const Result<std::optional<CpuFile>>& other, int id, const CpuSet& cpus,
-                           int kept) {
+                    int kept) {
   std::string why;
   if (!other) why = std::string(other.error().message());
   else if (!*other) why = node_folder(id) + "/cpulist is missing (and so is cpumap)";
@@ -1438,7 +1438,7 @@ std::optional<FocusedNode> focused_node(SysfsReader& r, Topology& t, int node, b
 /// is malformed, or the answer needs more than a focused load reads.
 template <class = void>
 bool focused_peers(SysfsReader& r, Topology& t, const SysfsOptions& o, const std::vector<Gpu>& selected,
-                          const PciAddress& target, const FocusedNode& at, bool all_nodes, bool from_driver) {
+                   const PciAddress& target, const FocusedNode& at, bool all_nodes, bool from_driver) {
   std::vector<PciAddress> on_node;  // the visible devices on the node (a partitioned one once)
   auto count = [&on_node](const PciAddress& a) {
     if (std::find(on_node.begin(), on_node.end(), a) == on_node.end()) on_node.push_back(a);

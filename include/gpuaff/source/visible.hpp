@@ -185,7 +185,7 @@ struct Selector {
 /// trimmed; an empty entry is an error.
 template <class = void>
 Result<std::vector<std::string_view>> selector_entries(const Selector& sel, std::string_view all,
-                                                              std::string_view shown) {
+                                                       std::string_view shown) {
   std::vector<std::string_view> entries = detail::comma_items(all);
   for (auto& e : entries) e = detail::trim(e);
   for (std::size_t k = 0; k < entries.size(); ++k) {
@@ -199,8 +199,8 @@ Result<std::vector<std::string_view>> selector_entries(const Selector& sel, std:
 /// The candidates that a list of indices names, in list order.
 template <class = void>
 Result<std::vector<Gpu>> select_by_index(const Selector& sel, std::string_view shown,
-                                                const std::vector<std::string_view>& entries,
-                                                const std::vector<Gpu>& candidates) {
+                                         const std::vector<std::string_view>& entries,
+                                         const std::vector<Gpu>& candidates) {
   std::vector<Gpu> out;
   std::vector<int> taken(candidates.size(), 0);
   for (std::string_view e : entries) {
@@ -257,7 +257,7 @@ Result<void> check_uuid_entry(const Selector& sel, std::string_view shown, std::
 /// Errors: Errc::invalid_argument when there is none or more than one.
 template <class = void>
 Result<std::size_t> only_nvidia_gpu(const Selector& sel, std::string_view shown, std::string_view ex,
-                                           const std::vector<Gpu>& candidates) {
+                                    const std::vector<Gpu>& candidates) {
   std::size_t at = candidates.size();
   int count = 0;
   for (std::size_t k = 0; k < candidates.size(); ++k) {
@@ -275,8 +275,8 @@ Result<std::size_t> only_nvidia_gpu(const Selector& sel, std::string_view shown,
 /// (a MIG instance names its parent GPU; several may name the same one).
 template <class = void>
 Result<std::vector<Gpu>> select_by_uuid(const Selector& sel, std::string_view shown,
-                                               const std::vector<std::string_view>& entries,
-                                               const std::vector<Gpu>& candidates) {
+                                        const std::vector<std::string_view>& entries,
+                                        const std::vector<Gpu>& candidates) {
   std::vector<Gpu> out;
   std::vector<int> taken(candidates.size(), 0);
   std::vector<std::string> instances;  // the MIG instances listed so far (mig_instance)
@@ -341,7 +341,7 @@ Result<std::vector<Gpu>> select_by_uuid(const Selector& sel, std::string_view sh
 /// Applies one selector value to `candidates` (bus order); returns the selection in list order.
 template <class = void>
 Result<std::vector<Gpu>> apply_selector(const Selector& sel, std::string_view value,
-                                               const std::vector<Gpu>& candidates) {
+                                        const std::vector<Gpu>& candidates) {
   std::string shown = detail::quotable(value.substr(0, 96));
   std::string_view all = detail::trim(value);
   if (all.empty()) return std::vector<Gpu>();  // set but empty: nothing of this kind is visible
@@ -368,9 +368,9 @@ Result<void> check_selector(const Selector& sel, std::string_view value) {
 /// has no GPU here, only checks it. nullopt: nothing selects (all stay).
 template <class = void>
 Result<std::optional<std::vector<Gpu>>> apply_vendor_selector(const Selector& sel,
-                                                                     const std::optional<std::string>& value,
-                                                                     const std::vector<Gpu>& candidates,
-                                                                     bool vendor_present) {
+                                                              const std::optional<std::string>& value,
+                                                              const std::vector<Gpu>& candidates,
+                                                              bool vendor_present) {
   using Out = std::optional<std::vector<Gpu>>;
   if (!value) return Out();
   if (!vendor_present) {
@@ -430,7 +430,7 @@ std::vector<Gpu> runtime_gpus(std::vector<Gpu> gpus, std::uint16_t vendor) {
 /// (docs/contract.md section 2). Order is kept.
 template <class = void>
 std::vector<Gpu> process_gpus(const std::vector<Gpu>& all, const std::optional<std::vector<PciAddress>>& driver,
-                                     std::vector<PciAddress>& hidden) {
+                              std::vector<PciAddress>& hidden) {
   std::vector<Gpu> mine;
   for (const auto& g : all) {
     bool listed = !driver || g.pci.vendor != pci_vendor::nvidia ||
@@ -514,7 +514,7 @@ Result<std::vector<Gpu>> select_visible_gpus(std::vector<Gpu> all, const Visible
 /// GPUs) have different PCI device ids (0 means unknown and is skipped); else nullopt.
 template <class = void>
 std::optional<std::string> device_order_warning(const std::vector<Gpu>& gpus,
-                                                       const std::optional<std::string>& order) {
+                                                const std::optional<std::string>& order) {
   if (!order || detail::trim(*order) == "PCI_BUS_ID") return std::nullopt;
   std::vector<std::uint16_t> ids;
   for (const auto& g : gpus)
