@@ -221,7 +221,7 @@ class SysfsSource {
   /// beyond what the field or gpuaff allows), Errc::io_error (a file cannot be read),
   /// Errc::system_error (sched_getaffinity failed), and the GPU selection errors of
   /// select_visible_gpus(). File errors name the file, root included.
-  /// A template of no parameter, as every reading step below: a translation
+  /// A template of one unused parameter, as every reading step below: a translation
   /// unit compiles the reader only if it calls load() (see config.hpp).
   template <class = void>
   Result<Topology> load();
