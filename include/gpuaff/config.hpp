@@ -15,4 +15,7 @@
 // compiles their bodies, and the sorts and containers they instantiate, only
 // if it calls them: compiling an ordinary inline function's body, used or
 // not, is most of what a header costs (benchmarks/README.md, row 6). Only
-// the first declaration carries the default.
+// the first declaration carries the default. A class whose members only the
+// reader calls (detail::RootDir, detail::SysfsReader) is a class template of
+// the same kind, `BasicX<>`, named by an alias `X`: its members are compiled
+// where they are called.

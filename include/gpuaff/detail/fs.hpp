@@ -68,6 +68,7 @@ enum class ShortRead { more, end };
 /// writer has already written, or a terminal with input waiting, is read as a
 /// file holding those bytes, bounded and without waiting, and parsed as any
 /// file content is.
+template <class = void>
 inline int read_fd(int fd, std::string& out, ShortRead short_read = ShortRead::more, mode_t* mode = nullptr) {
   out.clear();
   bool checked = false;
@@ -105,6 +106,7 @@ inline int read_fd(int fd, std::string& out, ShortRead short_read = ShortRead::m
 /// opening a FIFO does not wait for a writer; read_fd then refuses it).
 /// Returns 0 or the errno of the failing call (ENOENT for a missing file,
 /// EFBIG above max_small_file, not_regular_file for a FIFO or device).
+template <class = void>
 inline int read_whole_file(const std::string& path, std::string& out, int extra_open_flags = 0,
                            ShortRead short_read = ShortRead::more) {
   out.clear();
@@ -121,6 +123,7 @@ inline int read_whole_file(const std::string& path, std::string& out, int extra_
 /// rules as RootResolver, in one system call. Returns an fd or -errno; -ENOSYS
 /// when openat2 is unavailable (old kernel or headers, or a seccomp filter that
 /// refuses it with ENOSYS or EPERM): the caller then falls back to RootResolver.
+template <class = void>
 inline int open_in_root(int root_fd, const std::string& rel, int flags) {
 #ifdef GPUAFF_HAVE_OPENAT2
   open_how how{};
@@ -145,6 +148,7 @@ inline int open_in_root(int root_fd, const std::string& rel, int flags) {
 
 /// Drops trailing NUL bytes and whitespace (some firmware-provided sysfs
 /// files end in NULs; every kernel file ends in a newline).
+template <class = void>
 inline void strip_trailing(std::string& s) {
   std::size_t e = s.size();
   while (e > 0 && is_space(s[e - 1])) --e;
@@ -153,6 +157,7 @@ inline void strip_trailing(std::string& s) {
 
 /// Writes all of `data` to `fd`. Returns 0 or errno; a write that makes no
 /// progress (returns 0) is EIO rather than a loop.
+template <class = void>
 inline int write_all(int fd, std::string_view data) {
   for (std::size_t done = 0; done < data.size();) {
     ssize_t n = ::write(fd, data.data() + done, data.size() - done);
@@ -167,6 +172,7 @@ inline int write_all(int fd, std::string_view data) {
 /// Writes `data` to `path` (created or truncated, mode 0644). A symlink at
 /// `path` is never written through (ELOOP), so a link planted in an output
 /// directory cannot redirect a write elsewhere. Returns 0 or errno.
+template <class = void>
 inline int write_whole_file(const std::string& path, std::string_view data) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return errno;
@@ -176,6 +182,7 @@ inline int write_whole_file(const std::string& path, std::string_view data) {
 }
 
 /// mkdir -p. Returns 0 or errno.
+template <class = void>
 inline int make_directories(const std::string& path) {
   if (path.empty()) return 0;
   std::string cur;
@@ -205,6 +212,7 @@ inline int make_directories(const std::string& path) {
 /// getdents64 directly: readdir's fdopendir adds an fstat and two fcntl
 /// calls to every listing, a third of the system calls of listing the NVIDIA
 /// driver's GPUs for one plan.
+template <class = void>
 inline int list_directory_fd(int fd, std::vector<std::string>& names) {
   names.clear();
   // struct linux_dirent64 (getdents64(2)): inode, offset, record length, type, name.
@@ -238,6 +246,7 @@ inline int list_directory_fd(int fd, std::vector<std::string>& names) {
 }
 
 /// Names in a directory (without "." and ".."). Returns 0 or errno.
+template <class = void>
 inline int list_directory(const std::string& path, std::vector<std::string>& names) {
   names.clear();
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -246,6 +255,7 @@ inline int list_directory(const std::string& path, std::vector<std::string>& nam
 }
 
 /// The components of a relative path; empty ones and "." are dropped.
+template <class = void>
 inline void split_path(std::string_view p, std::vector<std::string>& out) {
   std::size_t i = 0;
   while (i <= p.size()) {
@@ -257,6 +267,7 @@ inline void split_path(std::string_view p, std::vector<std::string>& out) {
   }
 }
 
+template <class = void>
 inline std::string join_path(const std::vector<std::string>& comps) {
   std::string s;
   for (const auto& c : comps) {
@@ -271,6 +282,7 @@ inline std::string join_path(const std::vector<std::string>& comps) {
 /// on the way: a symlink at any component gives ELOOP with its path (below
 /// base) in `link_at`, so that a link planted in an output directory cannot
 /// lead a write out of it. Returns 0 with `fd` (the caller closes it) or errno.
+template <class = void>
 inline int open_directory_below(int base_fd, std::string_view rel, int& fd, std::string& link_at) {
   fd = ::fcntl(base_fd, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) return errno;
@@ -309,6 +321,7 @@ inline int open_directory_below(int base_fd, std::string_view rel, int& fd, std:
 /// `mode` (less the umask): into a new file beside it, then renamed over `name`, so
 /// that what was at `name` (a symlink, or a hard link to a file elsewhere) is
 /// replaced, never written through. Returns 0 or errno.
+template <class = void>
 inline int write_file_at(int dir_fd, const std::string& name, std::string_view data, mode_t mode) {
   std::string tmp = "." + name + std::string(".partial-") + std::to_string(::getpid());
   int fd = ::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
@@ -324,6 +337,7 @@ inline int write_file_at(int dir_fd, const std::string& name, std::string_view d
 /// (AT_FDCWD: `name` from the working directory), whole: the buffer grows
 /// until the target fits, since sysfs reports a link's st_size as 0.
 /// Returns 0 or errno (ENAMETOOLONG past 64 KiB).
+template <class = void>
 inline int read_link_at(int dir_fd, const std::string& name, std::string& target) {
   for (std::size_t size = 256; size <= (std::size_t{1} << 16); size *= 2) {
     target.assign(size, '\0');
@@ -339,6 +353,7 @@ inline int read_link_at(int dir_fd, const std::string& name, std::string& target
 
 /// Makes `name` in the directory open as `dir_fd` a symlink to `target`.
 /// Returns 0, EEXIST when it already is exactly that link, or errno.
+template <class = void>
 inline int make_symlink_at(int dir_fd, const std::string& name, const std::string& target) {
   if (::symlinkat(target.c_str(), dir_fd, name.c_str()) == 0) return 0;
   int e = errno;
@@ -349,7 +364,8 @@ inline int make_symlink_at(int dir_fd, const std::string& name, const std::strin
 }
 
 /// Resolves root-relative paths inside `root` as if `root` were `/`.
-class RootResolver {
+template <class = void>
+class BasicRootResolver {
  public:
   /// A symlink met on the way: its root-relative path and its target as stored.
   struct Link {
@@ -358,7 +374,7 @@ class RootResolver {
   };
 
   /// `root`: a directory; "/" or "" means the real root.
-  explicit RootResolver(std::string root) : root_(std::move(root)) {
+  explicit BasicRootResolver(std::string root) : root_(std::move(root)) {
     while (!root_.empty() && root_.back() == '/') root_.pop_back();
   }
 
@@ -488,9 +504,11 @@ class RootResolver {
   /// insertions made the lookups of cpu/online "0-7000" quadratic: a minute).
   std::map<std::string, std::string> cache_;
 };
+using RootResolver = BasicRootResolver<>;  // a template only to be compiled where used (config.hpp)
 
 /// Lexically normalised root-relative path of `base_dir/target` (absolute
 /// targets start at the root; ".." stops at the root), as components.
+template <class = void>
 inline std::vector<std::string> normalise_in_root(std::string_view base_dir, std::string_view target) {
   std::vector<std::string> in;
   if (target.empty() || target[0] != '/') split_path(base_dir, in);
@@ -507,6 +525,7 @@ inline std::vector<std::string> normalise_in_root(std::string_view base_dir, std
 }
 
 /// The shortest relative link from directory `from_dir` to `to` (both root-relative components).
+template <class = void>
 inline std::string relative_link(const std::vector<std::string>& from_dir, const std::vector<std::string>& to) {
   std::size_t common = 0;
   while (common < from_dir.size() && common < to.size() && from_dir[common] == to[common]) ++common;
@@ -521,12 +540,14 @@ inline std::string relative_link(const std::vector<std::string>& from_dir, const
 }
 
 /// The directory part of a root-relative path ("" for a name at the root).
+template <class = void>
 inline std::string parent_of(std::string_view rel) {
   std::size_t slash = rel.rfind('/');
   return slash == std::string_view::npos ? std::string() : std::string(rel.substr(0, slash));
 }
 
 /// `dir/rel` as a host path.
+template <class = void>
 inline std::string path_under(std::string_view dir, std::string_view rel) {
   std::string p(dir);
   if (p.empty() || p.back() != '/') p += '/';
@@ -535,6 +556,7 @@ inline std::string path_under(std::string_view dir, std::string_view rel) {
 }
 
 /// Whether `path` is a directory (symlinks followed).
+template <class = void>
 inline bool is_directory(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -542,6 +564,7 @@ inline bool is_directory(const std::string& path) {
 
 /// Whether the directory `root` is this machine's `/` (a spelling such as
 /// "/." or a link to "/" included).
+template <class = void>
 inline bool is_host_root(const std::string& root) {
   if (root == "/") return true;
   char* real = ::realpath(root.c_str(), nullptr);
@@ -560,11 +583,12 @@ inline bool sysfs_force_user_space_resolution = false;
 /// read or listed inside it (openat2 RESOLVE_IN_ROOT, or RootResolver where
 /// the kernel lacks it). The live root ("/" itself) is opened directly, so
 /// that magic links such as /proc/self work.
-class RootDir {
+template <class = void>
+class BasicRootDir {
  public:
   /// `root`: a directory, or a tar file (what `gpuaff record --out FILE.tar`
   /// writes; read into memory, see archive_error()); `live`: it is this machine's `/`.
-  RootDir(const std::string& root, bool live) : live_(live), resolver_(live ? std::string() : root) {
+  BasicRootDir(const std::string& root, bool live) : live_(live), resolver_(live ? std::string() : root) {
     // A folder (the usual root) is opened at once; only what is not one is
     // looked at again (one system call less for every load of a folder).
     if (!live) root_fd_ = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -586,9 +610,9 @@ class RootDir {
     }
     in_root_ = root_fd_ >= 0 && !sysfs_force_user_space_resolution;
   }
-  RootDir(const RootDir&) = delete;
-  RootDir& operator=(const RootDir&) = delete;
-  ~RootDir() {
+  BasicRootDir(const BasicRootDir&) = delete;
+  BasicRootDir& operator=(const BasicRootDir&) = delete;
+  ~BasicRootDir() {
     if (root_fd_ >= 0) ::close(root_fd_);
     delete archive_;
   }
@@ -773,6 +797,7 @@ class RootDir {
   int root_fd_ = -1;
   bool in_root_ = false;  // openat2 RESOLVE_IN_ROOT works here
 };
+using RootDir = BasicRootDir<>;  // a template only to be compiled where used (config.hpp)
 
 }  // namespace detail
 }  // namespace v0

@@ -65,10 +65,12 @@ struct NvidiaOptions {
 namespace detail {
 
 /// A cpulist for error messages ("0-23,48-71"; "none" for the empty set);
-/// long lists are cut and end in "...".
+/// long lists are cut and end in "...". This and the labels below are
+/// written only on errors: out of line and cold, so that no path that
+/// succeeds carries (and no TU that binds optimizes) a copy of them.
 using CpuListText = FixedString<160>;
 
-constexpr CpuListText cpulist_text(const CpuSet& s) {
+[[gnu::cold, gnu::noinline]] constexpr CpuListText cpulist_text(const CpuSet& s) {
   CpuListText out;
   if (s.empty()) {
     out.append("none");
@@ -88,7 +90,7 @@ constexpr CpuListText cpulist_text(const CpuSet& s) {
 }
 
 /// The node ids of a topology as a list, for messages ("0-1", "0,1,2,33").
-constexpr CpuListText node_ids_text(const Topology& topo) {
+[[gnu::cold, gnu::noinline]] constexpr CpuListText node_ids_text(const Topology& topo) {
   NodeSet ids;
   for (const auto& n : topo.nodes)
     if (NodeSet::valid_id(n.id)) ids.set(n.id);
@@ -96,7 +98,7 @@ constexpr CpuListText node_ids_text(const Topology& topo) {
 }
 
 /// "GPU 3 (0000:10:1c.0)", or "device 0000:17:00.0" for a non-GPU --pci target.
-constexpr FixedString<48> gpu_label(const Topology& topo, int gpu) {
+[[gnu::cold, gnu::noinline]] constexpr FixedString<48> gpu_label(const Topology& topo, int gpu) {
   FixedString<48> out;
   const PciDevice& d = topo.gpus[static_cast<std::size_t>(gpu)].pci;
   if (d.is_gpu() || d.class_code == 0) {

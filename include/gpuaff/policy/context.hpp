@@ -38,11 +38,13 @@ struct NodeShare {
 class BindingContext {
  public:
   constexpr BindingContext(const Topology& topo, const JobOptions& job = {})
-      : topo_(&topo), job_(job), usable_(topo.usable()) {
+      : topo_(&topo),
+        job_(job),
+        usable_(topo.usable()),
+        gpu_nodes_(topo.gpus.size(), unresolved),
+        node_facts_(topo.nodes.size() + 1) {  // the last: a node id the topology lacks
     auto n = detail::participating_gpus(topo, job);
     participating_ = n ? *n : 0;
-    gpu_nodes_.resize(topo.gpus.size());
-    node_facts_.resize(topo.nodes.size() + 1);  // the last: a node id the topology lacks
   }
   BindingContext(const BindingContext&) = delete;
   BindingContext& operator=(const BindingContext&) = delete;
@@ -70,8 +72,8 @@ class BindingContext {
   /// The node of visible GPU `gpu` (an index below Topology::gpus.size()),
   /// without the participation check: for the peers of a checked GPU.
   constexpr Result<int> peer_node(int gpu) {
-    std::optional<int>& known = gpu_nodes_[static_cast<std::size_t>(gpu)];
-    if (known) return *known;
+    int& known = gpu_nodes_[static_cast<std::size_t>(gpu)];
+    if (known != unresolved) return known;
     GPUAFF_TRY(int node, detail::resolve_node_of(*topo_, gpu, job_));
     known = node;
     return node;
@@ -89,7 +91,7 @@ class BindingContext {
     return participating_;
   }
   /// After a successful all_gpu_nodes(): the node of participating GPU `gpu`.
-  constexpr int known_node(int gpu) const { return *gpu_nodes_[static_cast<std::size_t>(gpu)]; }
+  constexpr int known_node(int gpu) const { return gpu_nodes_[static_cast<std::size_t>(gpu)]; }
 
   /// The node of `gpu` and its place among the node's participating GPUs.
   /// Errors: those of check_gpu and gpu_node (for this GPU or a peer).
@@ -120,22 +122,29 @@ class BindingContext {
   /// physical_cores(node_cpus(id)).
   constexpr const CoreList& cores(int id) {
     NodeFacts& f = facts(id);
-    if (!f.cores) f.cores = physical_cores(*topo_, f.cpus);
-    return *f.cores;
+    if (!f.has_cores) {
+      f.cores = physical_cores(*topo_, f.cpus);
+      f.has_cores = true;
+    }
+    return f.cores;
   }
   /// cores(id).size(), counted without building the list when it is not built yet.
   constexpr int core_count(int id) {
     NodeFacts& f = facts(id);
-    if (f.cores) return static_cast<int>(f.cores->size());
-    if (!f.core_count) f.core_count = count_physical_cores(*topo_, f.cpus);
-    return *f.core_count;
+    if (f.has_cores) return static_cast<int>(f.cores.size());
+    if (f.core_count < 0) f.core_count = count_physical_cores(*topo_, f.cpus);
+    return f.core_count;
   }
 
  private:
+  static constexpr int unresolved = -1;  ///< a GPU's node not yet resolved (a resolved node is >= 0)
+  // What a policy asks about a node, each part worked out when first asked.
   struct NodeFacts {
+    bool has_cpus = false;
+    bool has_cores = false;
+    int core_count = -1;
     CpuSet cpus;
-    std::optional<CoreList> cores;
-    std::optional<int> core_count;
+    CoreList cores;
   };
 
   constexpr NodeFacts& facts(int id) {
@@ -143,20 +152,20 @@ class BindingContext {
     return facts_at(at < 0 ? topo_->nodes.size() : static_cast<std::size_t>(at));
   }
   constexpr NodeFacts& facts_at(std::size_t at) {
-    std::optional<NodeFacts>& f = node_facts_[at];
-    if (!f) {
-      f.emplace();
-      if (at < topo_->nodes.size()) f->cpus = topo_->nodes[at].cpus & usable_;
+    NodeFacts& f = node_facts_[at];
+    if (!f.has_cpus) {
+      if (at < topo_->nodes.size()) f.cpus = topo_->nodes[at].cpus & usable_;
+      f.has_cpus = true;
     }
-    return *f;
+    return f;
   }
 
   const Topology* topo_;
   JobOptions job_;
   CpuSet usable_;
   int participating_ = 0;  ///< 0 when the job's nproc is bad (check_gpu() fails first)
-  std::vector<std::optional<int>> gpu_nodes_;         ///< per visible GPU, once resolved
-  std::vector<std::optional<NodeFacts>> node_facts_;  ///< per Topology::nodes entry, then one for ids it lacks
+  std::vector<int> gpu_nodes_;          ///< per visible GPU: its node once resolved, else `unresolved`
+  std::vector<NodeFacts> node_facts_;  ///< per Topology::nodes entry, then one for ids it lacks
 };
 
 /// A policy written as a rule on a BindingContext: a copyable value with

@@ -201,6 +201,7 @@ constexpr Result<CpuSet> bind(Topo&& topo, Gpu&& gpu, Spec&& spec, Job&& job = J
 /// in GPU order: the table `gpuaff bind` can print. Each GPU's set is
 /// bind(topo, g, spec, job); the facts they share are derived once.
 /// Errors: the first GPU's error, prefixed with its index.
+template <class = void>
 constexpr Result<std::vector<CpuSet>> bind_all(const Topology& topo, const PolicySpec& spec, const JobOptions& job = {}) {
   GPUAFF_TRY(int participating, detail::participating_gpus(topo, job));
   BindingContext ctx(topo, job);
@@ -219,6 +220,7 @@ constexpr Result<std::vector<CpuSet>> bind_all(const Topology& topo, const Polic
 /// gets bind's error), with the facts the bindings share (nodes, allowed
 /// CPUs, physical cores) derived once for the whole table.
 /// What `gpuaff topo` prints, and what a launcher binding every local rank calls.
+template <class = void>
 constexpr std::vector<std::vector<Result<CpuSet>>> bind_table(const Topology& topo, const std::vector<PolicySpec>& specs,
                                                               const JobOptions& job = {}) {
   BindingContext ctx(topo, job);

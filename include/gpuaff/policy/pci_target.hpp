@@ -23,6 +23,7 @@ inline namespace v0 {
 /// and nothing is copied.
 /// Errors: Errc::not_found when the topology does not hold the device (the
 /// reader loads non-GPU devices only when asked: SysfsOptions::extra_pci).
+template <class = void>
 constexpr Result<Topology> with_pci_target(Topology topo, PciAddress address, int* gpu_index) {
   for (std::size_t i = 0; i < topo.gpus.size(); ++i) {
     if (topo.gpus[i].address() == address) {

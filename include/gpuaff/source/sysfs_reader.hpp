@@ -32,6 +32,7 @@ namespace gpuaff {
 inline namespace v0 {
 namespace detail {
 
+template <class = void>
 inline std::string cpu_dir(int cpu) { return std::string("sys/devices/system/cpu/cpu") + std::to_string(cpu); }
 
 enum class Form { list, mask };
@@ -46,6 +47,7 @@ struct CpuFile {
 
 /// Whether `root` is this machine's `/`. Errors: the root is empty, or
 /// neither a directory nor a file (a tar root: detail/archive_tree.hpp).
+template <class = void>
 inline Result<bool> is_live_root(const std::string& root) {
   if (root.empty())
     return fail(Errc::invalid_argument, "the topology root is empty; pass root=/ or a directory made by `gpuaff record`");
@@ -76,9 +78,10 @@ inline Result<bool> is_live_root(const std::string& root) {
 }
 
 /// One load: file access with counting and tracing, and error wording.
-class SysfsReader {
+template <class = void>
+class BasicSysfsReader {
  public:
-  SysfsReader(const std::string& root, bool live) : dir_(root, live) {
+  BasicSysfsReader(const std::string& root, bool live) : dir_(root, live) {
     display_ = root;
     while (display_.size() > 1 && display_.back() == '/') display_.pop_back();
     if (live || display_ == "/") display_.clear();
@@ -294,6 +297,7 @@ class SysfsReader {
   RootDir dir_;
   std::string display_;
 };
+using SysfsReader = BasicSysfsReader<>;  // a template only to be compiled where used (config.hpp)
 
 }  // namespace detail
 }  // namespace v0
