@@ -18,4 +18,7 @@
 // the first declaration carries the default. A class whose members only the
 // reader calls (detail::RootDir, detail::SysfsReader) is a class template of
 // the same kind, `BasicX<>`, named by an alias `X`: its members are compiled
-// where they are called.
+// where they are called. A member that calls deferred functions (a policy's
+// evaluate, ScopedAffinity::create, CpuSet::parse_list) is a member template
+// of the same kind, and the registry of policies dispatches by a switch, not
+// by function pointers: taking a function's address compiles it.

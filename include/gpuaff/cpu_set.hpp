@@ -237,11 +237,13 @@ class CpuSet {
   /// of every 8), with surrounding whitespace, newlines and trailing NUL bytes.
   /// Errors: Errc::parse_error (names the offset and the bad text),
   /// Errc::out_of_range (an id >= capacity).
+  template <class = void>
   static constexpr Result<CpuSet> parse_list(std::string_view text);
 
   /// Parses a kernel hex mask ("ff,ffffffff", as in cpumap and Cpus_allowed):
   /// comma-separated 32-bit words, most significant first.
   /// Errors: Errc::parse_error, Errc::out_of_range (a set bit >= capacity).
+  template <class = void>
   static constexpr Result<CpuSet> parse_mask(std::string_view text);
 
   /// "0-3,8,10-11"; the empty set gives "".
@@ -293,6 +295,7 @@ constexpr Unexpected<Error> parse_failure(std::string_view what, std::string_vie
 
 }  // namespace detail
 
+template <class>
 constexpr Result<CpuSet> CpuSet::parse_list(std::string_view full) {
   std::size_t base = 0;
   std::string_view s = detail::trim(full, &base);
@@ -346,6 +349,7 @@ constexpr Result<CpuSet> CpuSet::parse_list(std::string_view full) {
   return out;
 }
 
+template <class>
 constexpr Result<CpuSet> CpuSet::parse_mask(std::string_view full) {
   std::size_t base = 0;
   std::string_view s = detail::trim(full, &base);

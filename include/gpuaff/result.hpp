@@ -190,13 +190,23 @@ inline constexpr std::size_t max_message_parts = 32;
 }
 }  // namespace detail
 
+namespace detail {
+/// The body of make_error, make_sys_error and fail, out of line: an error
+/// site is then its list of pieces and one call, not a copy of building the
+/// 1 KiB message (benchmarks row 6).
+[[gnu::cold, gnu::noinline]] constexpr Error error_with(Errc code, int sys_errno, const MessagePart* parts,
+                                                        std::size_t count) {
+  return Error(code, compose(parts, count).view(), sys_errno);
+}
+}  // namespace detail
+
 /// Builds an error from pieces: make_error(Errc::not_found, "no GPU ", 3, " (", n, " visible)").
 /// The error builders are cold: the optimizer keeps them off the paths that succeed.
 template <class... Parts>
 [[gnu::cold]] constexpr Error make_error(Errc code, const Parts&... parts) {
   static_assert(sizeof...(Parts) > 0 && sizeof...(Parts) <= detail::max_message_parts);
   const detail::MessagePart list[] = {parts...};
-  return Error(code, detail::compose(list, sizeof...(Parts)).view());
+  return detail::error_with(code, 0, list, sizeof...(Parts));
 }
 
 /// Same, with the errno of a failed system call.
@@ -204,7 +214,7 @@ template <class... Parts>
 [[gnu::cold]] constexpr Error make_sys_error(Errc code, int sys_errno, const Parts&... parts) {
   static_assert(sizeof...(Parts) > 0 && sizeof...(Parts) <= detail::max_message_parts);
   const detail::MessagePart list[] = {parts...};
-  return Error(code, detail::compose(list, sizeof...(Parts)).view(), sys_errno);
+  return detail::error_with(code, sys_errno, list, sizeof...(Parts));
 }
 
 /// The std::unexpected of Result.
@@ -227,7 +237,7 @@ namespace detail {
 /// and one call, not a copy of building the 1 KiB message and moving it
 /// into the result (benchmarks row 6).
 [[gnu::cold, gnu::noinline]] constexpr Unexpected<Error> fail_with(Errc code, const MessagePart* parts, std::size_t count) {
-  return Unexpected<Error>(Error(code, compose(parts, count).view()));
+  return Unexpected<Error>(error_with(code, 0, parts, count));
 }
 }  // namespace detail
 

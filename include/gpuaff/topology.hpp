@@ -29,6 +29,7 @@ struct PciAddress {
 
   /// Accepts "DDDD:BB:DD.F" (domain of 1 to 8 hex digits) and "BB:DD.F"
   /// (domain 0), any case. Errors: Errc::parse_error naming the text.
+  template <class = void>
   static constexpr Result<PciAddress> parse(std::string_view text);
 
   /// "0000:10:1c.0": lower case, the domain with at least 4 digits.
@@ -309,6 +310,7 @@ struct Topology {
   }
   /// The physical cores `cpus` touches, each as its threads within `cpus`, in
   /// CPU order; a CPU no core lists counts as a core of its own (cores unread).
+  template <class = void>
   constexpr std::vector<CpuSet> cores_within(const CpuSet& cpus) const {
     std::vector<CpuSet> out;
     CpuSet seen;
@@ -349,6 +351,7 @@ struct Topology {
 
 // ---- implementation ---------------------------------------------------------
 
+template <class>
 constexpr Result<PciAddress> PciAddress::parse(std::string_view full) {
   std::string_view s = detail::trim(full);
   auto bad = [&](std::string_view why) -> Unexpected<Error> {

@@ -224,15 +224,18 @@ Result<ProcessBinding> bind_process(const CpuSet& cpus, const MemoryOptions& mem
 class Rebinder {
  public:
   /// Binds the process now. Errors: as bind_process.
+  template <class = void>  // compiled where called (config.hpp)
   static Result<Rebinder> create(const CpuSet& cpus, const MemoryOptions& memory = {}) {
     GPUAFF_TRY(ProcessBinding first, bind_process(cpus, memory));
     return Rebinder(std::move(first));
   }
   /// Binds every thread again (the memory policy again for the calling thread).
   /// Errors: as bind_process.
+  template <class = void>  // compiled where called (config.hpp)
   Result<ProcessBinding> reapply() const { return bind_process(binding_.cpus, binding_.memory); }
   /// Threads whose mask is no longer the bound set.
   /// Errors: Errc::io_error (/proc/self/task), Errc::system_error.
+  template <class = void>  // compiled where called (config.hpp)
   Result<std::vector<pid_t>> drifted() const {
     GPUAFF_TRY(std::vector<pid_t> tids, detail::list_threads());
     std::vector<pid_t> out;

@@ -42,6 +42,7 @@ class ScopedAffinity {
   /// or offline); Errc::invalid_argument (a node policy without nodes);
   /// Errc::permission_denied / Errc::unsupported / Errc::system_error when the
   /// kernel refuses the memory policy and on_refused is OnRefused::error.
+  template <class = void>  // compiled where called (config.hpp)
   static Result<ScopedAffinity> create(const CpuSet& cpus, const MemoryOptions& memory = {}) {
     GPUAFF_TRY_VOID(detail::check_binding_set(cpus));
     GPUAFF_TRY_VOID(detail::check_memory_options(memory));

@@ -78,6 +78,7 @@ constexpr std::optional<std::string_view> status_field(std::string_view text, st
 
 /// The length of the well-formed UTF-8 sequence at the start of `text` (RFC
 /// 3629: no overlong form, no surrogate, nothing above U+10FFFF), or 0.
+template <class = void>
 inline std::size_t utf8_length(std::string_view text) {
   auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
   auto tail = [&](std::size_t i) { return i < text.size() && (byte(i) & 0xC0) == 0x80; };
@@ -103,6 +104,7 @@ inline std::size_t utf8_length(std::string_view text) {
 /// control: the marks U+200E and U+200F, the embeddings and overrides
 /// U+202A..U+202E and the isolates U+2066..U+2069. A terminal reorders what
 /// follows one, so a name holding U+202E can make a line read as another.
+template <class = void>
 inline bool bidi_control(std::string_view text) {
   if (text.size() < 3 || static_cast<unsigned char>(text[0]) != 0xE2) return false;
   auto b1 = static_cast<unsigned char>(text[1]);
@@ -119,6 +121,7 @@ inline bool bidi_control(std::string_view text) {
 /// part of well-formed UTF-8 (a garbled file's 0xff). Outside text (a file
 /// name, a file's or a variable's contents) stays one printable line; valid
 /// UTF-8 text, accents and all, is kept as it is.
+template <class = void>
 inline std::string escape_control(std::string_view text) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;
@@ -149,6 +152,7 @@ inline std::string escape_control(std::string_view text) {
 /// every ' written as \x27, so the quote that closes it is the message's own.
 /// Front ends copy quoted text as it is (spell_options), so a value holding
 /// "gpu=3" is never respelled as an option, nor can it close its quote early.
+template <class = void>
 inline std::string quotable(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -159,6 +163,7 @@ inline std::string quotable(std::string_view text) {
 /// The text as one line that is safe on a terminal (escape_control), without
 /// trailing spaces and a sentence's final dot: how every front end prints a
 /// message. An ellipsis ("...") is kept: it says a quoted text was shortened.
+template <class = void>
 inline std::string one_line(std::string_view text) {
   std::string s = escape_control(text);
   while (!s.empty() && s.back() == ' ') s.pop_back();
@@ -181,6 +186,7 @@ constexpr bool interface_name_ok(std::string_view name) {
 
 /// The items of a comma-separated list, as they are (empty ones kept: "a,,b"
 /// is three items, "" one empty item).
+template <class = void>
 inline std::vector<std::string_view> comma_items(std::string_view list) {
   std::vector<std::string_view> out;
   for (std::size_t at = 0; at <= list.size();) {

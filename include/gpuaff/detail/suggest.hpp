@@ -16,6 +16,7 @@ namespace detail {
 /// The edit distance (insertions, deletions, substitutions, and swaps of two
 /// neighbouring letters) between two words of at most 63 characters; 64 for
 /// longer ones, which are never close.
+template <class = void>
 constexpr int edit_distance(std::string_view a, std::string_view b) {
   constexpr std::size_t cap = 64;
   if (a.size() >= cap || b.size() >= cap) return static_cast<int>(cap);

@@ -31,6 +31,7 @@ inline std::string thread_name(pid_t tid) { return tid == 0 ? std::string("the c
 
 /// The raw mask of thread `tid` (0: the calling thread), of whatever size the kernel needs.
 /// Errors: Errc::not_found (ESRCH: the thread exited), Errc::system_error.
+template <class = void>
 inline Result<AllocatedCpuSet> read_affinity(pid_t tid) {
   for (int bits = CPU_SETSIZE; bits <= max_affinity_bits; bits *= 2) {
     AllocatedCpuSet mask(bits);
@@ -50,6 +51,7 @@ inline Result<AllocatedCpuSet> read_affinity(pid_t tid) {
 /// The calling thread's CPU affinity.
 /// Errors: Errc::system_error when sched_getaffinity fails; Errc::out_of_range
 /// when the mask names a CPU id >= CpuSet::capacity.
+template <class = void>
 inline Result<CpuSet> thread_affinity() {
   GPUAFF_TRY(AllocatedCpuSet raw, detail::read_affinity(0));
   CpuSet s = raw.to_cpu_set();

@@ -83,6 +83,7 @@ class BindingContext {
   /// known_node()); returns how many there are. For a policy whose share
   /// depends on every GPU's node.
   /// Errors: the first GPU's that has no known node, prefixed with `why`.
+  template <class = void>
   constexpr Result<int> all_gpu_nodes(std::string_view why) {
     for (int i = 0; i < participating_; ++i) {
       auto r = peer_node(i);
@@ -95,6 +96,7 @@ class BindingContext {
 
   /// The node of `gpu` and its place among the node's participating GPUs.
   /// Errors: those of check_gpu and gpu_node (for this GPU or a peer).
+  template <class = void>
   constexpr Result<NodeShare> node_share(int gpu) {
     GPUAFF_TRY(int participating, check_gpu(gpu));
     GPUAFF_TRY(int node, peer_node(gpu));
@@ -120,6 +122,7 @@ class BindingContext {
   /// node_cpus() of Topology::nodes[at].
   constexpr const CpuSet& node_cpus_at(std::size_t at) { return facts_at(at).cpus; }
   /// physical_cores(node_cpus(id)).
+  template <class = void>
   constexpr const CoreList& cores(int id) {
     NodeFacts& f = facts(id);
     if (!f.has_cores) {
@@ -129,6 +132,7 @@ class BindingContext {
     return f.cores;
   }
   /// cores(id).size(), counted without building the list when it is not built yet.
+  template <class = void>
   constexpr int core_count(int id) {
     NodeFacts& f = facts(id);
     if (f.has_cores) return static_cast<int>(f.cores.size());

@@ -55,6 +55,7 @@ constexpr std::vector<CacheShare> cache_groups(const Topology& topo, const CpuSe
 /// Errc::empty_result naming the node and the allowed set when the node
 /// has no allowed CPU (PyTorch divides by zero there).
 struct CoreComplexPolicy {
+  template <class = void>
   constexpr Result<CpuSet> evaluate(BindingContext& ctx, int gpu) const {
     const Topology& topo = ctx.topology();
     GPUAFF_TRY(NodeShare node, ctx.node_share(gpu));

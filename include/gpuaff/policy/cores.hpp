@@ -19,6 +19,10 @@
 namespace gpuaff {
 inline namespace v0 {
 
+class CoreList;
+template <class = void>
+constexpr CoreList physical_cores(const Topology& topo, const CpuSet& cpus);
+
 /// The physical cores of a set of CPUs, sorted by key: each entry is the
 /// CPUs of the set that belong to one core of Topology::cores (any sibling
 /// count: SMT2, SMT4, SMT8, strided or adjacent numbering). The key of a
@@ -74,6 +78,7 @@ class CoreList {
     }
   }
 
+  template <class>
   friend constexpr CoreList physical_cores(const Topology& topo, const CpuSet& cpus);
 
  private:
@@ -94,6 +99,7 @@ class CoreList {
 
 /// The physical cores of `cpus` (see CoreList). A core takes the CPUs of
 /// `cpus` that no earlier core took.
+template <class>
 constexpr CoreList physical_cores(const Topology& topo, const CpuSet& cpus) {
   CoreList out;
   out.topo_ = &topo;
@@ -133,6 +139,7 @@ constexpr CoreList physical_cores(const Topology& topo, const CpuSet& cpus) {
 }
 
 /// How many entries physical_cores(topo, cpus) would have, without building them.
+template <class = void>
 constexpr int count_physical_cores(const Topology& topo, const CpuSet& cpus) {
   int n = 0;
   detail::SparseSet left(cpus);

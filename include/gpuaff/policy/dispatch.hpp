@@ -55,6 +55,26 @@ constexpr Result<CpuSet> bind_kind(BindingContext& ctx, int gpu, const NvidiaOpt
   else return bind_checked(ctx, gpu, P{});
 }
 
+/// The built-in policy `kind` binding `gpu`. A switch, not a table of
+/// function pointers: taking a policy's address compiles it in every TU
+/// that includes this header, bound with it or not (benchmarks row 6).
+/// -Wswitch names a PolicyKind without its case here.
+template <class = void>
+constexpr Result<CpuSet> bind_kind_of(PolicyKind kind, BindingContext& ctx, int gpu, const NvidiaOptions& nvidia) {
+  switch (kind) {
+    case PolicyKind::node: return bind_kind<NodePolicy>(ctx, gpu, nvidia);
+    case PolicyKind::socket: return bind_kind<SocketPolicy>(ctx, gpu, nvidia);
+    case PolicyKind::exclusive: return bind_kind<ExclusivePolicy>(ctx, gpu, nvidia);
+    case PolicyKind::core_complex: return bind_kind<CoreComplexPolicy>(ctx, gpu, nvidia);
+    case PolicyKind::all: return bind_kind<AllPolicy>(ctx, gpu, nvidia);
+    case PolicyKind::single: return bind_kind<SinglePolicy>(ctx, gpu, nvidia);
+    case PolicyKind::single_unique: return bind_kind<SingleUniquePolicy>(ctx, gpu, nvidia);
+    case PolicyKind::unique_interleaved: return bind_kind<UniqueInterleavedPolicy>(ctx, gpu, nvidia);
+    case PolicyKind::unique_contiguous: return bind_kind<UniqueContiguousPolicy>(ctx, gpu, nvidia);
+  }
+  return fail(Errc::invalid_argument, "unknown policy kind ", static_cast<int>(kind));
+}
+
 }  // namespace detail
 
 /// One row of policy_registry: a built-in policy as the command line knows it.
@@ -73,35 +93,38 @@ struct PolicyInfo {
   /// NVIDIA modes with scope=socket read packages too (policy_needs()).
   TopologyParts needs;
   /// The policy's binding of one GPU on a context, checked like gpuaff::bind.
-  Result<CpuSet> (*bind)(BindingContext& ctx, int gpu, const NvidiaOptions& nvidia);
+  template <class = void>
+  constexpr Result<CpuSet> bind(BindingContext& ctx, int gpu, const NvidiaOptions& nvidia) const {
+    return detail::bind_kind_of(kind, ctx, gpu, nvidia);
+  }
 };
 
 /// Every built-in policy, one row each, in PolicyKind order. Adding a policy
-/// is its class, its PolicyKind and its row here.
+/// is its class, its PolicyKind, its row here and its case in bind_kind_of.
 inline constexpr std::array policy_registry{
     PolicyInfo{PolicyKind::node, "node", "", "PyTorch", "the allowed CPUs of the GPU's NUMA node", false, false,
-               TopologyParts::none(), detail::bind_kind<NodePolicy>},
+               TopologyParts::none()},
     PolicyInfo{PolicyKind::socket, "socket", "", "PyTorch", "the allowed CPUs of every node in the GPU's socket", false, false,
-               TopologyParts::only(&TopologyParts::packages), detail::bind_kind<SocketPolicy>},
+               TopologyParts::only(&TopologyParts::packages)},
     PolicyInfo{PolicyKind::exclusive, "exclusive", "", "PyTorch",
                "the node's physical cores split without overlap among its GPUs", false, true,
-               TopologyParts::only(&TopologyParts::cores), detail::bind_kind<ExclusivePolicy>},
+               TopologyParts::only(&TopologyParts::cores)},
     PolicyInfo{PolicyKind::core_complex, "core-complex", "core_complex", "PyTorch",
                "one last-level-cache group of the node per GPU", false, true,
-               TopologyParts::only(&TopologyParts::caches), detail::bind_kind<CoreComplexPolicy>},
+               TopologyParts::only(&TopologyParts::caches)},
     PolicyInfo{PolicyKind::all, "all", "", "NVIDIA", "every core of the GPU's node (or socket)", true, false,
-               TopologyParts::only(&TopologyParts::cores), detail::bind_kind<AllPolicy>},
+               TopologyParts::only(&TopologyParts::cores)},
     PolicyInfo{PolicyKind::single, "single", "", "NVIDIA", "the node's first core, shared by its GPUs", true, false,
-               TopologyParts::only(&TopologyParts::cores), detail::bind_kind<SinglePolicy>},
+               TopologyParts::only(&TopologyParts::cores)},
     PolicyInfo{PolicyKind::single_unique, "single-unique", "single_unique", "NVIDIA",
                "one core of the node per GPU, none shared", true, true,
-               TopologyParts::only(&TopologyParts::cores), detail::bind_kind<SingleUniquePolicy>},
+               TopologyParts::only(&TopologyParts::cores)},
     PolicyInfo{PolicyKind::unique_interleaved, "unique-interleaved", "unique_interleaved", "NVIDIA",
                "the node's cores dealt to its GPUs by stride", true, true,
-               TopologyParts::only(&TopologyParts::cores), detail::bind_kind<UniqueInterleavedPolicy>},
+               TopologyParts::only(&TopologyParts::cores)},
     PolicyInfo{PolicyKind::unique_contiguous, "unique-contiguous", "unique_contiguous", "NVIDIA",
                "the node's cores cut into one contiguous run per GPU (NVIDIA's default)", true, true,
-               TopologyParts::only(&TopologyParts::cores), detail::bind_kind<UniqueContiguousPolicy>},
+               TopologyParts::only(&TopologyParts::cores)},
 };
 
 static_assert([] {
@@ -150,6 +173,7 @@ constexpr FixedString<256> policy_names() {
 
 /// One line per policy for --help: two spaces, the name padded to 20
 /// columns, the description, and " (NVIDIA options apply)" where they do.
+template <class = void>
 constexpr FixedString<1024> policy_help() {
   FixedString<1024> out;
   for (const PolicyInfo& p : policy_registry) {
@@ -165,6 +189,7 @@ constexpr FixedString<1024> policy_help() {
 /// Parses a policy name as docs/contract.md section 3 writes it
 /// ("core-complex"), or its registry alternate ("unique_contiguous").
 /// Errors: Errc::invalid_argument naming the text and listing the valid names.
+template <class = void>
 constexpr Result<PolicyKind> parse_policy(std::string_view name) {
   for (const PolicyInfo& p : policy_registry)
     if (name == p.name || (!p.alternate.empty() && name == p.alternate)) return p.kind;
@@ -180,10 +205,9 @@ constexpr Result<PolicyKind> parse_policy(std::string_view name) {
 namespace detail {
 
 /// gpuaff::bind(topo, gpu, spec, job) on a context.
+template <class = void>
 constexpr Result<CpuSet> bind_spec(BindingContext& ctx, int gpu, const PolicySpec& spec) {
-  auto i = static_cast<std::size_t>(spec.kind);
-  if (i >= policy_registry.size()) return fail(Errc::invalid_argument, "unknown policy kind ", static_cast<int>(i));
-  return policy_registry[i].bind(ctx, gpu, spec.nvidia);
+  return bind_kind_of(spec.kind, ctx, gpu, spec.nvidia);
 }
 
 }  // namespace detail

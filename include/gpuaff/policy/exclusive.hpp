@@ -20,6 +20,7 @@ inline namespace v0 {
 /// split); Errc::empty_result when the node has no allowed CPU;
 /// Errc::insufficient_cores "only K physical cores on node N but M GPUs".
 struct ExclusivePolicy {
+  template <class = void>
   constexpr Result<CpuSet> evaluate(BindingContext& ctx, int gpu) const {
     GPUAFF_TRY(NodeShare node, ctx.node_share(gpu));
     const CpuSet& cpus = ctx.node_cpus(node.node);

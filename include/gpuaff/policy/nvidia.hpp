@@ -291,6 +291,7 @@ constexpr Result<CpuSet> bind_unique(BindingContext& ctx, int gpu, const NvidiaO
 /// Errc::insufficient_cores below min_cores.
 struct AllPolicy {
   NvidiaOptions options{};
+  template <class = void>
   constexpr Result<CpuSet> evaluate(BindingContext& ctx, int gpu) const {
     const Topology& topo = ctx.topology();
     GPUAFF_TRY_VOID(detail::check_nvidia_options(options, "all"));
@@ -323,6 +324,7 @@ static_assert(BindingPolicy<AllPolicy>);
 /// when the node has no allowed CPU.
 struct SinglePolicy {
   NvidiaOptions options{};
+  template <class = void>
   constexpr Result<CpuSet> evaluate(BindingContext& ctx, int gpu) const {
     GPUAFF_TRY_VOID(detail::check_nvidia_options(options, "single"));
     if (options.min_cores > 1)
@@ -344,6 +346,7 @@ static_assert(BindingPolicy<SinglePolicy>);
 /// (NVIDIA's version crashes there).
 struct SingleUniquePolicy {
   NvidiaOptions options{};
+  template <class = void>
   constexpr Result<CpuSet> evaluate(BindingContext& ctx, int gpu) const {
     const Topology& topo = ctx.topology();
     GPUAFF_TRY_VOID(detail::check_nvidia_options(options, "single-unique"));
@@ -370,6 +373,7 @@ static_assert(BindingPolicy<SingleUniquePolicy>);
 /// Errc::insufficient_cores when the GPU gets no core or fewer than min_cores.
 struct UniqueInterleavedPolicy {
   NvidiaOptions options{};
+  template <class = void>
   constexpr Result<CpuSet> evaluate(BindingContext& ctx, int gpu) const {
     return detail::bind_unique(ctx, gpu, options, detail::UniqueLayout::interleaved);
   }
@@ -382,6 +386,7 @@ static_assert(BindingPolicy<UniqueInterleavedPolicy>);
 /// Errors: as UniqueInterleavedPolicy.
 struct UniqueContiguousPolicy {
   NvidiaOptions options{};
+  template <class = void>
   constexpr Result<CpuSet> evaluate(BindingContext& ctx, int gpu) const {
     return detail::bind_unique(ctx, gpu, options, detail::UniqueLayout::contiguous);
   }

@@ -22,6 +22,7 @@ inline namespace v0 {
 /// CPU in no package (no socket information); Errc::parse_error when usable
 /// CPUs of the package are in no node (a node's cpulist was lost).
 struct SocketPolicy {
+  template <class = void>
   constexpr Result<CpuSet> evaluate(BindingContext& ctx, int gpu) const {
     const Topology& topo = ctx.topology();
     GPUAFF_TRY(int node, ctx.gpu_node(gpu));
