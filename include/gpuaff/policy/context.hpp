@@ -158,7 +158,10 @@ class BindingContext {
   constexpr NodeFacts& facts_at(std::size_t at) {
     NodeFacts& f = node_facts_[at];
     if (!f.has_cpus) {
-      if (at < topo_->nodes.size()) f.cpus = topo_->nodes[at].cpus & usable_;
+      if (at < topo_->nodes.size()) {
+        f.cpus = topo_->nodes[at].cpus;
+        f.cpus &= usable_;
+      }
       f.has_cpus = true;
     }
     return f;

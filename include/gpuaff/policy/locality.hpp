@@ -15,6 +15,18 @@ inline namespace v0 {
 
 namespace detail {
 
+/// Whether `a` and `b` hold the same CPUs of `within`.
+constexpr bool same_within(const CpuSet& a, const CpuSet& b, const CpuSet& within) {
+  const auto& x = a.words();
+  const auto& y = b.words();
+  const auto& w = within.words();
+  for (int i = 0, top = within.last() / 64; i <= top; ++i) {
+    auto at = static_cast<std::size_t>(i);
+    if (((x[at] ^ y[at]) & w[at]) != 0) return false;
+  }
+  return true;
+}
+
 /// resolve_gpu_node without the participation check (peers are checked by the caller).
 constexpr Result<int> resolve_node_of(const Topology& topo, int gpu, const JobOptions& job) {
   const PciDevice& d = topo.gpus[static_cast<std::size_t>(gpu)].pci;
@@ -41,10 +53,9 @@ constexpr Result<int> resolve_node_of(const Topology& topo, int gpu, const JobOp
   //    reports every online CPU, so this holds only where the firmware gave
   //    a narrower affinity. Compared on online CPUs: a recording may list
   //    offline CPUs in one file and not the other.
-  CpuSet local = d.local_cpus & topo.online;
-  if (d.has_local_cpus && local.any()) {
+  if (d.has_local_cpus && d.local_cpus.intersects(topo.online)) {
     for (const NumaNode& n : topo.nodes)
-      if (n.cpus.any() && (n.cpus & topo.online) == local) return n.id;
+      if (n.cpus.any() && same_within(n.cpus, d.local_cpus, topo.online)) return n.id;
   }
   // 3. The user named the node.
   if (job.assume_node >= 0) {
