@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The number and text scanning that every reader shares (detail/parse.hpp).
 #include <gpuaff/detail/parse.hpp>
+#include <gpuaff/detail/status_field.hpp>
 
 #include <string_view>
 

@@ -3,11 +3,11 @@
 // The number and text scanning every reader shares: cpulists and hex masks
 // (cpu_set.hpp), PCI addresses (topology.hpp), sysfs attributes
 // (source/sysfs_reader.hpp), JSON topologies (source/json.hpp) and GPU
-// visibility lists (source/visible.hpp), "Key: value" lines of /proc files. Constexpr, so that CpuSet and
-// PciAddress parse at compile time; no std::from_chars (not constexpr in GCC 12).
+// visibility lists (source/visible.hpp); "Key: value" lines of /proc files
+// are detail/status_field.hpp's. Constexpr, so that CpuSet and PciAddress
+// parse at compile time; no std::from_chars (not constexpr in GCC 12).
 
 #include <cstddef>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,20 +60,6 @@ constexpr std::size_t leading_number(std::string_view s, int base, long long cap
 constexpr bool is_decimal(std::string_view s) {
   long long ignored = 0;
   return !s.empty() && leading_number(s, 10, 0, ignored) == s.size();
-}
-
-/// The value of "Key:" in a proc status text, or nullopt.
-constexpr std::optional<std::string_view> status_field(std::string_view text, std::string_view key) {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    std::size_t e = text.find('\n', i);
-    if (e == std::string_view::npos) e = text.size();
-    std::string_view line = text.substr(i, e - i);
-    if (line.size() > key.size() && line.substr(0, key.size()) == key && line[key.size()] == ':')
-      return trim(line.substr(key.size() + 1));
-    i = e + 1;
-  }
-  return std::nullopt;
 }
 
 /// The length of the well-formed UTF-8 sequence at the start of `text` (RFC

@@ -22,6 +22,7 @@
 #include "gpuaff/detail/errno.hpp"
 #include "gpuaff/detail/fs.hpp"
 #include "gpuaff/detail/parse.hpp"
+#include "gpuaff/detail/status_field.hpp"
 #include "gpuaff/launch/launcher.hpp"
 #include "gpuaff/result.hpp"
 

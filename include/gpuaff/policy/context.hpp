@@ -15,7 +15,6 @@
 #include "gpuaff/config.hpp"
 
 #include <cstddef>
-#include <optional>
 #include <string_view>
 #include <vector>
 

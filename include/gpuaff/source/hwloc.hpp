@@ -33,6 +33,7 @@
 #include "gpuaff/cpu_set.hpp"
 #include "gpuaff/detail/fs.hpp"
 #include "gpuaff/detail/parse.hpp"
+#include "gpuaff/detail/status_field.hpp"
 #include "gpuaff/source/load.hpp"
 #include "gpuaff/source/visible.hpp"
 #include "gpuaff/result.hpp"

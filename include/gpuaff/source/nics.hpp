@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "gpuaff/detail/parse.hpp"
+#include "gpuaff/detail/status_field.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/sysfs_reader.hpp"
 #include "gpuaff/topology.hpp"

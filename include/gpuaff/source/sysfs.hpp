@@ -138,6 +138,7 @@
 #include "gpuaff/policy/priority.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/source.hpp"
+#include "gpuaff/detail/status_field.hpp"
 #include "gpuaff/source/nics.hpp"
 #include "gpuaff/source/sysfs_reader.hpp"
 #include "gpuaff/source/validate.hpp"
