@@ -188,9 +188,7 @@ inline constexpr std::size_t max_message_parts = 32;
   }
   return m;
 }
-}  // namespace detail
 
-namespace detail {
 /// The body of make_error, make_sys_error and fail, out of line: an error
 /// site is then its list of pieces and one call, not a copy of building the
 /// 1 KiB message (benchmarks row 6).

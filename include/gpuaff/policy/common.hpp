@@ -232,9 +232,9 @@ class SparseSet {
 /// node and both sets.
 constexpr Unexpected<Error> no_allowed_cpu(const Topology& topo, int gpu, int node, std::string_view policy) {
   const NumaNode* n = topo.find_node(node);
-  detail::CpuListText node_cpus = detail::cpulist_text(n == nullptr ? CpuSet{} : n->cpus);
+  CpuSet node_cpus = n == nullptr ? CpuSet{} : n->cpus;
   return fail(Errc::empty_result, policy, ": ", detail::gpu_label(topo, gpu), " is on NUMA node ", node,
-              ", which has no allowed CPU (node CPUs: ", node_cpus,
+              ", which has no allowed CPU (node CPUs: ", detail::cpulist_text(node_cpus),
               "; allowed CPUs: ", detail::cpulist_text(topo.usable()),
               "); allow some CPUs of that node (taskset, cgroup cpuset) or use fallback=unbound");
 }

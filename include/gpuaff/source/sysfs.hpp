@@ -134,11 +134,11 @@
 #include <vector>
 
 #include "gpuaff/cpu_set.hpp"
+#include "gpuaff/detail/status_field.hpp"
 #include "gpuaff/os/thread_mask.hpp"
 #include "gpuaff/policy/priority.hpp"
 #include "gpuaff/result.hpp"
 #include "gpuaff/source/source.hpp"
-#include "gpuaff/detail/status_field.hpp"
 #include "gpuaff/source/nics.hpp"
 #include "gpuaff/source/sysfs_reader.hpp"
 #include "gpuaff/source/validate.hpp"
