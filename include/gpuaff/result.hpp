@@ -270,6 +270,15 @@ template <class E>
 inline constexpr bool is_unexpected = false;
 template <class E>
 inline constexpr bool is_unexpected<Unexpected<E>> = true;
+
+/// Makes `x` as if default-constructed, where it is: `x = T{}` builds a
+/// temporary first, which for a Topology (5 KB) or a LaunchPlan (15 KB) is
+/// stack of that size.
+template <class T>
+constexpr void reset_in_place(T& x) {
+  std::destroy_at(&x);
+  std::construct_at(&x);
+}
 }  // namespace detail
 
 /// A T or an Error, like std::expected<T, Error>: value(), error(),
@@ -316,6 +325,23 @@ class [[nodiscard]] Result {
       if (has_) std::construct_at(&value_, std::move(o.value_));
       else std::construct_at(&error_, std::move(o.error_));
     }
+    return *this;
+  }
+  /// Becomes the error, as std::expected's assignment from unexpected: the
+  /// value (if any) is destroyed, and no whole Result is built to move from.
+  template <class E>
+  constexpr Result& operator=(Unexpected<E>&& e) {
+    destroy();
+    std::construct_at(&error_, std::move(e).error());
+    has_ = false;
+    return *this;
+  }
+  template <class E>
+  constexpr Result& operator=(const Unexpected<E>& e) {
+    Error copy(e.error());
+    destroy();
+    std::construct_at(&error_, std::move(copy));
+    has_ = false;
     return *this;
   }
   constexpr ~Result() { destroy(); }

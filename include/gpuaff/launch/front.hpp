@@ -241,6 +241,20 @@ inline Result<void> apply_gpu_nodes(Topology& topo, const std::string& file) {
   return {};
 }
 
+/// load() into `topo` (as default-constructed: a Topology is some 5 KB, and
+/// it is read where it is kept).
+inline Result<void> load_into(Topology& topo, const LaunchOptions& o, const Environment& env, const Readers& readers,
+                              SysfsDetail level, LaunchStage* failed_at, TopologyParts needs,
+                              std::optional<LoadFocus> focus) {
+  if (auto ok = check_options(o); !ok) return staged(ok.error(), LaunchStage::options, failed_at);
+  LoadStage stage = LoadStage::machine;
+  if (auto read = load_machine_into(topo, load_request(o, env, readers, level, needs, std::move(focus)), &stage); !read)
+    return staged(std::move(read).error(), stage_of(stage), failed_at);
+  if (!o.gpu_nodes.empty())
+    if (auto ok = apply_gpu_nodes(topo, o.gpu_nodes); !ok) return staged(ok.error(), LaunchStage::machine, failed_at);
+  return {};
+}
+
 }  // namespace detail
 
 /// The machine `o` names, its visible GPUs selected; `focus`: only what that
@@ -250,23 +264,17 @@ inline Result<Topology> load(const LaunchOptions& o, const Environment& env = pr
                              const Readers& readers = {}, SysfsDetail detail = SysfsDetail::full,
                              LaunchStage* failed_at = nullptr, TopologyParts needs = TopologyParts::policies(),
                              std::optional<LoadFocus> focus = std::nullopt) {
-  if (auto ok = check_options(o); !ok) return detail::staged(ok.error(), LaunchStage::options, failed_at);
-  LoadStage stage = LoadStage::machine;
-  auto topo = load_machine(load_request(o, env, readers, detail, needs, std::move(focus)), &stage);
-  if (!topo) return detail::staged(topo.error(), detail::stage_of(stage), failed_at);
-  if (!o.gpu_nodes.empty())
-    if (auto ok = detail::apply_gpu_nodes(*topo, o.gpu_nodes); !ok)
-      return detail::staged(ok.error(), LaunchStage::machine, failed_at);
-  return topo;
+  Result<Topology> out;  // one named result, built in place and returned without a copy
+  if (auto ok = detail::load_into(*out, o, env, readers, detail, failed_at, needs, std::move(focus)); !ok)
+    out = Unexpected<Error>(std::move(ok).error());
+  return out;
 }
 
-/// What the process's surroundings add to the options (LaunchContext): the
-/// launcher's local rank and local size under `local_rank`, and
-/// CUDA_DEVICE_ORDER. The cgroup cpuset is the machine's (prepare() reads it).
-/// Errors (LaunchStage::options): Errc::invalid_argument for a missing or
-/// malformed launcher variable.
-inline Result<LaunchContext> launch_context(const LaunchOptions& o, const Environment& env) {
-  LaunchContext c;
+namespace detail {
+
+/// launch_context() into `c` (as default-constructed), where the caller
+/// keeps it.
+inline Result<void> fill_launch_context(LaunchContext& c, const LaunchOptions& o, const Environment& env) {
   c.cuda_device_order = env("CUDA_DEVICE_ORDER").value_or(std::string());
   if (o.local_rank) {
     auto rank = local_rank(env);
@@ -284,32 +292,47 @@ inline Result<LaunchContext> launch_context(const LaunchOptions& o, const Enviro
     }
     c.local_size = *size;
   }
-  return c;
+  return {};
+}
+
+}  // namespace detail
+
+/// What the process's surroundings add to the options (LaunchContext): the
+/// launcher's local rank and local size under `local_rank`, and
+/// CUDA_DEVICE_ORDER. The cgroup cpuset is the machine's (prepare() reads it).
+/// Errors (LaunchStage::options): Errc::invalid_argument for a missing or
+/// malformed launcher variable.
+inline Result<LaunchContext> launch_context(const LaunchOptions& o, const Environment& env) {
+  Result<LaunchContext> out;  // one named result, built in place and returned without a copy
+  if (auto ok = detail::fill_launch_context(*out, o, env); !ok) out = Unexpected<Error>(std::move(ok).error());
+  return out;
 }
 
 namespace detail {
 
-inline Result<std::pair<Topology, LaunchContext>> prepare(const LaunchOptions& o, const Environment& env,
-                                                          const Readers& readers, LaunchStage* failed_at,
-                                                          bool one_device = false) {
+/// The machine and the launch context of a plan, into `topo` and `context`
+/// (as default-constructed): a Topology is some 5 KB and a LaunchContext
+/// 7 KB, and the caller keeps them where they are used (benchmarks/README.md,
+/// row S).
+inline Result<void> prepare(Topology& topo, LaunchContext& context, const LaunchOptions& o, const Environment& env,
+                            const Readers& readers, LaunchStage* failed_at, bool one_device = false) {
   if (auto ok = check_options(o); !ok) return staged(ok.error(), LaunchStage::options, failed_at);
-  auto context = launch_context(o, env);
-  if (!context) return staged(context.error(), LaunchStage::options, failed_at);
+  if (auto ok = fill_launch_context(context, o, env); !ok) return staged(ok.error(), LaunchStage::options, failed_at);
   // Under baseline=cgroup the cpuset is what bindings are drawn from: read
   // first, its error before the machine's. Under affinity it only feeds the
   // narrowed-mask warning, read below once the machine says it can matter.
   if (o.baseline == Baseline::cgroup) {
     auto cgroup = cgroup_of(o);
     if (!cgroup) return staged(cgroup.error(), LaunchStage::machine, failed_at);
-    context->cgroup = std::move(*cgroup);
+    context.cgroup = std::move(*cgroup);
   }
   auto reserved = reservations_of(o);
   if (!reserved) return staged(reserved.error(), LaunchStage::machine, failed_at);
-  context->reserved = std::move(*reserved);
+  context.reserved = std::move(*reserved);
   TopologyParts needs = plan_needs(o);
   std::string dra_dir = dra_metadata_of(o);
-  std::optional<LoadFocus> focus = one_device && dra_dir.empty() ? plan_focus(o, *context) : std::nullopt;
-  GPUAFF_TRY(Topology topo, load(o, env, readers, plan_detail(o), failed_at, needs, focus));
+  std::optional<LoadFocus> focus = one_device && dra_dir.empty() ? plan_focus(o, context) : std::nullopt;
+  GPUAFF_TRY_VOID(load_into(topo, o, env, readers, plan_detail(o), failed_at, needs, focus));
   if (!dra_dir.empty()) {
     if (readers.dra == nullptr)
       return staged(make_error(Errc::invalid_argument, "dra_metadata=", dra_dir, " needs the JSON reader "
@@ -322,8 +345,8 @@ inline Result<std::pair<Topology, LaunchContext>> prepare(const LaunchOptions& o
   // A local size that is a whole multiple of the GPUs makes several ranks per
   // GPU (make_plan), and a partitioned AMD GPU several GPUs of one device:
   // both cut the device's share on whole cores. Read them then, and only then.
-  bool multiple = context->local_size && !o.pci &&
-                  detail::implied_ranks_per_gpu(context->local_size->value, o.job.nproc,
+  bool multiple = context.local_size && !o.pci &&
+                  detail::implied_ranks_per_gpu(context.local_size->value, o.job.nproc,
                                                 static_cast<int>(topo.gpus.size())) > 1;
   bool partitioned = std::any_of(topo.gpus.begin(), topo.gpus.end(),
                                  [](const Gpu& g) { return g.pci.compute_partitions > 1; });
@@ -332,7 +355,8 @@ inline Result<std::pair<Topology, LaunchContext>> prepare(const LaunchOptions& o
   // anew (rank / N), so the whole machine is read for them.
   if ((multiple || partitioned) && (!needs.cores || (focus && multiple))) {
     needs.cores = true;
-    GPUAFF_TRY(topo, load(o, env, readers, plan_detail(o), failed_at, needs, multiple ? std::nullopt : focus));
+    detail::reset_in_place(topo);
+    GPUAFF_TRY_VOID(load_into(topo, o, env, readers, plan_detail(o), failed_at, needs, multiple ? std::nullopt : focus));
   }
   if (auto split = split_domains(topo, o.domains_per_gpu); !split) return staged(split.error(), LaunchStage::device, failed_at);
   // The narrowed-mask warning (make_plan) compares the usable CPUs with the
@@ -341,9 +365,28 @@ inline Result<std::pair<Topology, LaunchContext>> prepare(const LaunchOptions& o
   // read (one file fewer for every unbound rank).
   if (o.baseline == Baseline::affinity && topo.usable() != topo.online) {
     auto cgroup = cgroup_of(o);
-    if (cgroup) context->cgroup = std::move(*cgroup);
+    if (cgroup) context.cgroup = std::move(*cgroup);
   }
-  return std::pair<Topology, LaunchContext>{std::move(topo), std::move(*context)};
+  return {};
+}
+
+/// plan() into `plan` (as default-constructed).
+inline Result<void> plan_into(LaunchPlan& plan, const LaunchOptions& o, const Environment& env, const Readers& readers,
+                              LaunchStage* failed_at) {
+  if (auto ok = check_device_named(o, true); !ok) return staged(ok.error(), LaunchStage::options, failed_at);
+  {
+    LaunchContext context;
+    GPUAFF_TRY_VOID(prepare(plan.topo, context, o, env, readers, failed_at, true));
+    auto made = fill_plan(plan, o, context);
+    if (made) return {};
+    if (!plan_focus(o, context)) return staged(std::move(made).error(), LaunchStage::plan, failed_at);
+  }
+  // A focused load holds one node: an error is worded from the whole machine.
+  detail::reset_in_place(plan);
+  LaunchContext context;
+  GPUAFF_TRY_VOID(prepare(plan.topo, context, o, env, readers, failed_at));
+  if (auto made = fill_plan(plan, o, context); !made) return staged(std::move(made).error(), LaunchStage::plan, failed_at);
+  return {};
 }
 
 }  // namespace detail
@@ -355,17 +398,9 @@ inline Result<std::pair<Topology, LaunchContext>> prepare(const LaunchOptions& o
 /// anything is read.
 inline Result<LaunchPlan> plan(const LaunchOptions& o, const Environment& env = process_environment(),
                                const Readers& readers = {}, LaunchStage* failed_at = nullptr) {
-  if (auto ok = detail::check_device_named(o, LaunchContext{.local_rank = LauncherValue{}}); !ok)
-    return detail::staged(ok.error(), LaunchStage::options, failed_at);
-  GPUAFF_TRY(auto prepared, detail::prepare(o, env, readers, failed_at, true));
-  auto p = make_plan(std::move(prepared.first), o, prepared.second);
-  if (!p && plan_focus(o, prepared.second)) {
-    // A focused load holds one node: an error is worded from the whole machine.
-    GPUAFF_TRY(prepared, detail::prepare(o, env, readers, failed_at));
-    p = make_plan(std::move(prepared.first), o, prepared.second);
-  }
-  if (!p) return detail::staged(p.error(), LaunchStage::plan, failed_at);
-  return p;
+  Result<LaunchPlan> out;  // one named result, built in place and returned without a copy
+  if (auto ok = detail::plan_into(*out, o, env, readers, failed_at); !ok) out = Unexpected<Error>(std::move(ok).error());
+  return out;
 }
 
 /// The plan of every GPU that takes part (0..nproc-1, or every visible GPU),
@@ -374,8 +409,9 @@ inline Result<LaunchPlan> plan(const LaunchOptions& o, const Environment& env = 
 inline Result<std::vector<LaunchPlan>> plan_every_gpu(const LaunchOptions& o,
                                                       const Environment& env = process_environment(),
                                                       const Readers& readers = {}, LaunchStage* failed_at = nullptr) {
-  GPUAFF_TRY(auto prepared, detail::prepare(o, env, readers, failed_at));
-  auto& [topo, context] = prepared;
+  Topology topo;
+  LaunchContext context;
+  GPUAFF_TRY_VOID(detail::prepare(topo, context, o, env, readers, failed_at));
   int count = static_cast<int>(topo.gpus.size());
   if (count == 0)
     return detail::staged(make_error(Errc::not_found, "no GPU is visible in ", topo.origin.view(),
@@ -456,6 +492,50 @@ inline Result<LoadedMachine> load_for_plans(const LaunchOptions& o, const Enviro
   return m;
 }
 
+namespace detail {
+
+/// plan(LoadedMachine) into `plan` (as default-constructed).
+inline Result<void> plan_loaded_into(LaunchPlan& plan, const LoadedMachine& m, const LaunchOptions& o,
+                                     const Environment& env, LaunchStage* failed_at) {
+  if (auto ok = check_options(o); !ok) return staged(ok.error(), LaunchStage::options, failed_at);
+  const MachineSource& a = o.machine;
+  const MachineSource& b = m.options.machine;
+  if (a.root != b.root || a.topology != b.topology || a.hwloc_xml != b.hwloc_xml || a.reader != b.reader ||
+      a.vendor != b.vendor || o.visible_devices != m.options.visible_devices)
+    return staged(make_error(Errc::invalid_argument, "a plan from a loaded machine takes no root, topology, "
+                             "source, hwloc_xml, visible_devices or vendor: they belong to the load"),
+                  LaunchStage::options, failed_at);
+  TopologyParts needs = plan_needs(o);
+  if ((needs | m.parts) != m.parts)
+    return staged(make_error(Errc::invalid_argument, "this plan needs ",
+                             needs.distances && !m.parts.distances ? "the node distances (unreachable=nearest)"
+                                                                   : "the NICs (nic_env, mem_nodes=gpu)",
+                             ", which the machine was loaded without; pass the same option to the load"),
+                  LaunchStage::options, failed_at);
+  if (auto ok = check_device_named(o, true); !ok)
+    return staged(ok.error(), LaunchStage::options, failed_at);
+  LaunchContext context;
+  if (auto ok = fill_launch_context(context, o, env); !ok) return staged(ok.error(), LaunchStage::options, failed_at);
+  if (o.baseline == Baseline::cgroup && !m.cgroup)
+    return staged(make_error(Errc::io_error, "baseline=cgroup: ",
+                             m.cgroup_error.empty() ? std::string("the machine was read from a file, which "
+                                                                  "carries no cgroup")
+                                                    : m.cgroup_error),
+                  LaunchStage::machine, failed_at);
+  context.cgroup = m.cgroup;
+  if (o.pci && m.topo.find_pci(*o.pci) == nullptr)
+    return staged(make_error(Errc::not_found, "PCI device ", o.pci->to_string(), " was not read with the "
+                             "machine (only GPUs and the device named by pci= at the load are)"),
+                  LaunchStage::device, failed_at);
+  plan.topo = m.topo;
+  if (auto split = split_domains(plan.topo, o.domains_per_gpu); !split)
+    return staged(split.error(), LaunchStage::device, failed_at);
+  if (auto made = fill_plan(plan, o, context); !made) return staged(std::move(made).error(), LaunchStage::plan, failed_at);
+  return {};
+}
+
+}  // namespace detail
+
 /// The plan of the device `o` names on a loaded machine: the options of the
 /// plan only (policy, device, job, memory); the machine, its visibility list
 /// and the devices were given to load_for_plans().
@@ -464,42 +544,9 @@ inline Result<LoadedMachine> load_for_plans(const LaunchOptions& o, const Enviro
 /// those of launch_context() and make_plan().
 inline Result<LaunchPlan> plan(const LoadedMachine& m, const LaunchOptions& o,
                                const Environment& env = process_environment(), LaunchStage* failed_at = nullptr) {
-  if (auto ok = check_options(o); !ok) return detail::staged(ok.error(), LaunchStage::options, failed_at);
-  const MachineSource& a = o.machine;
-  const MachineSource& b = m.options.machine;
-  if (a.root != b.root || a.topology != b.topology || a.hwloc_xml != b.hwloc_xml || a.reader != b.reader ||
-      a.vendor != b.vendor || o.visible_devices != m.options.visible_devices)
-    return detail::staged(make_error(Errc::invalid_argument, "a plan from a loaded machine takes no root, topology, "
-                                     "source, hwloc_xml, visible_devices or vendor: they belong to the load"),
-                          LaunchStage::options, failed_at);
-  TopologyParts needs = plan_needs(o);
-  if ((needs | m.parts) != m.parts)
-    return detail::staged(make_error(Errc::invalid_argument, "this plan needs ",
-                                     needs.distances && !m.parts.distances ? "the node distances (unreachable=nearest)"
-                                                                           : "the NICs (nic_env, mem_nodes=gpu)",
-                                     ", which the machine was loaded without; pass the same option to the load"),
-                          LaunchStage::options, failed_at);
-  if (auto ok = detail::check_device_named(o, LaunchContext{.local_rank = LauncherValue{}}); !ok)
-    return detail::staged(ok.error(), LaunchStage::options, failed_at);
-  auto context = launch_context(o, env);
-  if (!context) return detail::staged(context.error(), LaunchStage::options, failed_at);
-  if (o.baseline == Baseline::cgroup && !m.cgroup)
-    return detail::staged(make_error(Errc::io_error, "baseline=cgroup: ",
-                                     m.cgroup_error.empty() ? std::string("the machine was read from a file, which "
-                                                                          "carries no cgroup")
-                                                            : m.cgroup_error),
-                          LaunchStage::machine, failed_at);
-  context->cgroup = m.cgroup;
-  if (o.pci && m.topo.find_pci(*o.pci) == nullptr)
-    return detail::staged(make_error(Errc::not_found, "PCI device ", o.pci->to_string(), " was not read with the "
-                                     "machine (only GPUs and the device named by pci= at the load are)"),
-                          LaunchStage::device, failed_at);
-  Topology topo = m.topo;
-  if (auto split = detail::split_domains(topo, o.domains_per_gpu); !split)
-    return detail::staged(split.error(), LaunchStage::device, failed_at);
-  auto p = make_plan(std::move(topo), o, *context);
-  if (!p) return detail::staged(p.error(), LaunchStage::plan, failed_at);
-  return p;
+  Result<LaunchPlan> out;  // one named result, built in place and returned without a copy
+  if (auto ok = detail::plan_loaded_into(*out, m, o, env, failed_at); !ok) out = Unexpected<Error>(std::move(ok).error());
+  return out;
 }
 
 /// The checks of a plan that is to be applied (exec, Python's bind): a

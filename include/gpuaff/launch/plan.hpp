@@ -620,16 +620,19 @@ inline Result<void> find_more_gpus(LaunchPlan& plan, const LaunchOptions& o, con
 /// local_rank=true (with the local rank read into the context). No device
 /// named is a mistake, never GPU 0 by default.
 /// Errors: Errc::invalid_argument.
-inline Result<void> check_device_named(const LaunchOptions& o, const LaunchContext& context) {
+inline Result<void> check_device_named(const LaunchOptions& o, bool local_rank_read) {
   if (o.all_gpus)
     return fail(Errc::invalid_argument, "gpu=all is for bind: a launch binds one process to one device; name it "
                 "with gpu=N, pci=BDF or local_rank=true");
   if (!o.gpu && !o.pci && !o.local_rank)
     return fail(Errc::invalid_argument, "no device is named; name it with gpu=N, pci=BDF or local_rank=true");
-  if (o.local_rank && !context.local_rank)
+  if (o.local_rank && !local_rank_read)
     return fail(Errc::invalid_argument, "local_rank=true, and the launch context holds no local rank; read it with "
                 "launch_context(options, environment), or pass gpu=N");
   return {};
+}
+inline Result<void> check_device_named(const LaunchOptions& o, const LaunchContext& context) {
+  return check_device_named(o, context.local_rank.has_value());
 }
 
 /// A plan's CPUs, once its GPU is known: the GPU's share (with its memory
@@ -694,6 +697,71 @@ inline Result<void> plan_roles_and_env(LaunchPlan& plan, const LaunchOptions& o)
   return {};
 }
 
+/// make_plan's body, filling `plan` (as default-constructed but for
+/// plan.topo, the machine) where the caller keeps it: a LaunchPlan is some
+/// 15 KB and its Topology 5 KB (each CpuSet holds 8192 CPUs), and every copy
+/// of one on the way out is stack pages a bound process touches
+/// (benchmarks/README.md, row S).
+inline Result<void> fill_plan(LaunchPlan& plan, const LaunchOptions& o, const LaunchContext& context) {
+  Topology& topo = plan.topo;
+  GPUAFF_TRY_VOID(check_device_named(o, context));
+  std::string rank_source = o.local_rank ? context.local_rank->source() : std::string();
+  int named = o.local_rank ? context.local_rank->value : o.gpu.value_or(0);  // pci=BDF: not a GPU index
+  plan.policy = o.policy;
+  plan.job = o.job;
+  plan.membind = o.membind;
+  plan.rank_source = rank_source;
+  plan.device_source = !rank_source.empty() ? rank_source
+                       : o.pci              ? std::string("pci=") + std::string(o.pci->to_string().view())
+                                          : std::string("gpu=") + std::to_string(named);
+  plan.baseline = o.baseline;
+  plan.share = o.share;
+  GPUAFF_TRY_VOID(check_machine_share(o));  // a usage mistake first, before what the machine says
+  if (o.baseline == Baseline::cgroup) {
+    GPUAFF_TRY_VOID(use_cgroup_baseline(topo, context.cgroup));
+  }
+  // A launcher that bound the process first (mpirun's cores, srun's
+  // --cpu-bind) is the usual cause of a binding that cannot be made: say so
+  // in the warning, and in the error when the policy fails.
+  std::string narrowed = o.baseline == Baseline::affinity ? narrowed_mask_warning(topo, context.cgroup)
+                                                                 : std::string();
+  if (!narrowed.empty()) plan.warnings.push_back(narrowed);
+  CpuSet os_cores;
+  if (o.reserve_os_auto) {
+    GPUAFF_TRY(os_cores, reserve_housekeeping(topo, context.reserved));
+  } else {
+    os_cores = reserve_os_cores(topo, o.reserve_os_cores);
+  }
+  // CUDA's numbering matters only where an index names the GPU, not pci=BDF.
+  if (auto w = o.pci ? std::nullopt : device_order_warning(process_gpus_with_ids(topo), context.cuda_device_order))
+    plan.warnings.push_back(*w);
+  GPUAFF_TRY(int gpu, rank_part(plan, o, context, named, static_cast<int>(topo.gpus.size())));
+  std::vector<Gpu> visible = o.more_gpus.empty() ? std::vector<Gpu>() : topo.gpus;  // before Share::machine
+  if (o.pci) {
+    for (const auto& g : topo.gpus)
+      if (g.address() == *o.pci) plan.visible_gpu = g.index;
+    GPUAFF_TRY_VOID(target_pci(topo, *o.pci, &plan.gpu));
+  } else {
+    if (gpu < 0 || gpu >= static_cast<int>(topo.gpus.size())) return no_such_gpu(topo, gpu, rank_source);
+    plan.gpu = gpu;
+    plan.visible_gpu = gpu;
+  }
+  if (plan.share == Share::machine) {
+    PciAddress target = plan.target().address();
+    bool is_gpu = plan.visible_gpu >= 0 || plan.target().pci.is_gpu();
+    GPUAFF_TRY_VOID(plan_machine_share(plan, target, is_gpu));
+  }
+  // The local size counts GPUs as the launcher does (partitions, domains):
+  // nproc in those, which collapse_partitions turns into devices.
+  if (plan.share != Share::machine) GPUAFF_TRY_VOID(use_local_size(plan, o, context));
+  GPUAFF_TRY_VOID(plan_cpus(plan, o, visible, narrowed));
+  plan.os_cores = os_cores;
+  if (context.reserved) plan.isolated = context.reserved->reserved() & plan.cpus;
+  GPUAFF_TRY_VOID(plan_roles_and_env(plan, o));
+  if (auto w = one_gpu_warning(plan)) plan.warnings.push_back(*w);
+  return {};
+}
+
 }  // namespace detail
 
 /// Plans the binding of the device the options name on `topo`, which must
@@ -716,64 +784,10 @@ inline Result<void> plan_roles_and_env(LaunchPlan& plan, const LaunchOptions& o)
 /// `nic_env` those of served_nic_set(), with `mem_nodes` gpu or socket
 /// Errc::not_found when the GPU has no such nodes.
 inline Result<LaunchPlan> make_plan(Topology topo, const LaunchOptions& o, const LaunchContext& context = {}) {
-  GPUAFF_TRY_VOID(detail::check_device_named(o, context));
-  std::string rank_source = o.local_rank ? context.local_rank->source() : std::string();
-  int named = o.local_rank ? context.local_rank->value : o.gpu.value_or(0);  // pci=BDF: not a GPU index
-  LaunchPlan plan;
-  plan.policy = o.policy;
-  plan.job = o.job;
-  plan.membind = o.membind;
-  plan.rank_source = rank_source;
-  plan.device_source = !rank_source.empty() ? rank_source
-                       : o.pci              ? std::string("pci=") + std::string(o.pci->to_string().view())
-                                          : std::string("gpu=") + std::to_string(named);
-  plan.baseline = o.baseline;
-  plan.share = o.share;
-  GPUAFF_TRY_VOID(detail::check_machine_share(o));  // a usage mistake first, before what the machine says
-  if (o.baseline == Baseline::cgroup) {
-    GPUAFF_TRY_VOID(detail::use_cgroup_baseline(topo, context.cgroup));
-  }
-  // A launcher that bound the process first (mpirun's cores, srun's
-  // --cpu-bind) is the usual cause of a binding that cannot be made: say so
-  // in the warning, and in the error when the policy fails.
-  std::string narrowed = o.baseline == Baseline::affinity ? detail::narrowed_mask_warning(topo, context.cgroup)
-                                                                 : std::string();
-  if (!narrowed.empty()) plan.warnings.push_back(narrowed);
-  CpuSet os_cores;
-  if (o.reserve_os_auto) {
-    GPUAFF_TRY(os_cores, detail::reserve_housekeeping(topo, context.reserved));
-  } else {
-    os_cores = detail::reserve_os_cores(topo, o.reserve_os_cores);
-  }
-  // CUDA's numbering matters only where an index names the GPU, not pci=BDF.
-  if (auto w = o.pci ? std::nullopt : device_order_warning(detail::process_gpus_with_ids(topo), context.cuda_device_order))
-    plan.warnings.push_back(*w);
-  GPUAFF_TRY(int gpu, detail::rank_part(plan, o, context, named, static_cast<int>(topo.gpus.size())));
-  std::vector<Gpu> visible = o.more_gpus.empty() ? std::vector<Gpu>() : topo.gpus;  // before Share::machine
-  if (o.pci) {
-    for (const auto& g : topo.gpus)
-      if (g.address() == *o.pci) plan.visible_gpu = g.index;
-    GPUAFF_TRY(plan.topo, with_pci_target(std::move(topo), *o.pci, &plan.gpu));
-  } else {
-    if (gpu < 0 || gpu >= static_cast<int>(topo.gpus.size())) return detail::no_such_gpu(topo, gpu, rank_source);
-    plan.topo = std::move(topo);
-    plan.gpu = gpu;
-    plan.visible_gpu = gpu;
-  }
-  if (plan.share == Share::machine) {
-    PciAddress target = plan.target().address();
-    bool is_gpu = plan.visible_gpu >= 0 || plan.target().pci.is_gpu();
-    GPUAFF_TRY_VOID(detail::plan_machine_share(plan, target, is_gpu));
-  }
-  // The local size counts GPUs as the launcher does (partitions, domains):
-  // nproc in those, which collapse_partitions turns into devices.
-  if (plan.share != Share::machine) GPUAFF_TRY_VOID(detail::use_local_size(plan, o, context));
-  GPUAFF_TRY_VOID(detail::plan_cpus(plan, o, visible, narrowed));
-  plan.os_cores = os_cores;
-  if (context.reserved) plan.isolated = context.reserved->reserved() & plan.cpus;
-  GPUAFF_TRY_VOID(detail::plan_roles_and_env(plan, o));
-  if (auto w = detail::one_gpu_warning(plan)) plan.warnings.push_back(*w);
-  return plan;
+  Result<LaunchPlan> out;  // one named result, built in place and returned without a copy
+  out->topo = std::move(topo);
+  if (auto ok = detail::fill_plan(*out, o, context); !ok) out = Unexpected<Error>(std::move(ok).error());
+  return out;
 }
 
 /// OMP_NUM_THREADS for a plan (omp_threads): the physical cores of its

@@ -23,12 +23,16 @@ inline namespace v0 {
 /// and nothing is copied.
 /// Errors: Errc::not_found when the topology does not hold the device (the
 /// reader loads non-GPU devices only when asked: SysfsOptions::extra_pci).
+namespace detail {
+
+/// with_pci_target on `topo` in place (make_plan's path: a Topology is some
+/// 5 KB, and each copy of one is stack a plan touches).
 template <class = void>
-constexpr Result<Topology> with_pci_target(Topology topo, PciAddress address, int* gpu_index) {
+constexpr Result<void> target_pci(Topology& topo, PciAddress address, int* gpu_index) {
   for (std::size_t i = 0; i < topo.gpus.size(); ++i) {
     if (topo.gpus[i].address() == address) {
       if (gpu_index != nullptr) *gpu_index = static_cast<int>(i);
-      return topo;
+      return {};
     }
   }
   const PciDevice* d = topo.find_pci(address);
@@ -40,6 +44,14 @@ constexpr Result<Topology> with_pci_target(Topology topo, PciAddress address, in
   g.pci = *d;
   topo.gpus.assign(1, g);
   if (gpu_index != nullptr) *gpu_index = 0;
+  return {};
+}
+
+}  // namespace detail
+
+template <class = void>
+constexpr Result<Topology> with_pci_target(Topology topo, PciAddress address, int* gpu_index) {
+  GPUAFF_TRY_VOID(detail::target_pci(topo, address, gpu_index));
   return topo;
 }
 

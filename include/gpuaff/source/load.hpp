@@ -138,8 +138,9 @@ inline Result<void> keep_runtime_gpus(Topology& t, GpuVendor asked) {
   return {};
 }
 
-/// Reads the machine with every GPU visible (and `extra_pci`).
-inline Result<Topology> read_machine(const LoadRequest& r, const std::vector<PciAddress>& extra_pci) {
+/// Reads the machine with every GPU visible (and `extra_pci`) into `t` (as
+/// default-constructed).
+inline Result<void> read_machine(Topology& t, const LoadRequest& r, const std::vector<PciAddress>& extra_pci) {
   const MachineSource& s = r.source;
   if (s.reader != "sysfs" && s.reader != "hwloc")
     return fail(Errc::invalid_argument, "source=", s.reader.substr(0, 40), " is not a reader; use source=sysfs or source=hwloc");
@@ -148,14 +149,16 @@ inline Result<Topology> read_machine(const LoadRequest& r, const std::vector<Pci
       return fail(Errc::invalid_argument, "reading through hwloc (", s.hwloc_xml.empty() ? "source=hwloc" : "hwloc_xml=FILE",
                   ") needs libhwloc, which this program does not load; run the same command with gpuaff-hwloc "
                   "(docs/hwloc.md), or read with source=sysfs");
-    return r.readers.hwloc(s, extra_pci);
+    GPUAFF_TRY(t, r.readers.hwloc(s, extra_pci));
+    return {};
   }
   if (!s.topology.empty()) {
     if (r.readers.json == nullptr)
       return fail(Errc::invalid_argument, "reading topology=", s.topology.substr(0, 80),
                   " needs the JSON reader (gpuaff/source/json.hpp, target gpuaff::json), which this program does "
                   "not include; read a root instead (root=DIR)");
-    return r.readers.json(s.topology);
+    GPUAFF_TRY(t, r.readers.json(s.topology));
+    return {};
   }
   // A root that is neither a directory nor a file is refused by the reader
   // itself (is_live_root), named, before anything is read.
@@ -169,7 +172,40 @@ inline Result<Topology> read_machine(const LoadRequest& r, const std::vector<Pci
                  .probe_device_nodes = r.probe_device_nodes,
                  .vendor = s.vendor,
                  .focus = r.focus};
-  return SysfsSource(std::move(o)).load();
+  return SysfsSource(std::move(o)).load(t);
+}
+
+/// load_machine() into `topo` (as default-constructed).
+inline Result<void> load_machine_into(Topology& topo, const LoadRequest& r, LoadStage* failed_at = nullptr) {
+  if (auto read = read_machine(topo, r, {}); !read) {
+    Error e = read.error();
+    if (e.code() == Errc::not_found) e = Error(Errc::io_error, e.message(), e.sys_errno());
+    return detail::load_failure(e, LoadStage::machine, failed_at);
+  }
+  std::vector<PciAddress> missing;
+  for (const auto& a : r.extra_pci)
+    if (topo.find_pci(a) == nullptr) missing.push_back(a);
+  if (!missing.empty()) {
+    // The readers load devices that are not GPUs only when asked: ask once more for those.
+    if (!r.source.topology.empty())
+      return detail::load_failure(make_error(Errc::not_found, "PCI device ", missing.front().to_string(), " is not in ",
+                                             r.source.topology.substr(0, 200), "; list its devices with gpuaff topo"),
+                                  LoadStage::device, failed_at);
+    detail::reset_in_place(topo);
+    if (auto again = detail::read_machine(topo, r, r.extra_pci); !again)
+      return detail::load_failure(again.error(), again.error().code() == Errc::not_found ? LoadStage::device : LoadStage::machine, failed_at);
+    for (const auto& a : r.extra_pci)
+      if (topo.find_pci(a) == nullptr)
+        return detail::load_failure(make_error(Errc::not_found, "PCI device ", a.to_string(), " is not in ",
+                                               topo.origin.view(), "; list the devices with 'lspci -D'"),
+                                    LoadStage::device, failed_at);
+  }
+  if (auto kept = detail::keep_runtime_gpus(topo, r.source.vendor); !kept)
+    return detail::load_failure(kept.error(), LoadStage::device, failed_at);
+  auto gpus = select_visible_gpus(std::move(topo.gpus), r.visible);
+  if (!gpus) return detail::load_failure(gpus.error(), LoadStage::visibility, failed_at);
+  topo.gpus = std::move(*gpus);
+  return {};
 }
 
 }  // namespace detail
@@ -182,36 +218,11 @@ inline Result<Topology> read_machine(const LoadRequest& r, const std::vector<Pci
 /// Errc::not_found for a UUID or index that matches no GPU). On failure the
 /// stage is stored in `*failed_at` when given.
 inline Result<Topology> load_machine(const LoadRequest& r, LoadStage* failed_at = nullptr) {
-  auto topo = detail::read_machine(r, {});
-  if (!topo) {
-    Error e = topo.error();
-    if (e.code() == Errc::not_found) e = Error(Errc::io_error, e.message(), e.sys_errno());
-    return detail::load_failure(e, LoadStage::machine, failed_at);
-  }
-  std::vector<PciAddress> missing;
-  for (const auto& a : r.extra_pci)
-    if (topo->find_pci(a) == nullptr) missing.push_back(a);
-  if (!missing.empty()) {
-    // The readers load devices that are not GPUs only when asked: ask once more for those.
-    if (!r.source.topology.empty())
-      return detail::load_failure(make_error(Errc::not_found, "PCI device ", missing.front().to_string(), " is not in ",
-                                             r.source.topology.substr(0, 200), "; list its devices with gpuaff topo"),
-                                  LoadStage::device, failed_at);
-    auto again = detail::read_machine(r, r.extra_pci);
-    if (!again) return detail::load_failure(again.error(), again.error().code() == Errc::not_found ? LoadStage::device : LoadStage::machine, failed_at);
-    for (const auto& a : r.extra_pci)
-      if (again->find_pci(a) == nullptr)
-        return detail::load_failure(make_error(Errc::not_found, "PCI device ", a.to_string(), " is not in ",
-                                               again->origin.view(), "; list the devices with 'lspci -D'"),
-                                    LoadStage::device, failed_at);
-    topo = std::move(again);
-  }
-  if (auto kept = detail::keep_runtime_gpus(*topo, r.source.vendor); !kept)
-    return detail::load_failure(kept.error(), LoadStage::device, failed_at);
-  auto gpus = select_visible_gpus(std::move(topo->gpus), r.visible);
-  if (!gpus) return detail::load_failure(gpus.error(), LoadStage::visibility, failed_at);
-  topo->gpus = std::move(*gpus);
-  return std::move(*topo);
+  // One named result, read in place and returned without a copy: a Topology
+  // is some 5 KB (benchmarks/README.md, row S).
+  Result<Topology> out;
+  if (auto ok = detail::load_machine_into(*out, r, failed_at); !ok) out = Unexpected<Error>(std::move(ok).error());
+  return out;
 }
 
 }  // namespace v0

@@ -226,6 +226,10 @@ class SysfsSource {
   /// unit compiles the reader only if it calls load() (see config.hpp).
   template <class = void>
   Result<Topology> load();
+  /// load() into `t`, which must be default-constructed: where the caller
+  /// keeps the machine (a Topology is some 5 KB), nothing is copied.
+  template <class = void>
+  Result<void> load(Topology& t);
 
   /// Files the last load() tried to open (missing ones included: probing costs
   /// the same). Directory listings are not counted.
@@ -1330,13 +1334,15 @@ std::optional<bool> focused_gpus(SysfsReader& r, Topology& t, const SysfsOptions
   }
   std::vector<PciAddress> driver = **listed;
   std::sort(driver.begin(), driver.end());
+  // A Gpu is some 1.2 KB and a PciDevice 1 KB: each list is allocated once.
+  t.gpus.reserve(t.gpus.size() + driver.size());
+  t.pci_devices.reserve(t.pci_devices.size() + driver.size());
   for (const PciAddress& a : driver) {
-    Gpu g;
+    Gpu& g = t.gpus.emplace_back();
     g.pci.address = a;
     g.pci.vendor = pci_vendor::nvidia;
     g.pci.class_code = 0x030200;
-    g.index = static_cast<int>(t.gpus.size());
-    t.gpus.push_back(g);
+    g.index = static_cast<int>(t.gpus.size()) - 1;
     t.pci_devices.push_back(g.pci);
   }
   t.host_gpus = t.gpus;
@@ -1525,38 +1531,46 @@ bool focused_peers(SysfsReader& r, Topology& t, const SysfsOptions& o, const std
 /// CPUs or directory, an index beyond the visible GPUs. (The only visible GPU
 /// of its node under `peers` also reads the host's GPUs there: count_host_gpus.)
 /// SysfsSource::load() then reads the whole machine, which gives the same
-/// answer, or the error that names the file.
+/// answer, or the error that names the file. The answer is read into `t`
+/// (as default-constructed), which false leaves partly filled.
 template <class = void>
-std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& o) {
+bool read_focused(SysfsReader& r, const SysfsOptions& o, Topology& t) {
   const LoadFocus& f = *o.focus;
   const TopologyParts& needs = o.needs;
   if (o.detail != SysfsDetail::binding || needs.distances || needs.nics ||
       o.priorities || o.probe_device_nodes || !o.extra_pci.empty() || (!f.gpu && !f.pci))
-    return std::nullopt;
+    return false;
   VisibleDevices visible = (o.visible_later ? *o.visible_later : o.visible).with_environment();
-  if (names_uuids(visible)) return std::nullopt;
-  Topology t;
+  if (names_uuids(visible)) return false;
   t.origin = std::string_view(o.root);
-  if (!read_online_cpus(r, t) || !read_allowed(r, t)) return std::nullopt;
+  if (!read_online_cpus(r, t) || !read_allowed(r, t)) return false;
   std::optional<bool> from_driver = focused_gpus(r, t, o);
-  if (!from_driver) return std::nullopt;
-  auto selected = select_visible_gpus(t.gpus, visible);
-  if (!selected) return std::nullopt;
+  if (!from_driver) return false;
+  // The visible GPUs: the driver's list itself where no variable selects
+  // (it is in bus order), a selected copy otherwise (a Gpu is some 1.2 KB).
+  bool selects = visible.list || visible.cuda_visible_devices || visible.hip_visible_devices || visible.rocr_visible_devices;
+  auto bus_order = [](const Gpu& a, const Gpu& b) { return a.pci.address < b.pci.address; };
+  bool copy = selects || !std::is_sorted(t.gpus.begin(), t.gpus.end(), bus_order);
+  Result<std::vector<Gpu>> chosen;
+  if (copy) chosen = select_visible_gpus(t.gpus, visible);
+  if (!chosen) return false;
+  // Below, t.gpus changes only in place (place_device): the list stays valid.
+  const std::vector<Gpu>* selected = copy ? &*chosen : &t.gpus;
   PciAddress target{};
   if (f.pci) {
     target = *f.pci;
   } else {
-    if (*f.gpu < 0 || *f.gpu >= static_cast<int>(selected->size())) return std::nullopt;
+    if (*f.gpu < 0 || *f.gpu >= static_cast<int>(selected->size())) return false;
     target = (*selected)[static_cast<std::size_t>(*f.gpu)].address();
   }
   std::optional<int> node = focused_numa_node(r, target);
-  if (!node) return std::nullopt;
+  if (!node) return false;
   // socket reads every node and the packages, as a whole load reads them; a
   // device of numa_node -1 is placed from every node (resolve_gpu_node), and
   // its parts are read for every CPU.
   bool all_nodes = needs.packages || *node < 0;
   std::optional<FocusedNode> at = focused_node(r, t, *node, all_nodes, needs.packages);
-  if (!at) return std::nullopt;
+  if (!at) return false;
   if (t.find_pci(target) == nullptr) {  // not a GPU: any device, placed by its node
     PciDevice d;
     d.address = target;
@@ -1565,25 +1579,32 @@ std::optional<Topology> read_focused(SysfsReader& r, const SysfsOptions& o) {
               [](const PciDevice& a, const PciDevice& b) { return a.address < b.address; });
   }
   place_device(t, target, at->kept);
-  if (at->kept < 0 && !focused_local_cpus(r, t, target)) return std::nullopt;
-  if (f.peers && !focused_peers(r, t, o, *selected, target, *at, all_nodes, *from_driver)) return std::nullopt;
-  if (needs.cores && !read_cores(r, t, &at->cpus)) return std::nullopt;
-  if (needs.caches && !read_cache_groups(r, t, &at->cpus)) return std::nullopt;
+  if (at->kept < 0 && !focused_local_cpus(r, t, target)) return false;
+  if (f.peers && !focused_peers(r, t, o, *selected, target, *at, all_nodes, *from_driver)) return false;
+  if (needs.cores && !read_cores(r, t, &at->cpus)) return false;
+  if (needs.caches && !read_cache_groups(r, t, &at->cpus)) return false;
   // The CUDA_DEVICE_ORDER warning compares the GPUs' device ids: read them
   // only when it can be given (an index names the GPU; read_gpus did so for
   // GPUs found by class).
   if (f.gpu && *from_driver) {
     std::optional<std::string> order = o.visible.with_environment().cuda_device_order;
     if (!order && o.visible_later) order = o.visible_later->with_environment().cuda_device_order;
-    if (!read_nvidia_device_ids(r, t, t.gpus, order)) return std::nullopt;
+    if (!read_nvidia_device_ids(r, t, t.gpus, order)) return false;
   }
-  return t;
+  return true;
 }
 
 }  // namespace detail
 
 template <class>
 Result<Topology> SysfsSource::load() {
+  Result<Topology> out;  // one named result, built in place and returned without a copy
+  if (auto ok = load(*out); !ok) out = Unexpected<Error>(std::move(ok).error());
+  return out;
+}
+
+template <class>
+Result<void> SysfsSource::load(Topology& t) {
   opened_ = 0;
   read_.clear();
   denied_.clear();
@@ -1602,10 +1623,10 @@ Result<Topology> SysfsSource::load() {
   } publish{this, &r};
 
   if (options_.focus) {
-    if (auto focused = detail::read_focused(r, options_)) return std::move(*focused);
+    if (detail::read_focused(r, options_, t)) return {};
     r.found = {};  // the whole machine, as without focus
+    detail::reset_in_place(t);
   }
-  Topology t;
   t.origin = std::string_view(options_.root);
   const TopologyParts& needs = options_.needs;
   bool full = options_.detail == SysfsDetail::full;
@@ -1673,7 +1694,7 @@ Result<Topology> SysfsSource::load() {
             g.memory_nodes.clear();
           }
       }));
-  return t;
+  return {};
 }
 
 }  // namespace v0
