@@ -41,6 +41,7 @@ echo "== building $build (Release) =="
 cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DGPUAFF_BUILD_BENCHMARKS=ON >/dev/null
 tus=$(mktemp -d)
 trap 'rm -rf "$tus"' EXIT
+cxx=${CXX:-$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")}
 if ((!startup_only)); then
 cmake --build "$build" --target gpuaff_bench
 bench=$build/benchmarks/gpuaff_bench
@@ -52,7 +53,6 @@ bench=$build/benchmarks/gpuaff_bench
 # burst of load lands on all of them; medians over the rounds. Beside this
 # commit's headers, the same TUs against the headers of the third wave's last
 # commit ($base_commit), read from git, so the change is measured in one loop.
-cxx=${CXX:-$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")}
 base_commit=1b17af4b
 tu() {  # tu NAME HEADER: a TU that includes HEADER and binds GPU 0 with NodePolicy
   printf '#include <%s>\ngpuaff::Result<gpuaff::CpuSet> bind_first_gpu(const gpuaff::Topology& t) {\n  return gpuaff::bind(t, 0, gpuaff::NodePolicy{});\n}\n' \
@@ -192,6 +192,10 @@ if command -v hyperfine >/dev/null; then
   printf 'int main(void) { return 0; }\n' >"$tus/floor.c"
   cc -O2 -static "$tus/floor.c" -o "$tus/floor"
   cc -O2 -static benchmarks/read_floor.c -o "$tus/read_floor"
+  # What any CLI11 command line costs before it reads a file: one option,
+  # parsed (CLI11 includes <iostream>, whose locale libstdc++ builds at start).
+  printf '#include <CLI/CLI.hpp>\n#include <cstdio>\nint main(int argc, char** argv) {\n  CLI::App app{"floor"};\n  std::string root;\n  app.add_option("--root", root);\n  CLI11_PARSE(app, argc, argv);\n  std::fputs(root.c_str(), stdout);\n  return 0;\n}\n' >"$tus/cli_floor.cpp"
+  "$cxx" -std=c++20 -O2 -static "$tus/cli_floor.cpp" -o "$tus/cli_floor"
   s_runs=300
   ((quick)) && s_runs=20
   root=$build/fixtures/dgx-h100
@@ -199,7 +203,7 @@ if command -v hyperfine >/dev/null; then
          "gpuaff bind --gpu 3 --policy exclusive")
   binds=("$tool bind --root $root --gpu 3 --policy node" "$tool bind --root $root --pci 0000:61:00.0 --policy node"
          "$tool bind --root $root --gpu 3 --policy exclusive")
-  cmds=("$tus/floor" "$tool --version")
+  cmds=("$tus/floor" "$tool --version" "$tus/cli_floor --root $build/fixtures/dgx-h100")
   counts=()
   for i in "${!binds[@]}"; do
     if command -v strace >/dev/null; then
@@ -211,20 +215,30 @@ if command -v hyperfine >/dev/null; then
     counts+=("$(wc -l <"$tus/files$i")")
     cmds+=("${binds[$i]}" "$tus/read_floor $root $tus/files$i")
   done
+  # Page faults of each process (the same on every run): on a VM whose
+  # hypervisor traps each one, they are most of what a short process costs.
+  faults() {
+    perf stat -x, -e page-faults "$@" 2>&1 >/dev/null | awk -F, '/page-faults/ { print $1 }'
+  }
+  if ! command -v perf >/dev/null || [[ -z $(faults "$tus/floor") ]]; then faults() { echo "-"; }; fi
   hyperfine -N --warmup 20 --runs "$s_runs" --export-csv "$tus/s.csv" "${cmds[@]}" >/dev/null
   # CSV: command,mean,stddev,median,user,system,min,max (seconds); rows in the order of cmds
   mapfile -t med < <(awk -F, 'NR > 1 { print $4 * 1000 }' "$tus/s.csv")
-  printf '   %-46s %s\n' "floor (static C, does nothing)" "median $(printf %.3f "${med[0]}") ms"
+  printf '   %-46s %s\n' "floor (static C, does nothing)" "median $(printf %.3f "${med[0]}") ms, $(faults "$tus/floor") page faults"
   awk -v v="${med[1]}" -v f="${med[0]}" 'BEGIN { printf "   %-46s median %.3f ms  %.2fx the floor (target 1.2x)\n", "gpuaff --version", v, v / f }'
+  awk -v v="${med[2]}" -v f="${med[0]}" -v pf="$(faults "$tus/cli_floor" --root "$root")" 'BEGIN {
+    printf "   %-46s median %.3f ms  %.2fx the floor, %s page faults\n", "CLI11 parsing --root DIR (static C++)", v, v / f, pf }'
   echo
-  echo "| S | whole process, static tool, dgx-h100 (median of $s_runs hyperfine runs) | bind | its I/O floor (files) | do-nothing floor | bind / I/O floor | I/O floor / do-nothing |"
-  echo "| --- | --- | --- | --- | --- | --- | --- |"
+  echo "| S | whole process, static tool, dgx-h100 (median of $s_runs hyperfine runs) | bind | its I/O floor (files) | do-nothing floor | bind / I/O floor | I/O floor / do-nothing | page faults: bind, I/O floor |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
   for i in "${!binds[@]}"; do
-    b=${med[$((2 + 2 * i))]} io=${med[$((3 + 2 * i))]}
-    awk -v n="${names[$i]}" -v b="$b" -v io="$io" -v f="${med[0]}" -v files="${counts[$i]}" -v node="$([[ ${names[$i]} == *node* ]] && echo 1 || echo 0)" 'BEGIN {
-      printf "| S | %s | %.3f ms | %.3f ms (%d) | %.3f ms | %.2fx (target 1.3x: %s) | %.2fx%s |\n", n, b, io, files, f, b / io,
+    b=${med[$((3 + 2 * i))]} io=${med[$((4 + 2 * i))]}
+    # shellcheck disable=SC2086 # the bind's words, as hyperfine ran them
+    pf="$(faults ${binds[$i]}), $(faults "$tus/read_floor" "$root" "$tus/files$i")"
+    awk -v n="${names[$i]}" -v b="$b" -v io="$io" -v f="${med[0]}" -v files="${counts[$i]}" -v pf="$pf" -v node="$([[ ${names[$i]} == *node* ]] && echo 1 || echo 0)" 'BEGIN {
+      printf "| S | %s | %.3f ms | %.3f ms (%d) | %.3f ms | %.2fx (target 1.3x: %s) | %.2fx%s | %s |\n", n, b, io, files, f, b / io,
              b / io <= 1.3 ? "holds" : "DOES NOT HOLD", io / f,
-             node ? (io / f <= 1.6 ? " (target 1.6x: holds)" : " (target 1.6x: DOES NOT HOLD)") : " (information)" }'
+             node ? (io / f <= 1.6 ? " (target 1.6x: holds)" : " (target 1.6x: DOES NOT HOLD)") : " (information)", pf }'
   done
 else
   echo "== row S: hyperfine not installed (Debian: apt-get install hyperfine), skipped =="
