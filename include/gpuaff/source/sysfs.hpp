@@ -242,6 +242,12 @@ class SysfsSource {
   const SysfsOptions& options() const { return options_; }
 
  private:
+  /// load() of the whole machine (no focus, or a focused read that could
+  /// not answer). Out of line: its parts are stack a focused read does not
+  /// touch.
+  template <class Reader>
+  [[gnu::noinline]] Result<void> load_whole(Reader& r, Topology& t);
+
   SysfsOptions options_;
   int opened_ = 0;
   std::vector<std::string> read_;
@@ -290,6 +296,47 @@ Result<CpuSet> cpu_directories(SysfsReader& r) {
   return ids;
 }
 
+/// read_online_cpus where cpu/online is missing or empty (`empty`): the CPUs
+/// present, possible, or with a cpuN directory, each one's cpuN/online asked.
+/// Out of line: its sets are stack the usual read does not touch.
+template <class = void>
+[[gnu::noinline]] Result<void> online_from_cpu_files(SysfsReader& r, Topology& t, const std::string& cpu,
+                                                     const std::string& rel, bool empty, std::string& s) {
+  GPUAFF_TRY(int which, r.first_of({cpu + "present", cpu + "possible"}, s));
+  CpuSet candidates;
+  std::string from;
+  if (which >= 0) {
+    from = cpu + (which == 0 ? "present" : "possible");
+    GPUAFF_TRY(candidates, r.cpus(from, s, Form::list, Empty::error));
+  } else {
+    GPUAFF_TRY(candidates, cpu_directories(r));
+    if (candidates.empty())
+      return r.bad(Errc::not_found, rel, "is ", empty ? "empty" : "missing",
+                   ", and cpu/present, cpu/possible and every cpuN directory are missing");
+    from = "the cpuN directories of " + cpu.substr(0, cpu.size() - 1);
+  }
+  CpuSet off;
+  CpuSet blank;  // cpuN/online present but empty: counted as online
+  for (int c : candidates) {
+    std::string orel = cpu_dir(c) + "/online";
+    GPUAFF_TRY(bool h, r.get(orel, s));
+    if (!h || trim(s).empty()) {
+      t.online.set(c);  // no per-CPU file: not hot-pluggable, so online
+      if (h) blank.set(c);
+      continue;
+    }
+    GPUAFF_TRY(long long on, r.integer(orel, s, 0, 1));
+    if (on == 1) t.online.set(c);
+    else off.set(c);
+  }
+  std::string note = rel + (empty ? " is empty" : " is missing") + ": online CPUs taken from " + from + " (" +
+                     candidates.to_list() + ")";
+  if (!off.empty()) note += " minus CPUs " + off.to_list() + ", whose cpuN/online reads 0";
+  if (!blank.empty()) note += "; cpuN/online is empty for CPUs " + blank.to_list() + ", counted as online";
+  t.notes.push_back(std::move(note));
+  return {};
+}
+
 /// cpu/online; without it (older kernels, some sandboxes and dumps),
 /// cpu/present, else cpu/possible, else the cpuN directories, minus the CPUs
 /// whose own `online` reads 0. The fallback is noted.
@@ -304,38 +351,7 @@ Result<void> read_online_cpus(SysfsReader& r, Topology& t) {
   if (have && !empty) {
     GPUAFF_TRY(t.online, r.cpus(rel, s, Form::list, Empty::error));
   } else {
-    GPUAFF_TRY(int which, r.first_of({cpu + "present", cpu + "possible"}, s));
-    CpuSet candidates;
-    std::string from;
-    if (which >= 0) {
-      from = cpu + (which == 0 ? "present" : "possible");
-      GPUAFF_TRY(candidates, r.cpus(from, s, Form::list, Empty::error));
-    } else {
-      GPUAFF_TRY(candidates, cpu_directories(r));
-      if (candidates.empty())
-        return r.bad(Errc::not_found, rel, "is ", empty ? "empty" : "missing",
-                     ", and cpu/present, cpu/possible and every cpuN directory are missing");
-      from = "the cpuN directories of " + cpu.substr(0, cpu.size() - 1);
-    }
-    CpuSet off;
-    CpuSet blank;  // cpuN/online present but empty: counted as online
-    for (int c : candidates) {
-      std::string orel = cpu_dir(c) + "/online";
-      GPUAFF_TRY(bool h, r.get(orel, s));
-      if (!h || trim(s).empty()) {
-        t.online.set(c);  // no per-CPU file: not hot-pluggable, so online
-        if (h) blank.set(c);
-        continue;
-      }
-      GPUAFF_TRY(long long on, r.integer(orel, s, 0, 1));
-      if (on == 1) t.online.set(c);
-      else off.set(c);
-    }
-    std::string note = rel + (empty ? " is empty" : " is missing") + ": online CPUs taken from " + from + " (" +
-                       candidates.to_list() + ")";
-    if (!off.empty()) note += " minus CPUs " + off.to_list() + ", whose cpuN/online reads 0";
-    if (!blank.empty()) note += "; cpuN/online is empty for CPUs " + blank.to_list() + ", counted as online";
-    t.notes.push_back(std::move(note));
+    GPUAFF_TRY_VOID(online_from_cpu_files(r, t, cpu, rel, empty, s));
   }
   if (t.online.empty()) return r.bad(Errc::parse_error, rel, "names no online CPU");
   return {};
@@ -1627,6 +1643,11 @@ Result<void> SysfsSource::load(Topology& t) {
     r.found = {};  // the whole machine, as without focus
     detail::reset_in_place(t);
   }
+  return load_whole(r, t);
+}
+
+template <class Reader>
+Result<void> SysfsSource::load_whole(Reader& r, Topology& t) {
   t.origin = std::string_view(options_.root);
   const TopologyParts& needs = options_.needs;
   bool full = options_.detail == SysfsDetail::full;
