@@ -588,6 +588,31 @@ class [[nodiscard]] Result<void> {
   bool has_;
 };
 
+namespace detail {
+
+/// A Result<T> built where the caller keeps it: `fill(T&)`, a Result<void>,
+/// fills a default-constructed T in place, and the one named Result is
+/// returned without a copy. For a Topology (some 5 KB) or a LaunchPlan
+/// (15 KB), each copy on the way out is stack pages a short-lived process
+/// touches (benchmarks/README.md, row S).
+template <class T, class Fill>
+constexpr Result<T> built_in_place(Fill&& fill) {
+  Result<T> out;
+  if (auto ok = std::forward<Fill>(fill)(*out); !ok) out = Unexpected<Error>(std::move(ok).error());
+  return out;
+}
+
+/// `into = *read(args...)`, or read's error. Out of line: the Result `read`
+/// returns is stack the caller's usual path does not touch.
+template <class T, class Read, class... Args>
+[[gnu::noinline]] Result<void> read_into(T& into, const Read& read, const Args&... args) {
+  auto got = read(args...);
+  if (!got) return Unexpected<Error>(std::move(got).error());
+  into = std::move(*got);
+  return {};
+}
+
+}  // namespace detail
 }  // namespace v0
 }  // namespace gpuaff
 

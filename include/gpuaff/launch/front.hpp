@@ -112,22 +112,6 @@ inline Result<std::optional<SystemReservations>> reservations_of(const LaunchOpt
   return std::optional<SystemReservations>(std::move(*r));
 }
 
-/// cgroup_of() and reservations_of() into the context (prepare's path). Out
-/// of line: their Results (some 2 and 4 KB) are stack a plan that reads
-/// neither does not touch.
-[[gnu::noinline]] inline Result<void> cgroup_into(LaunchContext& c, const LaunchOptions& o) {
-  auto cgroup = cgroup_of(o);
-  if (!cgroup) return Unexpected<Error>(std::move(cgroup).error());
-  c.cgroup = std::move(*cgroup);
-  return {};
-}
-[[gnu::noinline]] inline Result<void> reservations_into(LaunchContext& c, const LaunchOptions& o) {
-  auto reserved = reservations_of(o);
-  if (!reserved) return Unexpected<Error>(std::move(reserved).error());
-  c.reserved = std::move(*reserved);
-  return {};
-}
-
 }  // namespace detail
 
 /// The visibility list and variables the options and the environment give:
@@ -280,10 +264,9 @@ inline Result<Topology> load(const LaunchOptions& o, const Environment& env = pr
                              const Readers& readers = {}, SysfsDetail detail = SysfsDetail::full,
                              LaunchStage* failed_at = nullptr, TopologyParts needs = TopologyParts::policies(),
                              std::optional<LoadFocus> focus = std::nullopt) {
-  Result<Topology> out;  // one named result, built in place and returned without a copy
-  if (auto ok = detail::load_into(*out, o, env, readers, detail, failed_at, needs, std::move(focus)); !ok)
-    out = Unexpected<Error>(std::move(ok).error());
-  return out;
+  return detail::built_in_place<Topology>([&](Topology& topo) {
+    return detail::load_into(topo, o, env, readers, detail, failed_at, needs, std::move(focus));
+  });
 }
 
 namespace detail {
@@ -319,9 +302,7 @@ inline Result<void> fill_launch_context(LaunchContext& c, const LaunchOptions& o
 /// Errors (LaunchStage::options): Errc::invalid_argument for a missing or
 /// malformed launcher variable.
 inline Result<LaunchContext> launch_context(const LaunchOptions& o, const Environment& env) {
-  Result<LaunchContext> out;  // one named result, built in place and returned without a copy
-  if (auto ok = detail::fill_launch_context(*out, o, env); !ok) out = Unexpected<Error>(std::move(ok).error());
-  return out;
+  return detail::built_in_place<LaunchContext>([&](LaunchContext& c) { return detail::fill_launch_context(c, o, env); });
 }
 
 namespace detail {
@@ -338,8 +319,9 @@ inline Result<void> prepare(Topology& topo, LaunchContext& context, const Launch
   // first, its error before the machine's. Under affinity it only feeds the
   // narrowed-mask warning, read below once the machine says it can matter.
   if (o.baseline == Baseline::cgroup)
-    if (auto ok = cgroup_into(context, o); !ok) return staged(ok.error(), LaunchStage::machine, failed_at);
-  if (auto ok = reservations_into(context, o); !ok) return staged(ok.error(), LaunchStage::machine, failed_at);
+    if (auto ok = read_into(context.cgroup, cgroup_of, o); !ok) return staged(ok.error(), LaunchStage::machine, failed_at);
+  if (auto ok = read_into(context.reserved, reservations_of, o); !ok)
+    return staged(ok.error(), LaunchStage::machine, failed_at);
   TopologyParts needs = plan_needs(o);
   std::string dra_dir = dra_metadata_of(o);
   std::optional<LoadFocus> focus = one_device && dra_dir.empty() ? plan_focus(o, context) : std::nullopt;
@@ -375,7 +357,7 @@ inline Result<void> prepare(Topology& topo, LaunchContext& context, const Launch
   // that may use every online CPU cannot be narrower, and its cgroup is not
   // read (one file fewer for every unbound rank).
   if (o.baseline == Baseline::affinity && topo.usable() != topo.online)
-    (void)cgroup_into(context, o);  // unreadable: no warning, as without a cgroup
+    (void)read_into(context.cgroup, cgroup_of, o);  // unreadable: no warning, as without a cgroup
   return {};
 }
 
@@ -407,9 +389,7 @@ inline Result<void> plan_into(LaunchPlan& plan, const LaunchOptions& o, const En
 /// anything is read.
 inline Result<LaunchPlan> plan(const LaunchOptions& o, const Environment& env = process_environment(),
                                const Readers& readers = {}, LaunchStage* failed_at = nullptr) {
-  Result<LaunchPlan> out;  // one named result, built in place and returned without a copy
-  if (auto ok = detail::plan_into(*out, o, env, readers, failed_at); !ok) out = Unexpected<Error>(std::move(ok).error());
-  return out;
+  return detail::built_in_place<LaunchPlan>([&](LaunchPlan& p) { return detail::plan_into(p, o, env, readers, failed_at); });
 }
 
 /// The plan of every GPU that takes part (0..nproc-1, or every visible GPU),
@@ -553,9 +533,7 @@ inline Result<void> plan_loaded_into(LaunchPlan& plan, const LoadedMachine& m, c
 /// those of launch_context() and make_plan().
 inline Result<LaunchPlan> plan(const LoadedMachine& m, const LaunchOptions& o,
                                const Environment& env = process_environment(), LaunchStage* failed_at = nullptr) {
-  Result<LaunchPlan> out;  // one named result, built in place and returned without a copy
-  if (auto ok = detail::plan_loaded_into(*out, m, o, env, failed_at); !ok) out = Unexpected<Error>(std::move(ok).error());
-  return out;
+  return detail::built_in_place<LaunchPlan>([&](LaunchPlan& p) { return detail::plan_loaded_into(p, m, o, env, failed_at); });
 }
 
 /// The checks of a plan that is to be applied (exec, Python's bind): a

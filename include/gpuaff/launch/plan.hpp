@@ -784,10 +784,10 @@ inline Result<void> fill_plan(LaunchPlan& plan, const LaunchOptions& o, const La
 /// `nic_env` those of served_nic_set(), with `mem_nodes` gpu or socket
 /// Errc::not_found when the GPU has no such nodes.
 inline Result<LaunchPlan> make_plan(Topology topo, const LaunchOptions& o, const LaunchContext& context = {}) {
-  Result<LaunchPlan> out;  // one named result, built in place and returned without a copy
-  out->topo = std::move(topo);
-  if (auto ok = detail::fill_plan(*out, o, context); !ok) out = Unexpected<Error>(std::move(ok).error());
-  return out;
+  return detail::built_in_place<LaunchPlan>([&](LaunchPlan& p) {
+    p.topo = std::move(topo);
+    return detail::fill_plan(p, o, context);
+  });
 }
 
 /// OMP_NUM_THREADS for a plan (omp_threads): the physical cores of its

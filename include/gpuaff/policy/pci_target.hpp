@@ -14,15 +14,6 @@
 namespace gpuaff {
 inline namespace v0 {
 
-/// Makes PCI device `address` bindable. A visible GPU keeps the topology as
-/// it is (so the GPUs sharing its node still count) and `*gpu_index` becomes
-/// its index (a partitioned device's first partition). Any other device the
-/// topology holds (a NIC, a GPU hidden by CUDA_VISIBLE_DEVICES) becomes its
-/// single GPU, with index 0: bind it with JobOptions::nproc 0 or 1. The
-/// topology is taken by value: pass std::move(t) where t is not needed after,
-/// and nothing is copied.
-/// Errors: Errc::not_found when the topology does not hold the device (the
-/// reader loads non-GPU devices only when asked: SysfsOptions::extra_pci).
 namespace detail {
 
 /// with_pci_target on `topo` in place (make_plan's path: a Topology is some
@@ -49,6 +40,15 @@ constexpr Result<void> target_pci(Topology& topo, PciAddress address, int* gpu_i
 
 }  // namespace detail
 
+/// Makes PCI device `address` bindable. A visible GPU keeps the topology as
+/// it is (so the GPUs sharing its node still count) and `*gpu_index` becomes
+/// its index (a partitioned device's first partition). Any other device the
+/// topology holds (a NIC, a GPU hidden by CUDA_VISIBLE_DEVICES) becomes its
+/// single GPU, with index 0: bind it with JobOptions::nproc 0 or 1. The
+/// topology is taken by value: pass std::move(t) where t is not needed after,
+/// and nothing is copied.
+/// Errors: Errc::not_found when the topology does not hold the device (the
+/// reader loads non-GPU devices only when asked: SysfsOptions::extra_pci).
 template <class = void>
 constexpr Result<Topology> with_pci_target(Topology topo, PciAddress address, int* gpu_index) {
   GPUAFF_TRY_VOID(detail::target_pci(topo, address, gpu_index));

@@ -138,15 +138,6 @@ inline Result<void> keep_runtime_gpus(Topology& t, GpuVendor asked) {
   return {};
 }
 
-/// A reader plugged in by the program (hwloc, JSON) into `t`. Out of line:
-/// the Result it returns is a Topology of stack that reading sysfs does not
-/// touch.
-template <class Read, class... Args>
-[[gnu::noinline]] Result<void> read_through(Topology& t, const Read& read, const Args&... args) {
-  GPUAFF_TRY(t, read(args...));
-  return {};
-}
-
 /// Reads the machine with every GPU visible (and `extra_pci`) into `t` (as
 /// default-constructed).
 inline Result<void> read_machine(Topology& t, const LoadRequest& r, const std::vector<PciAddress>& extra_pci) {
@@ -158,14 +149,14 @@ inline Result<void> read_machine(Topology& t, const LoadRequest& r, const std::v
       return fail(Errc::invalid_argument, "reading through hwloc (", s.hwloc_xml.empty() ? "source=hwloc" : "hwloc_xml=FILE",
                   ") needs libhwloc, which this program does not load; run the same command with gpuaff-hwloc "
                   "(docs/hwloc.md), or read with source=sysfs");
-    return read_through(t, r.readers.hwloc, s, extra_pci);
+    return read_into(t, r.readers.hwloc, s, extra_pci);  // a plugged reader: out of line
   }
   if (!s.topology.empty()) {
     if (r.readers.json == nullptr)
       return fail(Errc::invalid_argument, "reading topology=", s.topology.substr(0, 80),
                   " needs the JSON reader (gpuaff/source/json.hpp, target gpuaff::json), which this program does "
                   "not include; read a root instead (root=DIR)");
-    return read_through(t, r.readers.json, s.topology);
+    return read_into(t, r.readers.json, s.topology);
   }
   // A root that is neither a directory nor a file is refused by the reader
   // itself (is_live_root), named, before anything is read.
@@ -225,11 +216,7 @@ inline Result<void> load_machine_into(Topology& topo, const LoadRequest& r, Load
 /// Errc::not_found for a UUID or index that matches no GPU). On failure the
 /// stage is stored in `*failed_at` when given.
 inline Result<Topology> load_machine(const LoadRequest& r, LoadStage* failed_at = nullptr) {
-  // One named result, read in place and returned without a copy: a Topology
-  // is some 5 KB (benchmarks/README.md, row S).
-  Result<Topology> out;
-  if (auto ok = detail::load_machine_into(*out, r, failed_at); !ok) out = Unexpected<Error>(std::move(ok).error());
-  return out;
+  return detail::built_in_place<Topology>([&](Topology& t) { return detail::load_machine_into(t, r, failed_at); });
 }
 
 }  // namespace v0

@@ -1562,16 +1562,14 @@ bool read_focused(SysfsReader& r, const SysfsOptions& o, Topology& t) {
   if (!read_online_cpus(r, t) || !read_allowed(r, t)) return false;
   std::optional<bool> from_driver = focused_gpus(r, t, o);
   if (!from_driver) return false;
-  // The visible GPUs: the driver's list itself where no variable selects
-  // (it is in bus order), a selected copy otherwise (a Gpu is some 1.2 KB).
-  bool selects = visible.list || visible.cuda_visible_devices || visible.hip_visible_devices || visible.rocr_visible_devices;
-  auto bus_order = [](const Gpu& a, const Gpu& b) { return a.pci.address < b.pci.address; };
-  bool copy = selects || !std::is_sorted(t.gpus.begin(), t.gpus.end(), bus_order);
+  // The visible GPUs: where nothing selects, the driver's list itself
+  // (focused_gpus put it in bus order, as select_visible_gpus would); else a
+  // selected copy (a Gpu is some 1.2 KB). Below, t.gpus changes only in place
+  // (place_device): the list stays valid.
   Result<std::vector<Gpu>> chosen;
-  if (copy) chosen = select_visible_gpus(t.gpus, visible);
+  if (visible.selects()) chosen = select_visible_gpus(t.gpus, visible);
   if (!chosen) return false;
-  // Below, t.gpus changes only in place (place_device): the list stays valid.
-  const std::vector<Gpu>* selected = copy ? &*chosen : &t.gpus;
+  const std::vector<Gpu>* selected = visible.selects() ? &*chosen : &t.gpus;
   PciAddress target{};
   if (f.pci) {
     target = *f.pci;
@@ -1614,9 +1612,7 @@ bool read_focused(SysfsReader& r, const SysfsOptions& o, Topology& t) {
 
 template <class>
 Result<Topology> SysfsSource::load() {
-  Result<Topology> out;  // one named result, built in place and returned without a copy
-  if (auto ok = load(*out); !ok) out = Unexpected<Error>(std::move(ok).error());
-  return out;
+  return detail::built_in_place<Topology>([this](Topology& t) { return load(t); });
 }
 
 template <class>

@@ -84,6 +84,9 @@ struct VisibleDevices {
 
   /// The four variables as the process environment has them now (use_environment = true).
   static VisibleDevices from_environment() { return VisibleDevices{}.with_environment(); }
+  /// Whether the list or a variable selects among the GPUs; if not, every
+  /// GPU is visible, in bus order.
+  bool selects() const { return list || cuda_visible_devices || hip_visible_devices || rocr_visible_devices; }
 
   /// A copy whose unset variables come from the environment when use_environment is
   /// true (a copy of *this otherwise). Variables set explicitly are kept.
@@ -456,7 +459,7 @@ Result<std::vector<Gpu>> select_visible_gpus(std::vector<Gpu> all, const Visible
   std::vector<Gpu> out;
   if (visible.list) {
     GPUAFF_TRY(out, detail::apply_selector({"visible_devices", "GPU", true}, *visible.list, all));
-  } else if (!visible.cuda_visible_devices && !visible.hip_visible_devices && !visible.rocr_visible_devices) {
+  } else if (!visible.selects()) {
     out = std::move(all);  // no variable selects: every GPU, in bus order (no copy)
   } else {
     auto is = [](std::uint16_t vendor) { return [vendor](const Gpu& g) { return g.pci.vendor == vendor; }; };
