@@ -251,18 +251,16 @@ struct Plan {
 /// The Plan `make(o, &stage)` gives (gpuaff.plan, Machine.plan), made with
 /// the GIL released (the library refuses a plan whose device is not named).
 /// Raises what it fails with.
-/// A LaunchPlan is some 15 KB: it is made in place and moved once, into the
-/// Plan that Python holds.
+/// A LaunchPlan is some 15 KB: it is made where Python holds it, in the Plan.
 template <class Make>
 std::unique_ptr<Plan> plan_of(LaunchOptions o, Make&& make) {
   LaunchStage stage = LaunchStage::plan;
-  Result<LaunchPlan> made = [&] {
+  auto held = std::make_unique<Plan>();
+  Result<void> made = [&] {
     py::gil_scoped_release nogil;
-    return make(o, &stage);
+    return make(held->plan, o, &stage);
   }();
   if (!made) raise(made.error(), usage_mistake(made.error(), stage));
-  auto held = std::make_unique<Plan>();
-  held->plan = std::move(*made);
   held->options = std::move(o);
   return held;
 }
@@ -549,8 +547,8 @@ void define_plan(py::module_& m) {
   m.def(
       "plan",
       [](const py::kwargs& kw) {
-        return plan_of(options_of(kw), [env = environment_snapshot()](const LaunchOptions& o, LaunchStage* stage) {
-          return gpuaff::plan(o, env, python_readers(), stage);
+        return plan_of(options_of(kw), [env = environment_snapshot()](LaunchPlan& p, const LaunchOptions& o, LaunchStage* stage) {
+          return detail::plan_into(p, o, env, python_readers(), stage);
         });
       },
       "The binding the keywords name (see gpuaff.plan).");
@@ -567,8 +565,9 @@ void define_machine(py::module_& m) {
             LaunchOptions o = options_of(kw, {}, true);
             o.machine = lm.options.machine;
             o.visible_devices = lm.options.visible_devices;
-            return plan_of(std::move(o), [&lm, env = environment_snapshot()](const LaunchOptions& opts, LaunchStage* stage) {
-              return gpuaff::plan(lm, opts, env, stage);
+            return plan_of(std::move(o), [&lm, env = environment_snapshot()](LaunchPlan& p, const LaunchOptions& opts,
+                                                                    LaunchStage* stage) {
+              return detail::plan_loaded_into(p, lm, opts, env, stage);
             });
           },
           "The binding the keywords name, as gpuaff.plan() gives it, from this machine.")
