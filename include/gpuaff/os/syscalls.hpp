@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The handful of system calls the apply layer makes, behind a table of
+// The handful of system calls the apply layer (and the live reader) makes, behind a table of
 // function pointers. Production code always goes through the real kernel;
 // tests swap the table (detail::ScopedSyscalls) to play a kernel that refuses
 // set_mempolicy (EPERM, as in docker's default seccomp profile) or that needs
@@ -28,6 +28,8 @@ struct Syscalls {
   int (*set_affinity)(pid_t tid, std::size_t bytes, const cpu_set_t* mask);
   long (*get_mempolicy)(int* mode, unsigned long* nodemask, unsigned long maxnode);
   long (*set_mempolicy)(int mode, const unsigned long* nodemask, unsigned long maxnode);
+  /// get_mempolicy(MPOL_F_MEMS_ALLOWED): the nodes the thread may allocate on.
+  long (*get_mems_allowed)(unsigned long* nodemask, unsigned long maxnode);
 };
 
 inline int real_get_affinity(pid_t tid, std::size_t bytes, cpu_set_t* mask) {
@@ -57,8 +59,19 @@ inline long real_set_mempolicy(int mode, const unsigned long* nodemask, unsigned
 #endif
 }
 
+inline long real_get_mems_allowed(unsigned long* nodemask, unsigned long maxnode) {
+#ifdef SYS_get_mempolicy
+  constexpr unsigned long mpol_f_mems_allowed = 1UL << 2;  // linux/mempolicy.h
+  return ::syscall(SYS_get_mempolicy, nullptr, nodemask, maxnode, nullptr, mpol_f_mems_allowed);
+#else
+  (void)nodemask, (void)maxnode;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
 inline constexpr Syscalls real_syscalls{&real_get_affinity, &real_set_affinity, &real_get_mempolicy,
-                                        &real_set_mempolicy};
+                                        &real_set_mempolicy, &real_get_mems_allowed};
 
 /// The table in use; tests swap it while no other thread binds. A plain
 /// pointer read and written with the compiler's atomic built-ins (GCC and

@@ -805,16 +805,44 @@ Result<void> read_distances(SysfsReader& r, Topology& t, const std::string& list
   return align_distances(r, t, files, list_rel);
 }
 
+/// The memory nodes the calling thread may allocate on (its cpuset's
+/// mems_allowed, which proc/self/status prints as Mems_allowed_list), from
+/// get_mempolicy(MPOL_F_MEMS_ALLOWED): one system call, where a read of the
+/// status file makes the kernel format all of it (some 25 times longer; a
+/// plan per rank pays it on every call). nullopt where the call is refused:
+/// a seccomp profile without it (docker's default, without CAP_SYS_NICE), a
+/// kernel without NUMA (ENOSYS).
+template <class = void>
+std::optional<NodeSet> kernel_mems_allowed() {
+  constexpr std::size_t word_bits = sizeof(unsigned long) * 8;
+  std::array<unsigned long, NodeSet::capacity / word_bits> words{};
+  // The kernel reads maxnode - 1 bits (a quirk kept for compatibility).
+  if (sys().get_mems_allowed(words.data(), NodeSet::capacity + 1) != 0) return std::nullopt;
+  NodeSet s;
+  for (std::size_t i = 0; i < words.size(); ++i)
+    for (unsigned long w = words[i]; w != 0; w &= w - 1)
+      s.set(static_cast<int>(i * word_bits) + std::countr_zero(w));
+  return s;
+}
+
 /// The allowed CPUs and memory nodes: live, the calling thread's affinity and
-/// proc/self/status's Mems_allowed; recorded, both from proc/self/status.
+/// its allowed memory nodes from the kernel (proc/self/status's
+/// Mems_allowed_list only where the kernel refuses to say:
+/// kernel_mems_allowed()); recorded, both from proc/self/status.
 template <class = void>
 Result<void> read_allowed(SysfsReader& r, Topology& t) {
   const std::string rel = "proc/self/status";
   std::string s;
-  GPUAFF_TRY(bool have, r.get(rel, s));
+  bool have = false;
+  std::optional<NodeSet> live_mems;
   if (r.live()) {
     GPUAFF_TRY(t.allowed, thread_affinity());
+    live_mems = kernel_mems_allowed();
+    if (!live_mems) {
+      GPUAFF_TRY(have, r.get(rel, s));
+    }
   } else {
+    GPUAFF_TRY(have, r.get(rel, s));
     t.allowed = t.online;  // no recorded allowed set: everything online
     if (have) {
       if (auto v = status_field(s, "Cpus_allowed_list")) {
@@ -842,7 +870,9 @@ Result<void> read_allowed(SysfsReader& r, Topology& t) {
     t.recorded_allowed = t.allowed;
     t.allowed = usable;
   }
-  if (have) {
+  if (live_mems) {
+    t.mems_allowed = *live_mems;
+  } else if (have) {
     if (auto v = status_field(s, "Mems_allowed_list")) {
       GPUAFF_TRY(t.mems_allowed, r.cpus(rel + " (Mems_allowed_list)", *v, Form::list, Empty::error));
     } else if (auto m = status_field(s, "Mems_allowed")) {
