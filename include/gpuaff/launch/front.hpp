@@ -410,12 +410,15 @@ inline Result<std::vector<LaunchPlan>> plan_every_gpu(const LaunchOptions& o,
   if (o.job.nproc > 0 && o.job.nproc < count) count = o.job.nproc;
   LaunchOptions each = o;  // gpu=all: each GPU in turn
   each.all_gpus = false;
+  // Each plan holds its own copy of the machine; it is made where it is kept.
   std::vector<LaunchPlan> plans;
+  plans.reserve(static_cast<std::size_t>(count));
   for (int g = 0; g < count; ++g) {
     each.gpu = g;
-    auto p = make_plan(topo, each, context);
-    if (!p) return detail::staged(p.error(), LaunchStage::plan, failed_at);
-    plans.push_back(std::move(*p));
+    LaunchPlan& p = plans.emplace_back();
+    p.topo = topo;
+    if (auto made = detail::fill_plan(p, each, context); !made)
+      return detail::staged(std::move(made).error(), LaunchStage::plan, failed_at);
   }
   return plans;
 }
