@@ -3,9 +3,14 @@
 // affinity, the memory nodes from the kernel (get_mempolicy with
 // MPOL_F_MEMS_ALLOWED), proc/self/status only where the kernel refuses that
 // call. Expected values are the kernel's own text, read here without gpuaff.
+#include <gpuaff/apply/spawn.hpp>
 #include <gpuaff/source/sysfs.hpp>
 
 #include <doctest/doctest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -78,4 +83,51 @@ TEST_CASE("live: a kernel that refuses get_mempolicy (seccomp, no NUMA) gives th
   REQUIRE_MESSAGE(t, t.error().message());
   CHECK(t->mems_allowed == *expected);
   CHECK(read_status(source));
+}
+
+namespace {
+// A real refusal: a seccomp filter that answers EPERM to get_mempolicy, as
+// docker's default profile does without CAP_SYS_NICE, installed in a forked
+// child (a filter cannot be removed). Returns the child's verdict.
+int child_without_get_mempolicy() {
+#if defined(__x86_64__)
+  std::string text = status_field_text("Mems_allowed_list");
+  if (text.empty()) return 12;
+  auto expected = gpuaff::NodeSet::parse_list(text);
+  if (!expected) return 13;
+  sock_filter code[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_get_mempolicy, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog prog{static_cast<unsigned short>(sizeof code / sizeof code[0]), code};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return 10;
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) return 11;
+  gpuaff::SysfsSource source(gpuaff::SysfsOptions{.root = "/", .detail = gpuaff::SysfsDetail::binding});
+  auto t = load_live(source);
+  if (!t) return 20;
+  if (t->mems_allowed != *expected) return 21;
+  if (!read_status(source)) return 22;
+  return 0;
+#else
+  return 99;
+#endif
+}
+}  // namespace
+
+TEST_CASE("live: under a seccomp filter that refuses get_mempolicy, the load reads proc/self/status") {
+#if !defined(__x86_64__)
+  MESSAGE("the seccomp filter here is written for x86-64 only");
+#else
+  auto child = gpuaff::spawn_callable(&child_without_get_mempolicy);
+  REQUIRE(child);
+  auto status = child->wait();
+  REQUIRE(status);
+  if (status->exit_code == 10 || status->exit_code == 11 || status->exit_code == 12) {
+    MESSAGE("seccomp filters or Mems_allowed_list are not available here (exit ", status->exit_code, ")");
+    return;
+  }
+  CHECK(status->exit_code == 0);
+#endif
 }
