@@ -92,27 +92,6 @@ inline constexpr int mpol_bind = 2;
 inline constexpr int mpol_interleave = 3;
 inline constexpr int mpol_local = 4;
 
-inline constexpr int nodemask_bits = NodeSet::capacity;
-inline constexpr std::size_t ulong_bits = sizeof(unsigned long) * 8;
-using NodeMask = std::array<unsigned long, nodemask_bits / ulong_bits>;
-// The kernel reads maxnode-1 bits (a quirk kept for compatibility), hence +1.
-inline constexpr unsigned long nodemask_maxnode = nodemask_bits + 1;
-
-template <class = void>
-NodeMask to_nodemask(const NodeSet& nodes) {
-  NodeMask m{};
-  for (int id : nodes) m[static_cast<std::size_t>(id) / ulong_bits] |= 1UL << (static_cast<std::size_t>(id) % ulong_bits);
-  return m;
-}
-template <class = void>
-NodeSet from_nodemask(const NodeMask& m) {
-  NodeSet s;
-  for (std::size_t i = 0; i < m.size(); ++i)
-    for (std::size_t b = 0; b < ulong_bits; ++b)
-      if ((m[i] >> b) & 1UL) s.set(static_cast<int>(i * ulong_bits + b));
-  return s;
-}
-
 template <class = void>
 int kernel_mode(MemPolicy p) {
   switch (p) {

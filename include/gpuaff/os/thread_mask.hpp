@@ -6,11 +6,16 @@
 // the raw system calls (os/syscalls.hpp) and the CPU_ALLOC buffer
 // (os/cpu_buffer.hpp). glibc's cpu_set_t holds 1024 CPUs; the kernel wants a
 // mask at least as large as its own (nr_cpu_ids) for sched_getaffinity, so the
-// buffer is doubled on EINVAL.
+// buffer is doubled on EINVAL. Beside it, the node mask the memory policy
+// calls take (apply/mempolicy.hpp, memory/host_buffer.hpp, and the live
+// reader's allowed memory nodes).
 
 #include "gpuaff/config.hpp"  // first: the C++20 check
 
+#include <array>
+#include <bit>
 #include <cerrno>
+#include <cstddef>
 #include <string>
 
 #include "gpuaff/cpu_set.hpp"
@@ -23,6 +28,28 @@ namespace gpuaff {
 inline namespace v0 {
 
 namespace detail {
+
+/// A node mask as the memory policy calls take it (set_mempolicy, mbind,
+/// get_mempolicy): NodeSet::capacity bits in unsigned longs.
+inline constexpr int nodemask_bits = NodeSet::capacity;
+inline constexpr std::size_t ulong_bits = sizeof(unsigned long) * 8;
+using NodeMask = std::array<unsigned long, nodemask_bits / ulong_bits>;
+// The kernel reads maxnode-1 bits (a quirk kept for compatibility), hence +1.
+inline constexpr unsigned long nodemask_maxnode = nodemask_bits + 1;
+
+template <class = void>
+NodeMask to_nodemask(const NodeSet& nodes) {
+  NodeMask m{};
+  for (int id : nodes) m[static_cast<std::size_t>(id) / ulong_bits] |= 1UL << (static_cast<std::size_t>(id) % ulong_bits);
+  return m;
+}
+template <class = void>
+NodeSet from_nodemask(const NodeMask& m) {
+  NodeSet s;
+  for (std::size_t i = 0; i < m.size(); ++i)
+    for (unsigned long w = m[i]; w != 0; w &= w - 1) s.set(static_cast<int>(i * ulong_bits) + std::countr_zero(w));
+  return s;
+}
 
 /// Largest mask tried for sched_getaffinity (bits); far beyond any kernel's NR_CPUS.
 inline constexpr int max_affinity_bits = 1 << 20;

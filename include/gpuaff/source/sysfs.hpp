@@ -814,15 +814,9 @@ Result<void> read_distances(SysfsReader& r, Topology& t, const std::string& list
 /// kernel without NUMA (ENOSYS).
 template <class = void>
 std::optional<NodeSet> kernel_mems_allowed() {
-  constexpr std::size_t word_bits = sizeof(unsigned long) * 8;
-  std::array<unsigned long, NodeSet::capacity / word_bits> words{};
-  // The kernel reads maxnode - 1 bits (a quirk kept for compatibility).
-  if (sys().get_mems_allowed(words.data(), NodeSet::capacity + 1) != 0) return std::nullopt;
-  NodeSet s;
-  for (std::size_t i = 0; i < words.size(); ++i)
-    for (unsigned long w = words[i]; w != 0; w &= w - 1)
-      s.set(static_cast<int>(i * word_bits) + std::countr_zero(w));
-  return s;
+  NodeMask m{};
+  if (sys().get_mems_allowed(m.data(), nodemask_maxnode) != 0) return std::nullopt;
+  return from_nodemask(m);
 }
 
 /// The allowed CPUs and memory nodes: live, the calling thread's affinity and
