@@ -4,16 +4,13 @@
 #include <gpuaff/apply/scoped_affinity.hpp>
 #include <gpuaff/apply/spawn.hpp>
 
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 
 #include <string>
 
 #include "apply_support.hpp"
 #include "support/check.hpp"
+#include "support/seccomp.hpp"
 
 using gpuaff::CpuSet;
 using gpuaff::Errc;
@@ -175,15 +172,7 @@ namespace {
 // forked child (filters cannot be removed); returns the child's verdict.
 int child_under_seccomp() {
 #if defined(__x86_64__)
-  sock_filter code[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_set_mempolicy, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  sock_fprog prog{static_cast<unsigned short>(sizeof code / sizeof code[0]), code};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return 10;
-  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) return 11;
+  if (int refused = gpuaff_test::refuse_syscall(SYS_set_mempolicy, EPERM); refused != 0) return refused;
   CpuSet start = thread_status_cpus(gpuaff::detail::current_tid());
   {
     auto g = ScopedAffinity::create(CpuSet::single(cpu_b()), {.policy = MemPolicy::bind, .nodes = NodeSet{0}});

@@ -7,31 +7,28 @@
 #include <gpuaff/source/sysfs.hpp>
 
 #include <doctest/doctest.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <stddef.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <fstream>
+#include <optional>
 #include <string>
+
+#include "support/seccomp.hpp"
 
 namespace {
 
-/// A field of /proc/self/status as the kernel writes it ("Mems_allowed_list").
-std::string status_field_text(const std::string& key) {
+/// Mems_allowed_list of /proc/self/status as the kernel writes it; nullopt
+/// where it prints none (no NUMA). A value that does not parse throws.
+std::optional<gpuaff::NodeSet> status_mems() {
   std::ifstream in("/proc/self/status");
+  const std::string key = "Mems_allowed_list:";
   std::string line;
   while (std::getline(in, line))
-    if (line.rfind(key + ":", 0) == 0) {
-      std::string v = line.substr(key.size() + 1);
-      v.erase(0, v.find_first_not_of(" \t"));
-      return v;
-    }
-  return {};
+    if (line.rfind(key, 0) == 0) return gpuaff::NodeSet::parse_list(line.substr(key.size())).value();
+  return std::nullopt;
 }
 
 bool read_status(const gpuaff::SysfsSource& s) {
@@ -39,7 +36,9 @@ bool read_status(const gpuaff::SysfsSource& s) {
   return std::find(files.begin(), files.end(), "proc/self/status") != files.end();
 }
 
-gpuaff::Result<gpuaff::Topology> load_live(gpuaff::SysfsSource& source) { return source.load(); }
+gpuaff::SysfsSource live_source() {
+  return gpuaff::SysfsSource(gpuaff::SysfsOptions{.root = "/", .detail = gpuaff::SysfsDetail::binding});
+}
 
 long refuse_eperm(unsigned long*, unsigned long) {
   errno = EPERM;
@@ -49,15 +48,13 @@ long refuse_eperm(unsigned long*, unsigned long) {
 }  // namespace
 
 TEST_CASE("live: the allowed memory nodes come from the kernel, without reading proc/self/status") {
-  std::string text = status_field_text("Mems_allowed_list");
-  if (text.empty()) {
+  auto expected = status_mems();
+  if (!expected) {
     MESSAGE("this kernel prints no Mems_allowed_list (no NUMA): nothing to compare");
     return;
   }
-  auto expected = gpuaff::NodeSet::parse_list(text);
-  REQUIRE(expected);
-  gpuaff::SysfsSource source(gpuaff::SysfsOptions{.root = "/", .detail = gpuaff::SysfsDetail::binding});
-  auto t = load_live(source);
+  gpuaff::SysfsSource source = live_source();
+  auto t = source.load();
   REQUIRE_MESSAGE(t, t.error().message());
   CHECK(t->mems_allowed == *expected);
   // The same question asked of the kernel directly: where it answers, the
@@ -68,18 +65,16 @@ TEST_CASE("live: the allowed memory nodes come from the kernel, without reading 
 }
 
 TEST_CASE("live: a kernel that refuses get_mempolicy (seccomp, no NUMA) gives the status file's nodes") {
-  std::string text = status_field_text("Mems_allowed_list");
-  if (text.empty()) {
+  auto expected = status_mems();
+  if (!expected) {
     MESSAGE("this kernel prints no Mems_allowed_list (no NUMA): nothing to compare");
     return;
   }
-  auto expected = gpuaff::NodeSet::parse_list(text);
-  REQUIRE(expected);
   gpuaff::detail::Syscalls refusing = gpuaff::detail::real_syscalls;
   refusing.get_mems_allowed = &refuse_eperm;
   gpuaff::detail::ScopedSyscalls use(refusing);
-  gpuaff::SysfsSource source(gpuaff::SysfsOptions{.root = "/", .detail = gpuaff::SysfsDetail::binding});
-  auto t = load_live(source);
+  gpuaff::SysfsSource source = live_source();
+  auto t = source.load();
   REQUIRE_MESSAGE(t, t.error().message());
   CHECK(t->mems_allowed == *expected);
   CHECK(read_status(source));
@@ -91,21 +86,11 @@ namespace {
 // child (a filter cannot be removed). Returns the child's verdict.
 int child_without_get_mempolicy() {
 #if defined(__x86_64__)
-  std::string text = status_field_text("Mems_allowed_list");
-  if (text.empty()) return 12;
-  auto expected = gpuaff::NodeSet::parse_list(text);
-  if (!expected) return 13;
-  sock_filter code[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_get_mempolicy, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  sock_fprog prog{static_cast<unsigned short>(sizeof code / sizeof code[0]), code};
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return 10;
-  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) return 11;
-  gpuaff::SysfsSource source(gpuaff::SysfsOptions{.root = "/", .detail = gpuaff::SysfsDetail::binding});
-  auto t = load_live(source);
+  auto expected = status_mems();
+  if (!expected) return 12;
+  if (int refused = gpuaff_test::refuse_syscall(SYS_get_mempolicy, EPERM); refused != 0) return refused;
+  gpuaff::SysfsSource source = live_source();
+  auto t = source.load();
   if (!t) return 20;
   if (t->mems_allowed != *expected) return 21;
   if (!read_status(source)) return 22;
