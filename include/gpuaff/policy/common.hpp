@@ -98,7 +98,7 @@ using CpuListText = FixedString<160>;
 }
 
 /// "GPU 3 (0000:10:1c.0)", or "device 0000:17:00.0" for a non-GPU --pci target.
-/// Written as a CpuListText, and the address digit by digit rather than by
+/// Written as a CpuListText, the address appended to it rather than made by
 /// PciAddress::to_string(): each FixedString size a TU uses is compiled
 /// again, and cpulist_text() already compiles this one (benchmarks row 6).
 [[gnu::cold, gnu::noinline]] constexpr CpuListText gpu_label(const Topology& topo, int gpu) {
@@ -107,11 +107,7 @@ using CpuListText = FixedString<160>;
   bool is_gpu = d.is_gpu() || d.class_code == 0;
   if (is_gpu) out.append("GPU ").append_int(gpu).append(" (");
   else out.append("device ");
-  const PciAddress& a = d.address;
-  out.append_hex(a.domain, 4).push_back(':');
-  out.append_hex(a.bus, 2).push_back(':');
-  out.append_hex(a.device, 2).push_back('.');
-  out.append_hex(a.function, 1);
+  d.address.append_to(out);
   if (is_gpu) out.push_back(')');
   return out;
 }
