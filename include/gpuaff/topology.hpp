@@ -32,20 +32,22 @@ struct PciAddress {
   template <class = void>
   static constexpr Result<PciAddress> parse(std::string_view text);
 
-  /// "0000:10:1c.0": lower case, the domain with at least 4 digits.
-  constexpr FixedString<24> to_string() const {
-    FixedString<24> s;
-    append_to(s);
-    return s;
-  }
-  /// Writes the address as to_string() does at the end of `out` (a message
-  /// builds its text in one FixedString: benchmarks row 6).
+  /// Writes the address as to_string() gives it at the end of `out` (a
+  /// message builds its text in one FixedString: benchmarks row 6). Defined
+  /// before to_string(): clang 14 does not evaluate a member template
+  /// defined below its constexpr caller.
   template <std::size_t N>
   constexpr void append_to(FixedString<N>& out) const {
     out.append_hex(domain, 4).push_back(':');
     out.append_hex(bus, 2).push_back(':');
     out.append_hex(device, 2).push_back('.');
     out.append_hex(function, 1);
+  }
+  /// "0000:10:1c.0": lower case, the domain with at least 4 digits.
+  constexpr FixedString<24> to_string() const {
+    FixedString<24> s;
+    append_to(s);
+    return s;
   }
 
   friend constexpr auto operator<=>(const PciAddress&, const PciAddress&) = default;
