@@ -16,6 +16,10 @@
 #include <gpuaff/policy/dispatch.hpp>
 #include <gpuaff/source/sysfs.hpp>
 
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -387,4 +391,77 @@ TEST_CASE("a focused load finds a lower node with the same CPUs by id, and by th
       CHECK(topo.notes[0].find(c.note) != std::string::npos);
     }
   }
+}
+
+namespace {
+
+/// The descriptors this process holds now (/proc/self/fd, less the one that lists it).
+int open_descriptors() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (const dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') ++n;
+    ::closedir(d);
+  }
+  return n - 1;
+}
+
+}  // namespace
+
+TEST_CASE("the root is opened once: is_live_root hands its descriptor to the reader, and no load keeps one") {
+  TempTree t;
+  machine(t, 2, 1);
+  // A folder that is not "/": its descriptor, of that very folder.
+  int fd = -2;
+  auto live = gpuaff::detail::is_live_root(t.root(), &fd);
+  REQUIRE(live);
+  CHECK_FALSE(*live);
+  REQUIRE(fd >= 0);
+  struct stat by_fd {}, by_path {};
+  REQUIRE(::fstat(fd, &by_fd) == 0);
+  REQUIRE(::stat(t.root().c_str(), &by_path) == 0);
+  CHECK(by_fd.st_ino == by_path.st_ino);
+  CHECK(by_fd.st_dev == by_path.st_dev);
+  ::close(fd);
+  // "/" and a link to it are the live root: no descriptor (the live root is read by path).
+  fd = -2;
+  REQUIRE(gpuaff::detail::is_live_root("/", &fd).value_or(false));
+  CHECK(fd == -1);
+  std::string link = t.root() + "/to-top";
+  REQUIRE(::symlink("/", link.c_str()) == 0);
+  fd = -2;
+  REQUIRE(gpuaff::detail::is_live_root(link, &fd).value_or(false));
+  CHECK(fd == -1);
+  // A file (a tar root) and a missing path: none either.
+  fd = -2;
+  auto file = gpuaff::detail::is_live_root(t.root() + "/proc/self/status", &fd);
+  REQUIRE(file);
+  CHECK_FALSE(*file);
+  CHECK(fd == -1);
+  fd = -2;
+  auto missing = gpuaff::detail::is_live_root(t.root() + "/nothing-here", &fd);
+  REQUIRE_FALSE(missing);
+  CHECK(std::string(missing.error().message()).find("nothing-here") != std::string::npos);
+  CHECK(fd == -1);
+
+  // Loads, whole and focused, successful or not, leave the descriptors as they were.
+  int before = open_descriptors();
+  REQUIRE(before > 0);
+  for (int i = 0; i < 20; ++i) {
+    SysfsSource whole(SysfsOptions{.root = t.root(), .visible = {.use_environment = false}});
+    REQUIRE(whole.load());
+    SysfsSource focused(SysfsOptions{.root = t.root(),
+                                     .visible = {.use_environment = false},
+                                     .detail = gpuaff::SysfsDetail::binding,
+                                     .needs = TopologyParts{},
+                                     .focus = gpuaff::LoadFocus{.pci = *gpuaff::PciAddress::parse("0000:10:00.0")}});
+    auto one = focused.load();
+    REQUIRE(one);
+    CHECK(one->gpus.size() == 1);
+    SysfsSource gone(SysfsOptions{.root = t.root() + "/nothing-here", .visible = {.use_environment = false}});
+    REQUIRE_FALSE(gone.load());
+    SysfsSource top(SysfsOptions{.root = link, .visible = {.use_environment = false}});
+    (void)top.load();  // this machine's own root: whatever it holds, no descriptor stays
+  }
+  CHECK(open_descriptors() == before);
 }

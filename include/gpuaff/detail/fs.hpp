@@ -587,11 +587,17 @@ template <class = void>
 class BasicRootDir {
  public:
   /// `root`: a directory, or a tar file (what `gpuaff record --out FILE.tar`
-  /// writes; read into memory, see archive_error()); `live`: it is this machine's `/`.
-  BasicRootDir(const std::string& root, bool live) : live_(live), resolver_(live ? std::string() : root) {
+  /// writes; read into memory, see archive_error()); `live`: it is this machine's `/`;
+  /// `root_fd`: `root` already open (O_PATH | O_DIRECTORY), owned from now on, or -1.
+  BasicRootDir(const std::string& root, bool live, int root_fd = -1)
+      : live_(live), resolver_(live ? std::string() : root), root_fd_(root_fd) {
     // A folder (the usual root) is opened at once; only what is not one is
     // looked at again (one system call less for every load of a folder).
-    if (!live) root_fd_ = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (live && root_fd_ >= 0) {
+      ::close(root_fd_);
+      root_fd_ = -1;
+    }
+    if (!live && root_fd_ < 0) root_fd_ = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     struct stat st {};
     if (!live && root_fd_ < 0 && errno == ENOTDIR && ::stat(root.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
       Result<FileTree*> tree = file_root_reader != nullptr

@@ -138,8 +138,9 @@ inline Result<std::optional<CpuSet>> read_cgroup_set(SysfsReader& r, std::string
 /// naming the file and the root; Errc::not_found when `root` is neither a
 /// directory nor a tar file.
 inline Result<CgroupCpuset> read_cgroup_cpuset(const std::string& root) {
-  GPUAFF_TRY(bool live, detail::is_live_root(root));
-  detail::SysfsReader r(root, live);
+  int root_fd = -1;  // the root's descriptor, handed to the reader
+  GPUAFF_TRY(bool live, detail::is_live_root(root, &root_fd));
+  detail::SysfsReader r(root, live, root_fd);
   if (const Error* e = r.archive_error()) return unexpected(*e);
   CgroupCpuset out;
   auto read = [&]() -> Result<void> {

@@ -87,8 +87,9 @@ inline Result<CpuSet> reserved_list(SysfsReader& r, const std::string& rel, bool
 /// (a malformed list, naming the file and the root); Errc::not_found when
 /// `root` is neither a directory nor a tar file.
 inline Result<SystemReservations> read_system_reservations(const std::string& root) {
-  GPUAFF_TRY(bool live, detail::is_live_root(root));
-  detail::SysfsReader r(root, live);
+  int root_fd = -1;  // the root's descriptor, handed to the reader
+  GPUAFF_TRY(bool live, detail::is_live_root(root, &root_fd));
+  detail::SysfsReader r(root, live, root_fd);
   if (const Error* e = r.archive_error()) return unexpected(*e);
   SystemReservations out;
   auto read = [&]() -> Result<void> {

@@ -1644,8 +1644,9 @@ Result<void> SysfsSource::load(Topology& t) {
   opened_ = 0;
   read_.clear();
   denied_.clear();
-  GPUAFF_TRY(bool live, detail::is_live_root(options_.root));
-  detail::SysfsReader r(options_.root, live);
+  int root_fd = -1;  // the root's descriptor, handed to the reader
+  GPUAFF_TRY(bool live, detail::is_live_root(options_.root, &root_fd));
+  detail::SysfsReader r(options_.root, live, root_fd);
   if (const Error* e = r.archive_error()) return unexpected(*e);
   // Publish the counters however load() ends.
   struct Publish {

@@ -45,15 +45,24 @@ struct CpuFile {
   std::string path;
 };
 
-/// Whether `root` is this machine's `/`. Errors: the root is empty, or
-/// neither a directory nor a file (a tar root: detail/archive_tree.hpp).
+/// Whether `root` is this machine's `/`. A directory that is not is opened
+/// once, here (O_PATH), and asked what it is through its descriptor: with
+/// `dir_fd`, the caller gets that descriptor to read through (-1 otherwise:
+/// "/", a file, an error) and closes it; without, it is closed. A load per
+/// call (gpuaff.plan(pci=...)) walks the root's path once, not twice.
+/// Errors: the root is empty, or neither a directory nor a file (a tar root:
+/// detail/archive_tree.hpp).
 template <class = void>
-inline Result<bool> is_live_root(const std::string& root) {
+inline Result<bool> is_live_root(const std::string& root, int* dir_fd = nullptr) {
+  if (dir_fd != nullptr) *dir_fd = -1;
   if (root.empty())
     return fail(Errc::invalid_argument, "the topology root is empty; pass root=/ or a directory made by `gpuaff record`");
   if (root == "/") return true;  // this process's root: nothing to ask (a load per rank, per call)
+  int fd = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   struct stat st {};
-  if (::stat(root.c_str(), &st) != 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
+  bool known = fd >= 0 ? ::fstat(fd, &st) == 0 : ::stat(root.c_str(), &st) == 0;
+  if (!known || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
+    if (fd >= 0) ::close(fd);
     // fixtures/NAME where the source tree has fixtures/NAME.tar.xz (the build unpacks it)
     for (const char* suffix : {".tar.xz", ".tar.gz", ".tar"})
       if (std::string archive = root + suffix; ::stat(archive.c_str(), &st) == 0 && S_ISREG(st.st_mode))
@@ -63,7 +72,10 @@ inline Result<bool> is_live_root(const std::string& root) {
                 "' is neither a directory nor a file; pass root=/, a directory made by `gpuaff record`, or the "
                 "FILE.tar it writes (also as .tar.xz or .tar.gz)");
   }
-  if (!S_ISDIR(st.st_mode)) return false;
+  if (!S_ISDIR(st.st_mode)) {  // a file: opening it as a directory failed, nothing to close
+    if (fd >= 0) ::close(fd);
+    return false;
+  }
   // Only the directory "/" itself can resolve to "/": another one is not the
   // host's root, known without walking its path (realpath reads each link).
   // "/" is asked once per process (a chroot after the first load would go
@@ -73,15 +85,21 @@ inline Result<bool> is_live_root(const std::string& root) {
     if (::stat("/", &t) != 0) return std::nullopt;
     return std::pair{t.st_dev, t.st_ino};
   }();
-  if (top && (top->first != st.st_dev || top->second != st.st_ino)) return false;
-  return is_host_root(root);
+  if (!top || (top->first == st.st_dev && top->second == st.st_ino)) {
+    if (fd >= 0) ::close(fd);
+    return is_host_root(root);
+  }
+  if (dir_fd != nullptr) *dir_fd = fd;
+  else if (fd >= 0) ::close(fd);
+  return false;
 }
 
 /// One load: file access with counting and tracing, and error wording.
 template <class = void>
 class BasicSysfsReader {
  public:
-  BasicSysfsReader(const std::string& root, bool live) : dir_(root, live) {
+  /// `root_fd`: the root's descriptor from is_live_root (this reader owns it), or -1.
+  BasicSysfsReader(const std::string& root, bool live, int root_fd = -1) : dir_(root, live, root_fd) {
     display_ = root;
     while (display_.size() > 1 && display_.back() == '/') display_.pop_back();
     if (live || display_ == "/") display_.clear();
