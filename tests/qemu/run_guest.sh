@@ -157,10 +157,22 @@ echo "qemu command line: $work/qemu.cmdline"
 # QEMU's TCG emulator itself can crash under load (seen once: SIGSEGV, exit
 # 139, after 9 s, on a busy 2-core machine; the rerun passed). A crash of the
 # emulator by a signal says nothing of the guest: boot once more, then judge.
+# So does one boot that ran past the limit (seen once in hundreds of runs:
+# the first test run on a freshly started 2-core machine, where the same
+# guest then took 29 s): its serial log is kept beside the second one's, and
+# a guest that hangs again fails the test.
 for attempt in 1 2; do
   timeout -k 10 "$limit" "${cmd[@]}" </dev/null >"$log" 2>"$work/qemu.stderr"
   qemu_rc=$?
-  ((qemu_rc > 128 && qemu_rc != 137 && attempt == 1)) || break
+  ((attempt == 1)) || break
+  if ((qemu_rc == 124 || qemu_rc == 137)); then
+    cp "$log" "$work/serial.first-boot.log"
+    marker=$(tr -d '\r' <"$log" | grep -a '^@@GPUAFF-QEMU' | tail -n 1)
+    echo "the guest did not power off within ${limit}s; its last marker: ${marker:-none (it did not reach the checks)}" \
+      "(serial log: $work/serial.first-boot.log); booting once more"
+    continue
+  fi
+  ((qemu_rc > 128)) || break
   echo "qemu itself died with signal $((qemu_rc - 128)) (exit $qemu_rc); booting once more"
 done
 tr -d '\r' <"$log" >"$log.txt"
