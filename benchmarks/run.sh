@@ -173,14 +173,16 @@ fi
 
 # ---- row S: a whole gpuaff process, beside the floor of any process ---------------
 # The floor is a static C program that does nothing (exec, map, exit). Beside it,
-# interleaved by hyperfine: the static tool (tools/package.sh builds it the same
+# in one hyperfine run (each command's runs in a block): the static tool (tools/package.sh builds it the same
 # way) answering --version, and binding GPU 3 of the DGX H100 recording, the
 # whole process: by index under node and exclusive, and by address (--pci, the
 # input PyTorch has) under node. Each bind beside its I/O floor: a static C
 # program that opens, reads and closes exactly the files that bind opens
 # (listed with strace), parsing nothing; no reader of those files can start and
 # finish faster. Targets: --version <= 1.2x the floor; each bind <= 1.3x its I/O
-# floor; the I/O floor of node <= 1.6x the floor.
+# floor; the I/O floor of node <= 1.6x the floor. Then the same commands again,
+# interleaved (benchmarks/interleave.c: each once per round, so a VM's drift
+# between hyperfine's blocks does not tilt a ratio), each bind beside its I/O floor.
 if command -v hyperfine >/dev/null; then
   static=build/bench-static
   echo
@@ -192,6 +194,7 @@ if command -v hyperfine >/dev/null; then
   printf 'int main(void) { return 0; }\n' >"$tus/floor.c"
   cc -O2 -static "$tus/floor.c" -o "$tus/floor"
   cc -O2 -static benchmarks/read_floor.c -o "$tus/read_floor"
+  cc -O2 benchmarks/interleave.c -o "$tus/interleave"
   # What any CLI11 command line costs before it reads a file: one option,
   # parsed (CLI11 includes <iostream>, whose locale libstdc++ builds at start).
   printf '#include <CLI/CLI.hpp>\n#include <cstdio>\nint main(int argc, char** argv) {\n  CLI::App app{"floor"};\n  std::string root;\n  app.add_option("--root", root);\n  CLI11_PARSE(app, argc, argv);\n  std::fputs(root.c_str(), stdout);\n  return 0;\n}\n' >"$tus/cli_floor.cpp"
@@ -239,6 +242,23 @@ if command -v hyperfine >/dev/null; then
       printf "| S | %s | %.3f ms | %.3f ms (%d) | %.3f ms | %.2fx (target 1.3x: %s) | %.2fx%s | %s |\n", n, b, io, files, f, b / io,
              b / io <= 1.3 ? "holds" : "DOES NOT HOLD", io / f,
              node ? (io / f <= 1.6 ? " (target 1.6x: holds)" : " (target 1.6x: DOES NOT HOLD)") : " (information)", pf }'
+  done
+  # The same ratios, interleaved: every command once per round, medians (ms).
+  i_runs=$s_runs
+  interleaved=("$(realpath "$tus/floor")")
+  for i in "${!binds[@]}"; do
+    # shellcheck disable=SC2206 # the bind's words
+    words=(${binds[$i]})
+    interleaved+=(-- "$(realpath "${words[0]}")" "${words[@]:1}" -- "$(realpath "$tus/read_floor")" "$root" "$tus/files$i")
+  done
+  read -r -a imed < <("$tus/interleave" "$i_runs" "${interleaved[@]}")
+  echo
+  echo "| S | the same, interleaved ($i_runs rounds, each command once per round, medians) | bind | its I/O floor | do-nothing floor | bind / I/O floor |"
+  echo "| --- | --- | --- | --- | --- | --- |"
+  for i in "${!binds[@]}"; do
+    awk -v n="${names[$i]}" -v b="${imed[$((1 + 2 * i))]}" -v io="${imed[$((2 + 2 * i))]}" -v f="${imed[0]}" 'BEGIN {
+      printf "| S | %s | %.3f ms | %.3f ms | %.3f ms | %.2fx (target 1.3x: %s) |\n", n, b, io, f, b / io,
+             b / io <= 1.3 ? "holds" : "DOES NOT HOLD" }'
   done
 else
   echo "== row S: hyperfine not installed (Debian: apt-get install hyperfine), skipped =="
