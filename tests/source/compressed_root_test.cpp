@@ -11,6 +11,8 @@
 #include <gpuaff/source/json.hpp>
 #include <gpuaff/source/sysfs.hpp>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -179,4 +181,10 @@ TEST_CASE("a root named without its archive's suffix, where the archive is, says
   auto none = load(tree.path("nothing-here"));
   REQUIRE_FALSE(none);
   CHECK(none.error().message().find("neither a directory nor a file") != std::string_view::npos);
+  CHECK(none.error().message().find("ENOENT") != std::string_view::npos);  // why: nothing is there
+  // A FIFO in its place: said so, and nothing waits for a writer.
+  REQUIRE(::mkfifo(tree.path("pipe").c_str(), 0600) == 0);
+  auto pipe = load(tree.path("pipe"));
+  REQUIRE_FALSE(pipe);
+  CHECK(pipe.error().message().find("it is a FIFO, socket or device") != std::string_view::npos);
 }

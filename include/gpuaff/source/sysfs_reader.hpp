@@ -62,15 +62,17 @@ inline Result<bool> is_live_root(const std::string& root, int* dir_fd = nullptr)
   struct stat st {};
   bool known = fd >= 0 ? ::fstat(fd, &st) == 0 : ::stat(root.c_str(), &st) == 0;
   if (!known || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
+    // What is there instead: nothing (why), or a FIFO, socket or device.
+    std::string what = known ? std::string("it is a FIFO, socket or device") : errno_text(errno);
     if (fd >= 0) ::close(fd);
     // fixtures/NAME where the source tree has fixtures/NAME.tar.xz (the build unpacks it)
     for (const char* suffix : {".tar.xz", ".tar.gz", ".tar"})
       if (std::string archive = root + suffix; ::stat(archive.c_str(), &st) == 0 && S_ISREG(st.st_mode))
         return fail(Errc::not_found, "topology root '", root, "' does not exist, and '", archive,
                     "' does: pass root=", archive, " (read as it is, never unpacked)");
-    return fail(Errc::not_found, "topology root '", root,
-                "' is neither a directory nor a file; pass root=/, a directory made by `gpuaff record`, or the "
-                "FILE.tar it writes (also as .tar.xz or .tar.gz)");
+    return fail(Errc::not_found, "topology root '", root, "' is neither a directory nor a file (", what,
+                "); pass root=/, a directory made by `gpuaff record`, or the FILE.tar it writes (also as .tar.xz "
+                "or .tar.gz)");
   }
   if (!S_ISDIR(st.st_mode)) {  // a file: opening it as a directory failed, nothing to close
     if (fd >= 0) ::close(fd);
