@@ -16,7 +16,6 @@
 #include <gpuaff/policy/dispatch.hpp>
 #include <gpuaff/source/sysfs.hpp>
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +25,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "source/tree.hpp"
 #include "support/check.hpp"
@@ -397,13 +397,9 @@ namespace {
 
 /// The descriptors this process holds now (/proc/self/fd, less the one that lists it).
 int open_descriptors() {
-  int n = 0;
-  if (DIR* d = ::opendir("/proc/self/fd")) {
-    while (const dirent* e = ::readdir(d))
-      if (e->d_name[0] != '.') ++n;
-    ::closedir(d);
-  }
-  return n - 1;
+  std::vector<std::string> names;
+  REQUIRE(gpuaff::detail::list_directory("/proc/self/fd", names) == 0);
+  return static_cast<int>(names.size()) - 1;
 }
 
 }  // namespace

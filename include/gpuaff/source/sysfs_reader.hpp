@@ -74,10 +74,7 @@ inline Result<bool> is_live_root(const std::string& root, int* dir_fd = nullptr)
                 "); pass root=/, a directory made by `gpuaff record`, or the FILE.tar it writes (also as .tar.xz "
                 "or .tar.gz)");
   }
-  if (!S_ISDIR(st.st_mode)) {  // a file: opening it as a directory failed, nothing to close
-    if (fd >= 0) ::close(fd);
-    return false;
-  }
+  if (!S_ISDIR(st.st_mode)) return false;  // a file: O_DIRECTORY refused it (fd < 0), nothing to close
   // Only the directory "/" itself can resolve to "/": another one is not the
   // host's root, known without walking its path (realpath reads each link).
   // "/" is asked once per process (a chroot after the first load would go
