@@ -13,7 +13,7 @@
 #
 #   bash tools/gpu-probe-check.sh OUTDIR
 #
-# Dependencies the machine lacks (CLI11, nlohmann_json headers) can be given as
+# Dependencies the machine lacks (nlohmann_json headers) can be given as
 # a prefix: CMAKE_PREFIX_PATH=/path/usr. BUILD=DIR builds there (default
 # /tmp/gpuaff-probe-check); SKIP_BUILD=1 uses it as it is. Without a GPU the
 # GPU parts say so and the script still ends 0; a failed build ends 1.

@@ -11,7 +11,7 @@
 # topo.txt / topo.json, cli.txt (bindings, exec, NIC variables, doctor),
 # python.txt, torchrun.txt, torch-compare.txt (gpuaff.plan beside PyTorch's
 # own binding functions), ctest.txt, static.txt (dist/gpuaff, when present).
-# Dependencies the server lacks (doctest, CLI11, nlohmann_json headers) can be
+# Dependencies the server lacks (doctest, nlohmann_json headers) can be
 # given as a prefix: CMAKE_PREFIX_PATH=/path/usr. Nothing is installed.
 # BUILD=DIR builds there (default /tmp/gpuaff-check); SKIP_BUILD=1 uses it as it is.
 # CTEST_TIMEOUT=S bounds the test suite's run (default 400 s; 0 skips it),

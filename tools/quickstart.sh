@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fixture=${1:-build/quickstart/fixtures/dgx-h100}
-packages=(build-essential cmake ninja-build pkg-config doctest-dev nlohmann-json3-dev libcli11-dev libhwloc-dev
+packages=(build-essential cmake ninja-build pkg-config doctest-dev nlohmann-json3-dev libhwloc-dev
   python3-dev pybind11-dev)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
