@@ -2,7 +2,8 @@
 #pragma once
 // Result<T> and Error: shaped like C++23 std::expected<T, Error> (GCC 12 has
 // no <expected> in C++20) so that switching to it later is mechanical. Both
-// work in constant evaluation: Error holds its message inline, no allocation.
+// work in constant evaluation (C++20 allows an allocation there that is freed
+// before the evaluation ends, which is what a Result's Error does).
 
 #include "gpuaff/config.hpp"
 
@@ -63,42 +64,95 @@ constexpr std::string_view to_string(Errc c) {
 /// human sentence naming the file or value and what to do about it.
 class Error {
  public:
+  /// The longest message kept; a longer one is cut to its first
+  /// max_message - 3 characters and "...".
   static constexpr std::size_t max_message = 1024;
+  /// A message being built (detail::compose): on the stack of the cold path
+  /// that builds it, never in an Error.
   using Message = FixedString<max_message>;
 
   constexpr Error() = default;
-  constexpr Error(Errc code, std::string_view message, int sys_errno = 0)
-      : code_(code), sys_errno_(sys_errno), message_(message) {}
+  constexpr Error(Errc code, std::string_view message, int sys_errno = 0) : code_(code), sys_errno_(sys_errno) {
+    assign(message, {});
+  }
+  constexpr Error(const Error& o) : code_(o.code_), sys_errno_(o.sys_errno_) {
+    assign(o.message(), {});
+    truncated_ = o.truncated_;
+  }
+  constexpr Error(Error&& o) noexcept
+      : code_(o.code_), sys_errno_(o.sys_errno_), text_(std::exchange(o.text_, nullptr)),
+        size_(std::exchange(o.size_, 0)), truncated_(o.truncated_) {}
+  constexpr Error& operator=(const Error& o) {
+    if (this != &o) *this = Error(o);
+    return *this;
+  }
+  constexpr Error& operator=(Error&& o) noexcept {
+    std::swap(code_, o.code_);
+    std::swap(sys_errno_, o.sys_errno_);
+    std::swap(text_, o.text_);
+    std::swap(size_, o.size_);
+    std::swap(truncated_, o.truncated_);
+    return *this;
+  }
+  constexpr ~Error() { delete[] text_; }
 
   constexpr Errc code() const { return code_; }
   constexpr int sys_errno() const { return sys_errno_; }
-  constexpr std::string_view message() const { return message_.view(); }
-  constexpr const char* what() const { return message_.c_str(); }
+  constexpr std::string_view message() const { return text_ == nullptr ? std::string_view() : std::string_view(text_, size_); }
+  constexpr const char* what() const { return text_ == nullptr ? "" : text_; }
 
-  /// Adds text to the message (used to add context while an error travels up).
+  /// Adds to the message (a message already cut stays as it is).
   constexpr Error& append(std::string_view s) {
-    message_.append(s);
+    if (!truncated_) assign(message(), s);
     return *this;
   }
   constexpr Error& append(long long v) {
-    message_.append_int(v);
-    return *this;
+    char buf[24]{};
+    int n = 0;
+    unsigned long long u = v < 0 ? 0ULL - static_cast<unsigned long long>(v) : static_cast<unsigned long long>(v);
+    do {
+      buf[n++] = static_cast<char>('0' + u % 10);
+      u /= 10;
+    } while (u != 0);
+    if (v < 0) buf[n++] = '-';
+    for (int i = 0; i < n / 2; ++i) std::swap(buf[i], buf[n - 1 - i]);
+    return append(std::string_view(buf, static_cast<std::size_t>(n)));
   }
   constexpr Error& prepend(std::string_view s) {
-    Message m(s);
-    m.append(message_.view());
-    message_ = m;
+    assign(s, message());
     return *this;
   }
 
   friend constexpr bool operator==(const Error& a, const Error& b) {
-    return a.code_ == b.code_ && a.sys_errno_ == b.sys_errno_ && a.message_ == b.message_;
+    return a.code_ == b.code_ && a.sys_errno_ == b.sys_errno_ && a.message() == b.message();
   }
 
  private:
+  /// The message becomes `head` then `tail`, cut at max_message. Out of line
+  /// and on the heap: an Error is three words in every Result, so that the
+  /// frames of the paths that succeed stay small (a Result used to carry the
+  /// 1 KiB message inline, and each one deepened the stack a short-lived
+  /// process touches; benchmarks/README.md, row S).
+  [[gnu::noinline]] constexpr void assign(std::string_view head, std::string_view tail) {
+    std::size_t total = head.size() + tail.size();
+    bool cut = total > max_message;
+    std::size_t size = cut ? max_message : total;
+    char* text = new char[size + 1];
+    for (std::size_t i = 0; i < size; ++i) text[i] = i < head.size() ? head[i] : tail[i - head.size()];
+    if (cut)
+      for (std::size_t i = size - 3; i < size; ++i) text[i] = '.';
+    text[size] = '\0';
+    delete[] text_;
+    text_ = text;
+    size_ = size;
+    truncated_ = truncated_ || cut;
+  }
+
   Errc code_ = Errc::invalid_argument;
   int sys_errno_ = 0;
-  Message message_;
+  char* text_ = nullptr;  ///< NUL-terminated; null for an empty message
+  std::size_t size_ = 0;
+  bool truncated_ = false;
 };
 
 namespace detail {
@@ -517,14 +571,24 @@ class [[nodiscard]] Result<void> {
   constexpr Result(const Result& o) : none_(), has_(o.has_) {
     if (!has_) std::construct_at(&error_, o.error_);
   }
+  constexpr Result(Result&& o) noexcept : none_(), has_(o.has_) {
+    if (!has_) std::construct_at(&error_, std::move(o.error_));
+  }
   constexpr Result& operator=(const Result& o) {
+    if (this != &o) *this = Result(o);
+    return *this;
+  }
+  constexpr Result& operator=(Result&& o) noexcept {
     if (this != &o) {
+      if (!has_) std::destroy_at(&error_);
       has_ = o.has_;
-      if (!has_) std::construct_at(&error_, o.error_);
+      if (!has_) std::construct_at(&error_, std::move(o.error_));
     }
     return *this;
   }
-  constexpr ~Result() = default;
+  constexpr ~Result() {
+    if (!has_) std::destroy_at(&error_);
+  }
 
   constexpr bool has_value() const { return has_; }
   constexpr explicit operator bool() const { return has_; }
@@ -580,7 +644,6 @@ class [[nodiscard]] Result<void> {
   }
 
  private:
-  static_assert(std::is_trivially_destructible_v<Error>, "neither member needs destroying");
   union {
     char none_;
     Error error_;
@@ -621,11 +684,11 @@ template <class T, class Read, class... Args>
 #define GPUAFF_CONCAT(a, b) GPUAFF_CONCAT_IMPL(a, b)
 #define GPUAFF_TRY_IMPL(tmp, decl, expr)                               \
   auto tmp = (expr);                                                   \
-  if (!tmp) return ::gpuaff::Unexpected<::gpuaff::Error>(tmp.error()); \
+  if (!tmp) return ::gpuaff::Unexpected<::gpuaff::Error>(std::move(tmp).error()); \
   decl = std::move(*tmp)
 #define GPUAFF_TRY(decl, expr) GPUAFF_TRY_IMPL(GPUAFF_CONCAT(gpuaff_try_, __LINE__), decl, expr)
 #define GPUAFF_TRY_VOID(expr)                                                                  \
   do {                                                                                         \
     auto gpuaff_try_void_ = (expr);                                                            \
-    if (!gpuaff_try_void_) return ::gpuaff::Unexpected<::gpuaff::Error>(gpuaff_try_void_.error()); \
+    if (!gpuaff_try_void_) return ::gpuaff::Unexpected<::gpuaff::Error>(std::move(gpuaff_try_void_).error()); \
   } while (false)

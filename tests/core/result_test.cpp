@@ -202,3 +202,56 @@ TEST_CASE("a successful Result<void> copies and assigns like a failed one") {
   GPUAFF_STATIC_CHECK(!check_positive(0).and_then([] { return half(10); }));
   GPUAFF_STATIC_CHECK(*check_positive(1).transform([] { return 7; }) == 7);
 }
+
+TEST_CASE("an Error keeps its message on the heap: copies, moves and assignments own their own") {
+  // A Result carries an Error in every frame that calls something fallible;
+  // the message is allocated only when there is an error.
+  static_assert(sizeof(Error) <= 48);
+  static_assert(sizeof(Result<bool>) <= 56);
+  Error a(Errc::not_found, "no GPU 3");
+  Error b = a;  // a copy owns its text: changing one leaves the other
+  b.append(" (2 visible)");
+  CHECK(a.message() == "no GPU 3");
+  CHECK(b.message() == "no GPU 3 (2 visible)");
+  CHECK(std::string_view(b.what()) == "no GPU 3 (2 visible)");
+  Error c = std::move(b);
+  CHECK(c.message() == "no GPU 3 (2 visible)");
+  c = a;
+  CHECK(c == a);
+  c.append(42LL).append(-7LL);
+  CHECK(c.message() == "no GPU 342-7");
+  Error empty;
+  CHECK(empty.message().empty());
+  CHECK(std::string_view(empty.what()).empty());
+  // Once cut, a message takes nothing more: its end stays the ellipsis.
+  Error l(Errc::io_error, std::string(2000, 'x'));
+  l.append(": what to do");
+  CHECK(l.message().size() == Error::max_message);
+  CHECK(l.message().substr(Error::max_message - 3) == "...");
+  // A message exactly max_message long is whole; one character more cuts it.
+  Error full(Errc::io_error, std::string(Error::max_message, 'y'));
+  CHECK(full.message().find("...") == std::string_view::npos);
+  full.append("z");
+  CHECK(full.message().substr(Error::max_message - 3) == "...");
+  // Result<void> copies and assignments between errors and successes.
+  Result<void> ok;
+  Result<void> bad = gpuaff::fail(Errc::io_error, "cannot read ", "/x");
+  Result<void> copy = bad;
+  CHECK(copy.error().message() == "cannot read /x");
+  copy = ok;
+  CHECK(copy.has_value());
+  copy = bad;
+  copy = Result<void>(gpuaff::fail(Errc::parse_error, "second"));
+  CHECK(copy.error().message() == "second");
+  CHECK(bad.error().message() == "cannot read /x");
+}
+
+namespace {
+// An error built, copied and read within one constant evaluation.
+constexpr bool error_in_constant_evaluation() {
+  Result<int> r = gpuaff::fail(Errc::out_of_range, "cpu ", 9000, " is beyond ", 8192);
+  Result<int> copy = r;
+  return !copy && copy.error().message() == "cpu 9000 is beyond 8192" && copy.error().code() == Errc::out_of_range;
+}
+static_assert(error_in_constant_evaluation());
+}  // namespace
