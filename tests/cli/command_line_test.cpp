@@ -133,6 +133,12 @@ TEST_CASE("unknown words are named, with the closest option or command") {
   CHECK(read({"bind", "--dry-run"}).error.find("unknown option '--dry-run'") == 0);
   CHECK(read({"bind", "extra"}).error == "unexpected argument 'extra'; see 'gpuaff bind --help'");
   CHECK(read({"bnd"}).error.find("unknown command 'bnd'; did you mean bind?") == 0);
+  // A word far too long to be a typo gets no suggestion (it once got the
+  // first flag of the table), and is shown cut.
+  std::string huge = "--frob" + std::string(100000, 'x');
+  CHECK(read({"bind", huge}).error ==
+        "unknown option '" + huge.substr(0, 60) + "'; see 'gpuaff bind --help'");
+  CHECK(read({std::string_view(huge).substr(2)}).error.find("did you mean") == std::string::npos);
   CHECK(read({}).error.find("a command is needed: bind, topo, exec, record, doctor or probe") == 0);
   CHECK(read({"--root", "/r", "bind"}).error.find("'--root' comes before a command") == 0);
 }

@@ -16,9 +16,12 @@ namespace detail {
 /// The edit distance (insertions, deletions, substitutions, and swaps of two
 /// neighbouring letters) between two words of at most 63 characters; 64 for
 /// longer ones, which are never close.
+/// Words this long are not compared: edit_distance() gives them the cap.
+inline constexpr std::size_t edit_distance_cap = 64;
+
 template <class = void>
 constexpr int edit_distance(std::string_view a, std::string_view b) {
-  constexpr std::size_t cap = 64;
+  constexpr std::size_t cap = edit_distance_cap;
   if (a.size() >= cap || b.size() >= cap) return static_cast<int>(cap);
   std::array<std::array<int, cap>, cap> d{};
   for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = static_cast<int>(i);
@@ -48,6 +51,9 @@ constexpr std::string_view closest(std::string_view word, const Range& candidate
   for (std::string_view c : candidates) {
     int d = edit_distance(word, c);
     if (word.size() >= 3 && c.substr(0, word.size()) == word && d > 1) d = 1;  // an abbreviation
+    // A word too long to compare is no typo of anything (its allowed distance,
+    // a third of its length, would otherwise take the first candidate).
+    if (d >= static_cast<int>(edit_distance_cap)) continue;
     if (d > 0 && d < best_distance) {
       best = c;
       best_distance = d;
