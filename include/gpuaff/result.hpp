@@ -107,16 +107,9 @@ class Error {
     return *this;
   }
   constexpr Error& append(long long v) {
-    char buf[24]{};
-    int n = 0;
-    unsigned long long u = v < 0 ? 0ULL - static_cast<unsigned long long>(v) : static_cast<unsigned long long>(v);
-    do {
-      buf[n++] = static_cast<char>('0' + u % 10);
-      u /= 10;
-    } while (u != 0);
-    if (v < 0) buf[n++] = '-';
-    for (int i = 0; i < n / 2; ++i) std::swap(buf[i], buf[n - 1 - i]);
-    return append(std::string_view(buf, static_cast<std::size_t>(n)));
+    FixedString<24> digits;
+    digits.append_int(v);
+    return append(digits.view());
   }
   constexpr Error& prepend(std::string_view s) {
     assign(s, message());
