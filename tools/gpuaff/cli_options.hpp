@@ -122,6 +122,13 @@ constexpr std::string_view option_default(const OptionInfo& o, unsigned command)
   return o.default_text;
 }
 
+/// The value `command`'s --help and usage errors show for `o`: bind's --gpu
+/// also takes "all"; every other is the row's.
+constexpr std::string_view option_value_name(const OptionInfo& o, unsigned command) {
+  if (command == for_bind && o.key == "gpu") return "N[,N...]|all";
+  return o.value_name;
+}
+
 /// `message` as the command line spells options: `--nproc 4` for `nproc=4`.
 inline std::string cli_spelling(std::string_view message) {
   return spell_options(message, Spelling::command_line,

@@ -171,9 +171,7 @@ inline std::string help_text(std::string_view command, std::size_t width) {
     takes_policy = takes_policy || o.key == "policy";
     if (hwloc_only(o) && program != "gpuaff-hwloc") return;
     std::string term(o.flag);
-    std::string_view value = o.value_name;
-    if (bit == for_bind && o.key == "gpu") value = "N[,N...]|all";
-    if (o.type != OptionType::flag) term += " " + std::string(value);
+    if (o.type != OptionType::flag) term += " " + std::string(option_value_name(o, bit));
     if (!o.negation.empty()) term += ", " + std::string(o.negation);
     std::string text(o.help);
     if (std::string_view d = option_default(o, bit); !d.empty()) text += " (default: " + std::string(d) + ")";
