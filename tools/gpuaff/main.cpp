@@ -32,15 +32,10 @@ namespace {
 
 using namespace gpuaff::cli;
 using gpuaff::LaunchOptions;
-using gpuaff::OptionInfo;
-using gpuaff::OptionType;
-
-/// What the command line gave `command`, by option key.
-using Given = CommandLine;
 
 /// The launch options given on the command line, set through the library.
 /// Errors: those of set_option, spelled as flags by the caller.
-gpuaff::Result<void> fill(const Given& g, LaunchOptions& options) {
+gpuaff::Result<void> fill(const CommandLine& g, LaunchOptions& options) {
   for (const auto& o : gpuaff::launch_options)
     if ((o.commands & g.command->bit) != 0 && !o.flag.empty())
       if (auto text = g.last(o.key)) GPUAFF_TRY_VOID(gpuaff::set_option(options, o.key, *text));
@@ -48,22 +43,16 @@ gpuaff::Result<void> fill(const Given& g, LaunchOptions& options) {
 }
 
 /// The CLI-only option `key` of `g`, as text; nullopt when not given.
-std::optional<std::string> cli_value(const Given& g, std::string_view key) {
+std::optional<std::string> cli_value(const CommandLine& g, std::string_view key) {
   for (const auto& o : cli_options)
     if (o.key == key && (o.commands & g.command->bit) != 0) return g.last(key);
   return std::nullopt;
 }
 
-/// Every value of the repeatable CLI-only option `key` (record --pci, doctor --merge).
-std::vector<std::string> cli_values(const Given& g, std::string_view key) {
-  auto it = g.values.find(key);
-  return it == g.values.end() ? std::vector<std::string>() : it->second;
-}
-
 /// Sets `target` from the CLI-only choice option `key` when it was given.
 /// Errors: Errc::invalid_argument for a word that is not one of `choices`.
 template <class E, std::size_t N>
-gpuaff::Result<void> take_choice(const Given& g, std::string_view key, const std::array<gpuaff::Choice<E>, N>& choices,
+gpuaff::Result<void> take_choice(const CommandLine& g, std::string_view key, const std::array<gpuaff::Choice<E>, N>& choices,
                                  E& target) {
   if (auto text = cli_value(g, key)) {
     GPUAFF_TRY(target, gpuaff::parse_choice(key, *text, choices));
@@ -72,7 +61,7 @@ gpuaff::Result<void> take_choice(const Given& g, std::string_view key, const std
 }
 
 /// `gpuaff bind`: the launch options and --format, then run_bind.
-int bind_command(const Given& given) {
+int bind_command(const CommandLine& given) {
   BindArgs args;
   if (auto ok = fill(given, args.options); !ok) return report_error(ok.error());
   if (auto ok = take_choice(given, "format", gpuaff::bind_format_choices, args.format); !ok)
@@ -81,7 +70,7 @@ int bind_command(const Given& given) {
 }
 
 /// `gpuaff topo`: the launch options, --format and --color, then run_topo.
-int topo_command(const Given& given) {
+int topo_command(const CommandLine& given) {
   TopoArgs args;
   if (auto ok = fill(given, args.options); !ok) return report_error(ok.error());
   // topo draws every part of --ranks-per-gpu N: no part to name
@@ -97,7 +86,7 @@ int topo_command(const Given& given) {
 
 /// `gpuaff exec`: the launch options, --dry-run and --verbose, then run_exec
 /// with COMMAND (the words after `--`).
-int exec_command(const Given& given) {
+int exec_command(const CommandLine& given) {
   ExecArgs args;
   args.command = given.words;
   if (auto ok = fill(given, args.options); !ok) return report_error(ok.error());
@@ -107,7 +96,7 @@ int exec_command(const Given& given) {
 }
 
 /// `gpuaff record`: --out (required), --root, --pci and --force, then run_record.
-int record_command(const Given& given) {
+int record_command(const CommandLine& given) {
   RecordArgs args;
   auto out = cli_value(given, "out");
   if (!out) return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "record needs --out DIR or --out FILE.tar; see 'gpuaff record --help'"));
@@ -117,19 +106,19 @@ int record_command(const Given& given) {
     if (root->empty()) return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, "--root '' is not a path; leave it out to record this machine"));
     args.root = *root;
   }
-  args.pci = cli_values(given, "pci");
+  args.pci = given.all("pci");
   args.force = cli_value(given, "force") == "true";
   return run_record(args);
 }
 
 /// `gpuaff doctor`: exactly one of --pid, --all and --merge says what to
 /// check; then --format and --min-local, then run_doctor.
-int doctor_command(const Given& given) {
+int doctor_command(const CommandLine& given) {
   DoctorArgs args;
   if (auto ok = fill(given, args.options); !ok) return report_error(ok.error());
   auto pid = cli_value(given, "pid");
   args.all = cli_value(given, "all") == "true";
-  args.merge = cli_values(given, "merge");
+  args.merge = given.all("merge");
   args.watch = cli_value(given, "watch") == "true";
   args.nics = cli_value(given, "nics") == "true";
   // --watch watches what --all checks: with --all it says the same. --nics is
@@ -219,7 +208,7 @@ int doctor_command(const Given& given) {
 }
 
 /// `gpuaff probe`: --format, --size, --seconds, --threads, --gpu and --gpu-nodes, then run_probe.
-int probe_command(const Given& given) {
+int probe_command(const CommandLine& given) {
   ProbeArgs args;
   auto usage = [](const std::string& what) {
     return report_error(gpuaff::make_error(gpuaff::Errc::invalid_argument, what));
