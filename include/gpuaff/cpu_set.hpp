@@ -30,7 +30,13 @@ inline constexpr int max_cpus = 8192;
 
 class CpuSet {
   static constexpr int word_bits = 64;
-  static constexpr int word_count = max_cpus / word_bits;
+  static constexpr int max_words = max_cpus / word_bits;
+  // Words kept in the object itself: CPUs 0-1023, as many as glibc's
+  // cpu_set_t. A set with a higher CPU keeps its words on the heap instead.
+  // With all 8,192 CPUs inline every set was 1 KiB: a topology, a plan and
+  // each physical core carry several, and a one-shot `gpuaff bind` paid a page
+  // fault for every 4 KiB of them it zeroed (benchmarks/README.md, row S).
+  static constexpr int inline_words = 16;
 
  public:
   static constexpr int capacity = max_cpus;
@@ -40,6 +46,23 @@ class CpuSet {
   constexpr CpuSet(std::initializer_list<int> ids) {
     for (int id : ids) set(id);
   }
+  constexpr CpuSet(const CpuSet& o) { assign(o); }
+  constexpr CpuSet(CpuSet&& o) noexcept { take(o); }
+  constexpr CpuSet& operator=(const CpuSet& o) {
+    if (this != &o) assign(o);
+    return *this;
+  }
+  constexpr CpuSet& operator=(CpuSet&& o) noexcept {
+    if (this == &o) return *this;
+    if (o.far_ == nullptr) {
+      assign(o);  // inline words: a copy is all a move can do
+    } else {
+      release();
+      take(o);
+    }
+    return *this;
+  }
+  constexpr ~CpuSet() { delete[] far_; }
 
   /// The CPUs first..last, both included, as far as they lie in [0, capacity)
   /// (a range outside it, or with last < first, gives the empty set).
@@ -57,52 +80,53 @@ class CpuSet {
 
   static constexpr bool valid_id(int id) { return id >= 0 && id < capacity; }
 
-  constexpr bool test(int id) const {
-    return valid_id(id) && ((words_[at(word(id))] >> bit(id)) & 1U) != 0;
-  }
+  constexpr bool test(int id) const { return valid_id(id) && ((word_at(word(id)) >> bit(id)) & 1U) != 0; }
   constexpr bool contains(int id) const { return test(id); }
   constexpr CpuSet& set(int id) {
     assert(valid_id(id));
     if (valid_id(id)) {
-      words_[at(word(id))] |= std::uint64_t{1} << bit(id);
-      if (word(id) >= used_) used_ = word(id) + 1;
+      use(word(id) + 1);
+      data()[word(id)] |= std::uint64_t{1} << bit(id);
     }
     return *this;
   }
   constexpr CpuSet& reset(int id) {
-    if (valid_id(id)) words_[at(word(id))] &= ~(std::uint64_t{1} << bit(id));
+    if (valid_id(id) && word(id) < used_) data()[word(id)] &= ~(std::uint64_t{1} << bit(id));
     return *this;
   }
   /// Adds first..last, both included, clipped to [0, capacity): this is public
-  /// API, so ids out of range are left out at run time, never written past the array.
+  /// API, so ids out of range are left out at run time, never written past the words.
   constexpr CpuSet& set_range(int first, int last) {
     if (first < 0) first = 0;
     if (last >= capacity) last = capacity - 1;
+    if (last < first) return *this;
+    use(word(last) + 1);
+    std::uint64_t* w = data();
     for (int id = first; id <= last; ++id) {
       if (bit(id) == 0 && id + word_bits - 1 <= last) {
-        words_[at(word(id))] = ~std::uint64_t{0};
-        if (word(id) >= used_) used_ = word(id) + 1;
+        w[word(id)] = ~std::uint64_t{0};
         id += word_bits - 1;
       } else {
-        set(id);
+        w[word(id)] |= std::uint64_t{1} << bit(id);
       }
     }
     return *this;
   }
   constexpr void clear() {
-    for (int i = 0; i < used_; ++i) words_[at(i)] = 0;
+    std::uint64_t* w = data();
+    for (int i = 0; i < used_; ++i) w[i] = 0;
     used_ = 0;
   }
 
   constexpr int count() const {
     int n = 0;
-    for (int i = 0; i < used_; ++i) n += std::popcount(words_[at(i)]);
+    for (int i = 0; i < used_; ++i) n += std::popcount(data()[i]);
     return n;
   }
   constexpr int size() const { return count(); }
   constexpr bool empty() const {
     for (int i = 0; i < used_; ++i)
-      if (words_[at(i)] != 0) return false;
+      if (data()[i] != 0) return false;
     return true;
   }
   constexpr bool any() const { return !empty(); }
@@ -112,7 +136,7 @@ class CpuSet {
   /// Highest CPU, or -1 when empty.
   constexpr int last() const {
     for (int w = used_ - 1; w >= 0; --w)
-      if (words_[at(w)] != 0) return w * word_bits + (word_bits - 1 - std::countl_zero(words_[at(w)]));
+      if (data()[w] != 0) return w * word_bits + (word_bits - 1 - std::countl_zero(data()[w]));
     return -1;
   }
   /// The lowest CPU greater than `after`, or -1.
@@ -120,7 +144,7 @@ class CpuSet {
     int id = after + 1;
     if (id < 0) id = 0;
     while (id < used_ * word_bits) {
-      std::uint64_t w = words_[at(word(id))] >> bit(id);
+      std::uint64_t w = data()[word(id)] >> bit(id);
       if (w != 0) return id + std::countr_zero(w);
       id = (word(id) + 1) * word_bits;
     }
@@ -130,9 +154,9 @@ class CpuSet {
   constexpr int nth(int n) const {
     if (n < 0) return -1;
     for (int w = 0; w < used_; ++w) {
-      int c = std::popcount(words_[at(w)]);
+      std::uint64_t x = data()[w];
+      int c = std::popcount(x);
       if (n < c) {
-        std::uint64_t x = words_[at(w)];
         for (int i = 0; i < n; ++i) x &= x - 1;  // drop the n lowest bits
         return w * word_bits + std::countr_zero(x);
       }
@@ -144,8 +168,8 @@ class CpuSet {
   constexpr int index_of(int id) const {
     if (!test(id)) return -1;
     int n = 0;
-    for (int w = 0; w < word(id); ++w) n += std::popcount(words_[at(w)]);
-    return n + std::popcount(words_[at(word(id))] & ((std::uint64_t{1} << bit(id)) - 1));
+    for (int w = 0; w < word(id); ++w) n += std::popcount(data()[w]);
+    return n + std::popcount(data()[word(id)] & ((std::uint64_t{1} << bit(id)) - 1));
   }
   /// The first `n` CPUs in ascending order (all of them if n >= count()).
   constexpr CpuSet first_n(int n) const {
@@ -156,33 +180,45 @@ class CpuSet {
 
   constexpr bool is_subset_of(const CpuSet& o) const {
     for (int i = 0; i < used_; ++i)
-      if ((words_[at(i)] & ~o.words_[at(i)]) != 0) return false;
+      if ((data()[i] & ~o.word_at(i)) != 0) return false;
     return true;
   }
   constexpr bool intersects(const CpuSet& o) const {
+    const std::uint64_t* a = data();
+    const std::uint64_t* b = o.data();
     for (int i = 0, n = used_ < o.used_ ? used_ : o.used_; i < n; ++i)
-      if ((words_[at(i)] & o.words_[at(i)]) != 0) return true;
+      if ((a[i] & b[i]) != 0) return true;
     return false;
   }
 
   constexpr CpuSet& operator|=(const CpuSet& o) {
-    for (int i = 0; i < o.used_; ++i) words_[at(i)] |= o.words_[at(i)];
-    if (o.used_ > used_) used_ = o.used_;
+    use(o.used_);
+    std::uint64_t* a = data();
+    const std::uint64_t* b = o.data();
+    for (int i = 0; i < o.used_; ++i) a[i] |= b[i];
     return *this;
   }
   constexpr CpuSet& operator&=(const CpuSet& o) {
-    for (int i = 0; i < used_; ++i) words_[at(i)] &= o.words_[at(i)];  // o's words past o.used_ are 0
-    if (o.used_ < used_) used_ = o.used_;
+    std::uint64_t* a = data();
+    const std::uint64_t* b = o.data();
+    int n = used_ < o.used_ ? used_ : o.used_;
+    for (int i = 0; i < n; ++i) a[i] &= b[i];
+    for (int i = n; i < used_; ++i) a[i] = 0;  // o has no CPU there
+    used_ = n;
     return *this;
   }
   constexpr CpuSet& operator^=(const CpuSet& o) {
-    for (int i = 0; i < o.used_; ++i) words_[at(i)] ^= o.words_[at(i)];
-    if (o.used_ > used_) used_ = o.used_;
+    use(o.used_);
+    std::uint64_t* a = data();
+    const std::uint64_t* b = o.data();
+    for (int i = 0; i < o.used_; ++i) a[i] ^= b[i];
     return *this;
   }
   /// Set difference.
   constexpr CpuSet& operator-=(const CpuSet& o) {
-    for (int i = 0, n = used_ < o.used_ ? used_ : o.used_; i < n; ++i) words_[at(i)] &= ~o.words_[at(i)];
+    std::uint64_t* a = data();
+    const std::uint64_t* b = o.data();
+    for (int i = 0, n = used_ < o.used_ ? used_ : o.used_; i < n; ++i) a[i] &= ~b[i];
     return *this;
   }
   friend constexpr CpuSet operator|(CpuSet a, const CpuSet& b) { return a |= b; }
@@ -190,9 +226,9 @@ class CpuSet {
   friend constexpr CpuSet operator^(CpuSet a, const CpuSet& b) { return a ^= b; }
   friend constexpr CpuSet operator-(CpuSet a, const CpuSet& b) { return a -= b; }
   friend constexpr bool operator==(const CpuSet& a, const CpuSet& b) {
-    int n = a.used_ > b.used_ ? a.used_ : b.used_;  // both are 0 past their own used_
+    int n = a.used_ > b.used_ ? a.used_ : b.used_;  // a set has no CPU past its own used_
     for (int i = 0; i < n; ++i)
-      if (a.words_[at(i)] != b.words_[at(i)]) return false;
+      if (a.word_at(i) != b.word_at(i)) return false;
     return true;
   }
 
@@ -228,8 +264,9 @@ class CpuSet {
   constexpr iterator begin() const { return {this, first()}; }
   constexpr iterator end() const { return {this, -1}; }
 
-  /// Raw 64-bit words, CPU 0 in bit 0 of word 0.
-  constexpr const std::array<std::uint64_t, word_count>& words() const { return words_; }
+  /// CPUs 64*i .. 64*i+63 as one 64-bit word (CPU 64*i in bit 0); 0 for a
+  /// word past the set's highest CPU, including i >= capacity / 64.
+  constexpr std::uint64_t word_at(int i) const { return i >= 0 && i < used_ ? data()[i] : 0; }
 
   // ---- text forms ---------------------------------------------------------
 
@@ -263,14 +300,73 @@ class CpuSet {
 
  private:
   static constexpr int word(int id) { return id / word_bits; }
-  // A word index (never negative here) as the array's size_type.
-  static constexpr std::size_t at(int word_index) { return static_cast<std::size_t>(word_index); }
   static constexpr int bit(int id) { return id % word_bits; }
 
-  // Operations touch only words_[0, used_): on a 224-CPU machine that is 4 of
-  // the 128 words. Invariant: words_[i] == 0 for every i >= used_ (used_ is an
-  // upper bound, not always tight, e.g. after reset()).
-  std::array<std::uint64_t, word_count> words_{};
+  constexpr std::uint64_t* data() { return far_ != nullptr ? far_ : inline_.data(); }
+  constexpr const std::uint64_t* data() const { return far_ != nullptr ? far_ : inline_.data(); }
+  constexpr int room() const { return far_ != nullptr ? far_room_ : inline_words; }
+
+  // Makes words [0, n) usable (those past used_ are 0) and used_ >= n.
+  constexpr void use(int n) {
+    if (n > room()) {
+      int r = room() * 2 < n ? n : room() * 2;
+      if (r > max_words) r = max_words;
+      auto* w = new std::uint64_t[static_cast<std::size_t>(r)]{};
+      std::uint64_t* old = data();
+      for (int i = 0; i < used_; ++i) {
+        w[i] = old[i];
+        old[i] = 0;  // inline words go back to 0, as the invariant wants when far_ is dropped
+      }
+      delete[] far_;
+      far_ = w;
+      far_room_ = r;
+    }
+    if (n > used_) used_ = n;
+  }
+  // Becomes a copy of o (this != &o).
+  constexpr void assign(const CpuSet& o) {
+    if (o.used_ > room()) {
+      release();
+      far_ = new std::uint64_t[static_cast<std::size_t>(o.used_)]{};
+      far_room_ = o.used_;
+    }
+    std::uint64_t* a = data();
+    const std::uint64_t* b = o.data();
+    for (int i = 0; i < o.used_; ++i) a[i] = b[i];
+    for (int i = o.used_; i < used_; ++i) a[i] = 0;
+    used_ = o.used_;
+  }
+  // Takes o's heap words, or copies its inline ones; this holds no heap words.
+  constexpr void take(CpuSet& o) {
+    if (o.far_ == nullptr) {
+      assign(o);
+      return;
+    }
+    far_ = o.far_;
+    far_room_ = o.far_room_;
+    used_ = o.used_;
+    o.far_ = nullptr;
+    o.far_room_ = 0;
+    o.used_ = 0;
+  }
+  // Drops every CPU and the heap words.
+  constexpr void release() {
+    if (far_ == nullptr) {
+      clear();
+      return;
+    }
+    delete[] far_;
+    far_ = nullptr;
+    far_room_ = 0;
+    used_ = 0;
+  }
+
+  // Operations touch only words [0, used_): on a 224-CPU machine that is 4.
+  // Invariants: every word at or past used_ is 0 (used_ is an upper bound, not
+  // always tight, e.g. after reset()); with far_ set, the inline words are all 0.
+  std::array<std::uint64_t, inline_words> inline_{};
+  std::uint64_t* far_ = nullptr;
+  int far_room_ = 0;
   int used_ = 0;
 };
 
@@ -408,7 +504,7 @@ inline std::string CpuSet::to_mask(int min_bits) const {
   std::string out;
   for (int w = words32 - 1; w >= 0; --w) {
     // A mask wider than the set (min_bits beyond capacity) is zero-filled, never read past the words.
-    std::uint64_t word64 = w / 2 < capacity / 64 ? words_[static_cast<std::size_t>(w / 2)] : 0;
+    std::uint64_t word64 = word_at(w / 2);
     std::uint32_t v = static_cast<std::uint32_t>(word64 >> ((w % 2) * 32));
     for (int shift = 28; shift >= 0; shift -= 4) out += "0123456789abcdef"[(v >> shift) & 0xf];
     if (w > 0) out += ',';

@@ -46,14 +46,16 @@ TEST_CASE("set algebra follows the set identities") {
 TEST_CASE("sets of different extents compare and combine by their CPUs, not their history") {
   // Operations only visit the words in use; a set that once held a high CPU
   // must still equal one that never did.
-  constexpr CpuSet shrunk = [] {
+  // (A set with a CPU past 1023 keeps its words on the heap, so these sets
+  // are built inside each check: a constant can hold no heap memory.)
+  constexpr auto shrunk = [] {
     CpuSet s{3, 5000};
     s.reset(5000);
     return s;
-  }();
-  GPUAFF_STATIC_CHECK(shrunk == CpuSet{3});
-  GPUAFF_STATIC_CHECK(CpuSet{3} == shrunk);
-  GPUAFF_STATIC_CHECK(shrunk.last() == 3);
+  };
+  GPUAFF_STATIC_CHECK(shrunk() == CpuSet{3});
+  GPUAFF_STATIC_CHECK(CpuSet{3} == shrunk());
+  GPUAFF_STATIC_CHECK(shrunk().last() == 3);
   GPUAFF_STATIC_CHECK((CpuSet{1, 8000} & CpuSet{1, 2}) == CpuSet{1});
   GPUAFF_STATIC_CHECK((CpuSet{1, 2} & CpuSet{1, 8000}) == CpuSet{1});
   GPUAFF_STATIC_CHECK((CpuSet{1} | CpuSet{8000}).last() == 8000);
@@ -73,22 +75,64 @@ TEST_CASE("sets of different extents compare and combine by their CPUs, not thei
   GPUAFF_STATIC_CHECK(cleared);
 }
 
+TEST_CASE("a set stays small unless it holds a CPU past 1023") {
+  // CPUs 0-1023 are kept in the object (16 words); a set that is 1 KiB
+  // (8,192 CPUs inline) costs every plan and every core a page fault per 4 KiB.
+  static_assert(sizeof(CpuSet) <= 160);
+}
+
+TEST_CASE("copies, moves and assignments between small and large sets keep exactly their CPUs") {
+  // Each pairing of storage: inline to inline, inline to heap, heap to inline,
+  // heap to heap, and the moved-from set left empty or unchanged, never both owners.
+  constexpr auto round_trip = [] {
+    CpuSet small{1, 2, 1023};
+    CpuSet large{5, 1024, 8191};
+    CpuSet a = small;        // inline copy
+    CpuSet b = large;        // heap copy
+    bool ok = a == CpuSet{1, 2, 1023} && b == CpuSet{5, 1024, 8191} && large.count() == 3;
+    a = large;               // inline set takes heap words
+    b = small;               // heap set takes inline words, keeps no CPU past them
+    ok = ok && a == large && b == small && b.last() == 1023 && !b.test(8191);
+    CpuSet c = std::move(a);  // heap words change owner
+    ok = ok && c == large && a.empty() && a.last() == -1;
+    a = std::move(c);
+    ok = ok && a == large && c.empty();
+    c = std::move(b);         // inline: a copy
+    ok = ok && c == small;
+    a.set(2000);              // grows in place
+    a.reset(8191);
+    ok = ok && a == CpuSet{5, 1024, 2000} && a.count() == 3;
+    const CpuSet& same = a;
+    a = same;                 // self-assignment keeps the set
+    ok = ok && a == CpuSet{5, 1024, 2000};
+    CpuSet grown;             // grows word by word past the inline words
+    for (int id = 0; id < 8192; id += 97) grown.set(id);
+    ok = ok && grown.count() == 85 && grown.last() == 8148 && grown.first() == 0;
+    grown &= CpuSet{0, 97};   // the intersection drops the heap words' CPUs
+    ok = ok && grown == CpuSet{0, 97} && grown.last() == 97;
+    grown |= CpuSet::range(7000, 7001);
+    return ok && grown.count() == 4;
+  };
+  GPUAFF_STATIC_CHECK(round_trip());
+}
+
 TEST_CASE("count, first, last, next and nth walk CPUs in ascending order across words") {
-  constexpr CpuSet s{5, 63, 64, 127, 8191};
-  GPUAFF_STATIC_CHECK(s.count() == 5);
-  GPUAFF_STATIC_CHECK(s.first() == 5);
-  GPUAFF_STATIC_CHECK(s.last() == 8191);
-  GPUAFF_STATIC_CHECK(s.next(5) == 63);
-  GPUAFF_STATIC_CHECK(s.next(64) == 127);
-  GPUAFF_STATIC_CHECK(s.next(8191) == -1);
-  GPUAFF_STATIC_CHECK(s.nth(0) == 5);
-  GPUAFF_STATIC_CHECK(s.nth(2) == 64);
-  GPUAFF_STATIC_CHECK(s.nth(4) == 8191);
-  GPUAFF_STATIC_CHECK(s.nth(5) == -1);
-  GPUAFF_STATIC_CHECK(s.index_of(127) == 3);
-  GPUAFF_STATIC_CHECK(s.index_of(6) == -1);
-  GPUAFF_STATIC_CHECK(s.first_n(2) == CpuSet{5, 63});
-  std::vector<int> seen(s.begin(), s.end());
+  constexpr auto s = [] { return CpuSet{5, 63, 64, 127, 8191}; };
+  GPUAFF_STATIC_CHECK(s().count() == 5);
+  GPUAFF_STATIC_CHECK(s().first() == 5);
+  GPUAFF_STATIC_CHECK(s().last() == 8191);
+  GPUAFF_STATIC_CHECK(s().next(5) == 63);
+  GPUAFF_STATIC_CHECK(s().next(64) == 127);
+  GPUAFF_STATIC_CHECK(s().next(8191) == -1);
+  GPUAFF_STATIC_CHECK(s().nth(0) == 5);
+  GPUAFF_STATIC_CHECK(s().nth(2) == 64);
+  GPUAFF_STATIC_CHECK(s().nth(4) == 8191);
+  GPUAFF_STATIC_CHECK(s().nth(5) == -1);
+  GPUAFF_STATIC_CHECK(s().index_of(127) == 3);
+  GPUAFF_STATIC_CHECK(s().index_of(6) == -1);
+  GPUAFF_STATIC_CHECK(s().first_n(2) == CpuSet{5, 63});
+  CpuSet spread = s();
+  std::vector<int> seen(spread.begin(), spread.end());
   CHECK(seen == std::vector<int>{5, 63, 64, 127, 8191});
 }
 

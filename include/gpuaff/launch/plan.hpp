@@ -698,8 +698,8 @@ inline Result<void> plan_roles_and_env(LaunchPlan& plan, const LaunchOptions& o)
 }
 
 /// make_plan's body, filling `plan` (as default-constructed but for
-/// plan.topo, the machine) where the caller keeps it: a LaunchPlan is some
-/// 15 KB and its Topology 5 KB (each CpuSet holds 8192 CPUs), and every copy
+/// plan.topo, the machine) where the caller keeps it: a LaunchPlan holds some
+/// 20 sets, strings and vectors and its Topology more, and every copy
 /// of one on the way out is stack pages a bound process touches
 /// (benchmarks/README.md, row S).
 inline Result<void> fill_plan(LaunchPlan& plan, const LaunchOptions& o, const LaunchContext& context) {

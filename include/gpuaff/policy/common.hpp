@@ -148,14 +148,13 @@ inline constexpr int cpu_set_words = CpuSet::capacity / 64;
 /// The CPUs of a set not yet taken by cores, kept as the list of the set's
 /// non-zero words, for testing many cores against it: a test reads only
 /// those words of a core (6 of 18 for a node of a 1152-CPU machine), in one
-/// branch-free loop, with no 1 KiB copy. The set must outlive the SparseSet.
+/// loop, with no copy of the set. The set must outlive the SparseSet.
 class SparseSet {
  public:
   constexpr explicit SparseSet(const CpuSet& s) : full_(&s) {
-    const auto& w = s.words();
     std::uint64_t all = 0;
     for (int i = 0, top = s.last() / 64; i <= top; ++i) {
-      std::uint64_t x = w[static_cast<std::size_t>(i)];
+      std::uint64_t x = s.word_at(i);
       if (x == 0) continue;
       at_[static_cast<std::size_t>(n_)] = i;
       left_[static_cast<std::size_t>(n_)] = x;
@@ -171,24 +170,21 @@ class SparseSet {
   constexpr bool empty() const { return !any_; }
   /// Whether `c` holds a CPU that is left.
   constexpr bool hits(const CpuSet& c) const {
-    const auto& cw = c.words();
     std::uint64_t acc = 0;
-    for (int j = 0; j < n_; ++j)
-      acc |= cw[static_cast<std::size_t>(at_[static_cast<std::size_t>(j)])] & left_[static_cast<std::size_t>(j)];
+    for (int j = 0; j < n_; ++j) acc |= c.word_at(at_[static_cast<std::size_t>(j)]) & left_[static_cast<std::size_t>(j)];
     return acc != 0;
   }
   /// Removes the CPUs of `c`; true when `c` also holds CPUs of the set that
   /// were removed before (two cores sharing a CPU: malformed, but handled).
   constexpr bool remove(const CpuSet& c) {
-    const auto& cw = c.words();
-    const auto& fw = full_->words();
     std::uint64_t taken_before = 0;
     std::uint64_t rest = 0;
     for (int j = 0; j < n_; ++j) {
-      std::size_t k = static_cast<std::size_t>(at_[static_cast<std::size_t>(j)]);
+      int k = at_[static_cast<std::size_t>(j)];
       std::uint64_t& l = left_[static_cast<std::size_t>(j)];
-      taken_before |= cw[k] & fw[k] & ~l;
-      l &= ~cw[k];
+      std::uint64_t cw = c.word_at(k);
+      taken_before |= cw & full_->word_at(k) & ~l;
+      l &= ~cw;
       rest |= l;
     }
     any_ = rest != 0;

@@ -67,10 +67,9 @@ class CoreList {
       return;
     }
     // The core's threads that are in the set, visiting only the words they span.
-    const auto& cw = topo_->cores[static_cast<std::size_t>(r.core)].threads.words();
-    const auto& sw = cpus_.words();
+    const CpuSet& threads = topo_->cores[static_cast<std::size_t>(r.core)].threads;
     for (int w = r.key / 64; w <= r.top; ++w) {
-      std::uint64_t bits = cw[static_cast<std::size_t>(w)] & sw[static_cast<std::size_t>(w)];
+      std::uint64_t bits = threads.word_at(w) & cpus_.word_at(w);
       for (; bits != 0; bits &= bits - 1) {
         out.set(w * 64 + std::countr_zero(bits));
         if (smt == Smt::one) return;
@@ -82,7 +81,7 @@ class CoreList {
   friend constexpr CoreList physical_cores(const Topology& topo, const CpuSet& cpus);
 
  private:
-  // A core kept as an index, not a set (no 1 KiB set per core): its
+  // A core kept as an index, not a set (no set per core): its
   // threads are Topology::cores[core].threads & cpus_.
   struct Ref {
     int key = -1;

@@ -17,13 +17,8 @@ namespace detail {
 
 /// Whether `a` and `b` hold the same CPUs of `within`.
 constexpr bool same_within(const CpuSet& a, const CpuSet& b, const CpuSet& within) {
-  const auto& x = a.words();
-  const auto& y = b.words();
-  const auto& w = within.words();
-  for (int i = 0, top = within.last() / 64; i <= top; ++i) {
-    auto at = static_cast<std::size_t>(i);
-    if (((x[at] ^ y[at]) & w[at]) != 0) return false;
-  }
+  for (int i = 0, top = within.last() / 64; i <= top; ++i)
+    if (((a.word_at(i) ^ b.word_at(i)) & within.word_at(i)) != 0) return false;
   return true;
 }
 

@@ -365,8 +365,8 @@ Result<std::vector<int>> read_cores(SysfsReader& r, Topology& t, const CpuSet* o
   CpuSet unlisted;  // CPUs with no sibling list of their own
   std::string s;
   const CpuSet which = only != nullptr ? t.online & *only : t.online;  // a focused load: one node's CPUs
-  // At most one core per CPU: a Core holds a whole CpuSet (1 KiB), and growing
-  // the vector one core at a time moved each of them again and again.
+  // At most one core per CPU: growing the vector one core at a time moved
+  // each core again and again (and copied the heap words of a set past CPU 1023).
   t.cores.reserve(t.cores.size() + static_cast<std::size_t>(which.count()));
   for (int c : which) {
     if (covered.test(c)) continue;
