@@ -46,7 +46,13 @@ class CpuSet {
   constexpr CpuSet(std::initializer_list<int> ids) {
     for (int id : ids) set(id);
   }
-  constexpr CpuSet(const CpuSet& o) { assign(o); }
+  constexpr CpuSet(const CpuSet& o) : used_(o.used_) {
+    if (o.used_ > inline_words) {
+      far_ = new std::uint64_t[static_cast<std::size_t>(o.used_)]{};
+      far_room_ = o.used_;
+    }
+    copy_words(data(), o.data(), o.used_);
+  }
   constexpr CpuSet(CpuSet&& o) noexcept { take(o); }
   constexpr CpuSet& operator=(const CpuSet& o) {
     if (this != &o) assign(o);
@@ -331,10 +337,12 @@ class CpuSet {
       far_room_ = o.used_;
     }
     std::uint64_t* a = data();
-    const std::uint64_t* b = o.data();
-    for (int i = 0; i < o.used_; ++i) a[i] = b[i];
+    copy_words(a, o.data(), o.used_);
     for (int i = o.used_; i < used_; ++i) a[i] = 0;
     used_ = o.used_;
+  }
+  static constexpr void copy_words(std::uint64_t* to, const std::uint64_t* from, int n) {
+    for (int i = 0; i < n; ++i) to[i] = from[i];
   }
   // Takes o's heap words, or copies its inline ones; this holds no heap words.
   constexpr void take(CpuSet& o) {
