@@ -14,13 +14,21 @@ for command in bind topo exec record doctor probe; do
   [[ -n $section ]] || { echo "FAIL: the man page has no section for $command"; fail=1; continue; }
   words=$(sed -n "s/^    $command) COMPREPLY=(\$(compgen -W '\\([^']*\\)'.*/\\1/p" "$completion")
   [[ -n $words ]] || { echo "FAIL: the completion has no words for $command"; fail=1; continue; }
-  flags=$("$gpuaff" "$command" --help | grep -oE '^  (-h,)?--[a-z][a-z-]*' | sed 's/^  //; s/^-h,//' | sort -u)
+  help=$("$gpuaff" "$command" --help)
+  flags=$(grep -oE '^  (-h,)?--[a-z][a-z-]*' <<<"$help" | sed 's/^  //; s/^-h,//' | sort -u)
   [[ $(wc -l <<<"$flags") -ge 3 ]] || { echo "FAIL: $command --help lists too few flags: $flags"; fail=1; }
   for flag in $flags; do
     [[ $flag == --help ]] && continue
     escaped=${flag//-/\\-}
     grep -qE "^\.BI? ${escaped//\\/\\\\}( |$)" <<<"$section" || { echo "FAIL: man page, $command: no $flag"; fail=1; }
     grep -qw -- "$flag" <<<"$words" || { echo "FAIL: completion, $command: no $flag"; fail=1; }
+    # The value the flag takes, as --help shows it ("  --gpu N[,N...]|all  the GPU..."),
+    # is the one the man page shows (.BI \-\-gpu " N[,N...]|all").
+    value=$(sed -n "s/^  ${flag} \([^ ]*\).*/\1/p" <<<"$help" | head -1)
+    if [[ -n $value ]]; then
+      shown=$(sed -n "s/^\.BI ${escaped//\\/\\\\} \" \(.*\)\"$/\1/p" <<<"$section" | sed 's/\\-/-/g' | head -1)
+      [[ $shown == "$value" ]] || { echo "FAIL: man page, $command $flag: value '$shown', --help says '$value'"; fail=1; }
+    fi
   done
 done
 # Values: the policy names after --policy, bind's formats after --format.

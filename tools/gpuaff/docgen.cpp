@@ -96,7 +96,7 @@ std::string man_page(std::string_view docdir, std::string_view fixturedir) {
       if (o->type == OptionType::flag)
         cat(m, ".TP\n.B ", roff(o->flag), "\n");
       else  // the flag bold, its value italic
-        cat(m, ".TP\n.BI ", roff(o->flag), " \" ", roff(o->value_name), "\"\n");
+        cat(m, ".TP\n.BI ", roff(o->flag), " \" ", roff(gpuaff::cli::option_value_name(*o, c.bit)), "\"\n");
       std::string help(o->help);
       if (o->key == "policy") cat(help, ": ", gpuaff::cli::policies_help());
       std::string_view d = gpuaff::cli::option_default(*o, c.bit);
