@@ -318,11 +318,9 @@ class CpuSet {
       int r = room() * 2 < n ? n : room() * 2;
       if (r > max_words) r = max_words;
       auto* w = new std::uint64_t[static_cast<std::size_t>(r)]{};
-      std::uint64_t* old = data();
-      for (int i = 0; i < used_; ++i) {
-        w[i] = old[i];
-        old[i] = 0;  // inline words go back to 0, as the invariant wants when far_ is dropped
-      }
+      copy_words(w, data(), used_);
+      if (far_ == nullptr)  // the inline words stay 0 while the heap holds the set
+        for (int i = 0; i < used_; ++i) inline_[static_cast<std::size_t>(i)] = 0;
       delete[] far_;
       far_ = w;
       far_room_ = r;

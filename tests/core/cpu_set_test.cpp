@@ -111,7 +111,14 @@ TEST_CASE("copies, moves and assignments between small and large sets keep exact
     grown &= CpuSet{0, 97};   // the intersection drops the heap words' CPUs
     ok = ok && grown == CpuSet{0, 97} && grown.last() == 97;
     grown |= CpuSet::range(7000, 7001);
-    return ok && grown.count() == 4;
+    ok = ok && grown.count() == 4;
+    // A set that moved from its own words to the heap, then gave the heap
+    // words away, starts again empty: none of its old low CPUs come back.
+    CpuSet reused{1, 2};
+    reused.set(3000);
+    CpuSet taken = std::move(reused);
+    reused.set(5);
+    return ok && reused == CpuSet{5} && taken == CpuSet{1, 2, 3000};
   };
   GPUAFF_STATIC_CHECK(round_trip());
 }

@@ -13,12 +13,12 @@ namespace gpuaff {
 inline namespace v0 {
 namespace detail {
 
-/// The edit distance (insertions, deletions, substitutions, and swaps of two
-/// neighbouring letters) between two words of at most 63 characters; 64 for
-/// longer ones, which are never close.
 /// Words this long are not compared: edit_distance() gives them the cap.
 inline constexpr std::size_t edit_distance_cap = 64;
 
+/// The edit distance (insertions, deletions, substitutions, and swaps of two
+/// neighbouring letters) between two words of at most 63 characters; 64
+/// (edit_distance_cap) for longer ones, which are never close.
 template <class = void>
 constexpr int edit_distance(std::string_view a, std::string_view b) {
   constexpr std::size_t cap = edit_distance_cap;
