@@ -12,6 +12,7 @@ process, checked, and never half-applied. See docs/python.md.
 """
 
 import contextlib
+import keyword
 import os
 import sys
 import threading
@@ -501,17 +502,28 @@ def doctor(pid, min_local=None, **options):
 
 
 def _with_keywords(function, keys, leading=()):
-    """Gives `function` the signature help() and inspect show: its leading
+    """Gives `function` the signature help(), IDEs and inspect show: its leading
     parameters, then every keyword of the option table it takes (keyword-only,
-    default None: the option's own default)."""
-    import inspect
+    default None: the option's own default).
 
+    inspect.signature() follows __wrapped__, so `function` wraps a do-nothing
+    function of that signature, compiled here. Building an inspect.Signature
+    instead would import inspect, which was half of `import gpuaff` on
+    Debian 12's Python (benchmarks/README.md, row P). The stand-in carries
+    `function`'s file and line, so inspect.getsource() still shows `function`."""
     params = []
-    for p in leading:  # "name" (required) or ("name", default)
-        name, default = (p, inspect.Parameter.empty) if isinstance(p, str) else p
-        params.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default))
-    params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None) for k in keys]
-    function.__signature__ = inspect.Signature(params)
+    for p in leading:  # "name" (required) or ("name", None)
+        params.append(p if isinstance(p, str) else p[0] + "=None")
+    params += ["*"] + [k + "=None" for k in keys]
+    for name in [p if isinstance(p, str) else p[0] for p in leading] + list(keys):
+        if not name.isidentifier() or keyword.iskeyword(name):
+            raise ImportError("gpuaff: option %r of the option table is not a Python name" % name)
+    namespace = {}
+    exec("def %s(%s): pass" % (function.__name__, ", ".join(params)), namespace)  # names checked above
+    stand_in = namespace[function.__name__]
+    stand_in.__code__ = stand_in.__code__.replace(co_filename=function.__code__.co_filename,
+                                                  co_firstlineno=function.__code__.co_firstlineno)
+    function.__wrapped__ = stand_in
     return function
 
 
