@@ -319,7 +319,7 @@ template <class E>
 inline constexpr bool is_unexpected<Unexpected<E>> = true;
 
 /// Makes `x` as if default-constructed, where it is: `x = T{}` builds a
-/// temporary first, which for a Topology (5 KB) or a LaunchPlan (15 KB) is
+/// temporary first, which for a Topology (1.2 KB) or a LaunchPlan (3 KB) is
 /// stack of that size.
 template <class T>
 constexpr void reset_in_place(T& x) {
@@ -648,8 +648,8 @@ namespace detail {
 
 /// A Result<T> built where the caller keeps it: `fill(T&)`, a Result<void>,
 /// fills a default-constructed T in place, and the one named Result is
-/// returned without a copy. For a Topology (some 5 KB) or a LaunchPlan
-/// (15 KB), each copy on the way out is stack pages a short-lived process
+/// returned without a copy. For a Topology (1.2 KB) or a LaunchPlan
+/// (3 KB), each copy on the way out is stack pages a short-lived process
 /// touches (benchmarks/README.md, row S).
 template <class T, class Fill>
 constexpr Result<T> built_in_place(Fill&& fill) {

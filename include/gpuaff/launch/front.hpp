@@ -241,8 +241,7 @@ inline Result<void> apply_gpu_nodes(Topology& topo, const std::string& file) {
   return {};
 }
 
-/// load() into `topo` (as default-constructed: a Topology is some 5 KB, and
-/// it is read where it is kept).
+/// load() into `topo` (as default-constructed: it is read where it is kept).
 inline Result<void> load_into(Topology& topo, const LaunchOptions& o, const Environment& env, const Readers& readers,
                               SysfsDetail level, LaunchStage* failed_at, TopologyParts needs,
                               std::optional<LoadFocus> focus) {
@@ -308,8 +307,7 @@ inline Result<LaunchContext> launch_context(const LaunchOptions& o, const Enviro
 namespace detail {
 
 /// The machine and the launch context of a plan, into `topo` and `context`
-/// (as default-constructed): a Topology is some 5 KB and a LaunchContext
-/// 7 KB, and the caller keeps them where they are used (benchmarks/README.md,
+/// (as default-constructed), where the caller keeps them (benchmarks/README.md,
 /// row S).
 inline Result<void> prepare(Topology& topo, LaunchContext& context, const LaunchOptions& o, const Environment& env,
                             const Readers& readers, LaunchStage* failed_at, bool one_device = false) {

@@ -227,7 +227,7 @@ class SysfsSource {
   template <class = void>
   Result<Topology> load();
   /// load() into `t`, which must be default-constructed: where the caller
-  /// keeps the machine (a Topology is some 5 KB), nothing is copied.
+  /// keeps the machine, nothing is copied.
   template <class = void>
   Result<void> load(Topology& t);
 
@@ -1374,7 +1374,7 @@ std::optional<bool> focused_gpus(SysfsReader& r, Topology& t, const SysfsOptions
   }
   std::vector<PciAddress> driver = **listed;
   std::sort(driver.begin(), driver.end());
-  // A Gpu is some 1.2 KB and a PciDevice 1 KB: each list is allocated once.
+  // Each list is allocated once.
   t.gpus.reserve(t.gpus.size() + driver.size());
   t.pci_devices.reserve(t.pci_devices.size() + driver.size());
   for (const PciAddress& a : driver) {
@@ -1588,7 +1588,7 @@ bool read_focused(SysfsReader& r, const SysfsOptions& o, Topology& t) {
   if (!from_driver) return false;
   // The visible GPUs: where nothing selects, the driver's list itself
   // (focused_gpus put it in bus order, as select_visible_gpus would); else a
-  // selected copy (a Gpu is some 1.2 KB). Below, t.gpus changes only in place
+  // selected copy. Below, t.gpus changes only in place
   // (place_device): the list stays valid.
   Result<std::vector<Gpu>> chosen;
   if (visible.selects()) chosen = select_visible_gpus(t.gpus, visible);
