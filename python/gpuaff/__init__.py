@@ -518,7 +518,7 @@ def _with_keywords(function, keys, leading=()):
     for name in [p if isinstance(p, str) else p[0] for p in leading] + list(keys):
         if not name.isidentifier() or keyword.iskeyword(name):
             raise ImportError("gpuaff: option %r of the option table is not a Python name" % name)
-    namespace = {}
+    namespace = {"__name__": __name__}  # the stand-in's __module__: gpuaff
     exec("def %s(%s): pass" % (function.__name__, ", ".join(params)), namespace)  # names checked above
     stand_in = namespace[function.__name__]
     stand_in.__code__ = stand_in.__code__.replace(co_filename=function.__code__.co_filename,
