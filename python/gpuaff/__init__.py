@@ -11,11 +11,9 @@ process, checked, and never half-applied. See docs/python.md.
         subprocess.Popen(...)                                  # the child starts bound
 """
 
-import contextlib
 import keyword
 import os
 import sys
-import threading
 import warnings
 
 from . import _errors
@@ -152,6 +150,8 @@ class KeepBound:
         self.on_drift = on_drift
         self.moved = []
         self.failed = []
+        import threading  # here, not at import: with its imports, half of `import gpuaff`
+
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gpuaff-keep-bound", daemon=True)
         self._thread.start()
@@ -177,6 +177,8 @@ class KeepBound:
 
     def stop(self):
         """Ends the background thread (after its current check)."""
+        import threading
+
         self._stop.set()
         if threading.current_thread() is not self._thread:
             self._thread.join()
@@ -207,7 +209,35 @@ def keep_bound(plan=None, interval=10.0, on_drift=None):
     return KeepBound(plan, float(interval), on_drift)
 
 
-@contextlib.contextmanager
+class _Bound:
+    """What bound() returns: the guard of one ``with`` block (or, used as a
+    decorator, of each call of the function)."""
+
+    def __init__(self, plan, options):
+        self._plan, self._options, self._launched = plan, options, None
+
+    def __enter__(self):
+        if self._launched is not None:
+            raise RuntimeError("gpuaff.bound(): this guard is already in use; call bound() again for another block")
+        self._launched = _launch("thread", self._plan, self._options, "running the block")
+        return self._launched.plan
+
+    def __exit__(self, *exc):
+        launched, self._launched = self._launched, None
+        launched.restore()
+        return False
+
+    def __call__(self, function):
+        import functools
+
+        @functools.wraps(function)
+        def bound_call(*args, **kwargs):
+            with _Bound(self._plan, self._options):
+                return function(*args, **kwargs)
+
+        return bound_call
+
+
 def bound(plan=None, **options):
     """Binds the calling thread only, for the ``with`` block, then puts back
     exactly what it had. A process or thread started inside the block starts
@@ -217,12 +247,10 @@ def bound(plan=None, **options):
     get (GPUAFF_PLAN, the NIC variables, OMP_NUM_THREADS), which bound() does
     not put in the process-wide os.environ: pass ``env={**os.environ,
     **plan.environment}``. With ``fallback="unbound"`` a binding the machine
-    refuses is a warning and the block runs unbound, yielding None."""
-    launched = _launch("thread", plan, options, "running the block")
-    try:
-        yield launched.plan
-    finally:
-        launched.restore()
+    refuses is a warning and the block runs unbound, yielding None. As a
+    decorator (``@gpuaff.bound(gpu=1)``), each call of the function is such
+    a block."""
+    return _Bound(plan, options)
 
 
 def bind_process(cpus, membind="none", memory_nodes=None):
@@ -355,6 +383,8 @@ def bind_role(role, threads=None, plan=None):
                               % (role, ", ".join(sorted(roles)) or "none"))
     cpus = roles[role]
     if threads is None:
+        import threading
+
         os.sched_setaffinity(0, cpus)
         return [threading.get_native_id()]
     bound_ids, names = [], []

@@ -80,6 +80,32 @@ def test_guard_binds_this_thread_only_and_restores(bindable):
         sleepers.stop()
 
 
+def test_guard_as_a_decorator_binds_each_call(bindable):
+    # bound() as contextlib made it: a decorator too, each call its own block.
+    @gpuaff.bound(gpu=1, root=bindable)
+    def inside(x):
+        return x, gpuaff.thread_affinity()
+
+    assert inside(7) == (7, {1})
+    assert gpuaff.thread_affinity() == {0, 1}
+    assert inside(8) == (8, {1})  # a second call binds again
+    assert gpuaff.thread_affinity() == {0, 1}
+    assert inside.__name__ == "inside"
+
+
+def test_a_guard_in_use_is_not_entered_again(bindable):
+    guard = gpuaff.bound(gpu=1, root=bindable)
+    with guard:
+        with pytest.raises(RuntimeError, match="already in use"):
+            with guard:
+                pass
+        assert gpuaff.thread_affinity() == {1}  # the refused entry changed nothing
+    assert gpuaff.thread_affinity() == {0, 1}
+    with guard:  # done with, it may guard another block
+        assert gpuaff.thread_affinity() == {1}
+    assert gpuaff.thread_affinity() == {0, 1}
+
+
 def test_guard_with_memory_policy(bindable):
     # Node 0 exists on every machine; its memory policy is set for the block only.
     before = open("/proc/self/status").read().split("Mems_allowed_list:")[1].split()[0]

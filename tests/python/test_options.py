@@ -129,11 +129,14 @@ def test_help_shows_the_keywords():
     assert inspect.getsource(gpuaff.doctor).startswith("def doctor(pid, min_local=None, **options):")
 
 
-def test_import_does_not_import_inspect():
-    # inspect was half of `import gpuaff` on Debian 12's Python, imported only
-    # to build the signatures above (benchmarks/README.md, row P). A process
-    # that binds before it imports torch pays for every module gpuaff imports.
-    probe = "import sys, gpuaff; print(sorted({'inspect', 'ast', 'dis', 'tokenize'} & set(sys.modules)))"
+def test_import_loads_no_module_it_does_not_need():
+    # inspect (with ast, dis, tokenize) was half of `import gpuaff` on Debian
+    # 12's Python, imported only to build the signatures above; threading and
+    # contextlib (with functools, collections) half of the rest, used only by
+    # keep_bound() and bound() (benchmarks/README.md, row P). A process that
+    # binds before it imports torch pays for every module gpuaff imports.
+    probe = ("import sys; before = set(sys.modules); import gpuaff; "
+             "print(sorted({'inspect', 'ast', 'dis', 'tokenize', 'threading', 'contextlib'} & (set(sys.modules) - before)))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.returncode == 0, out.stderr
