@@ -404,6 +404,24 @@ int open_descriptors() {
 
 }  // namespace
 
+TEST_CASE("a folder of more names than one read of the folder returns is listed whole") {
+  // list_directory_fd reads a page of entries per getdents64 call: 1,500
+  // names of 12 characters (the length of a PCI address; 32-byte records)
+  // take a dozen calls, and each name must come back once.
+  TempTree t;
+  std::set<std::string> want;
+  for (int i = 0; i < 1500; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "0000:%02x:%02x.%x", i / 256, i % 256 / 8, i % 8);
+    t.write(std::string("devices/") + name, "");
+    want.insert(name);
+  }
+  std::vector<std::string> names;
+  REQUIRE(gpuaff::detail::list_directory(t.path("devices"), names) == 0);
+  CHECK(names.size() == want.size());
+  CHECK(std::set<std::string>(names.begin(), names.end()) == want);
+}
+
 TEST_CASE("the root is opened once: is_live_root hands its descriptor to the reader, and no load keeps one") {
   TempTree t;
   machine(t, 2, 1);

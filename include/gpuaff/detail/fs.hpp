@@ -217,7 +217,10 @@ inline int list_directory_fd(int fd, std::vector<std::string>& names) {
   names.clear();
   // struct linux_dirent64 (getdents64(2)): inode, offset, record length, type, name.
   constexpr std::size_t name_at = 8 + 8 + 2 + 1;
-  alignas(8) char buf[16384];
+  // One page: each stack page a one-shot process (`gpuaff bind`) touches
+  // is a page fault, dearer than the getdents64 call or two more that a
+  // folder of hundreds of devices then takes (benchmarks/README.md, row S).
+  alignas(8) char buf[4096];
   int err = 0;
   while (true) {
     long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
