@@ -542,8 +542,8 @@ def _with_keywords(function, keys, leading=()):
     Debian 12's Python (benchmarks/README.md, row P). The stand-in carries
     `function`'s file and line, so inspect.getsource() still shows `function`."""
     params = []
-    for p in leading:  # "name" (required) or ("name", None)
-        params.append(p if isinstance(p, str) else p[0] + "=None")
+    for p in leading:  # "name" (required) or ("name", default), a literal default
+        params.append(p if isinstance(p, str) else "%s=%r" % p)
     params += ["*"] + [k + "=None" for k in keys]
     for name in [p if isinstance(p, str) else p[0] for p in leading] + list(keys):
         if not name.isidentifier() or keyword.iskeyword(name):
