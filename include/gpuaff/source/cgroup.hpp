@@ -138,12 +138,7 @@ inline Result<std::optional<CpuSet>> read_cgroup_set(SysfsReader& r, std::string
 /// naming the file and the root; Errc::not_found when `root` is neither a
 /// directory nor a tar file.
 inline Result<CgroupCpuset> read_cgroup_cpuset(const std::string& root) {
-  int root_fd = -1;  // the root's descriptor, handed to the reader
-  GPUAFF_TRY(bool live, detail::is_live_root(root, &root_fd));
-  detail::SysfsReader r(root, live, root_fd);
-  if (const Error* e = r.archive_error()) return unexpected(*e);
-  CgroupCpuset out;
-  auto read = [&]() -> Result<void> {
+  return detail::read_from_root<CgroupCpuset>(root, [](detail::SysfsReader& r, CgroupCpuset& out) -> Result<void> {
     const std::string rel = "proc/self/cgroup";
     std::string text;
     GPUAFF_TRY(bool have, r.get(rel, text));
@@ -166,11 +161,7 @@ inline Result<CgroupCpuset> read_cgroup_cpuset(const std::string& root) {
     if (cpus) out.cpus = *cpus;
     if (mems) out.mems = *mems;
     return {};
-  };
-  Result<void> done = read();
-  out.files_read = std::move(r.read);
-  if (!done) return Unexpected<Error>(done.error());
-  return out;
+  });
 }
 
 }  // namespace v0

@@ -87,12 +87,7 @@ inline Result<CpuSet> reserved_list(SysfsReader& r, const std::string& rel, bool
 /// (a malformed list, naming the file and the root); Errc::not_found when
 /// `root` is neither a directory nor a tar file.
 inline Result<SystemReservations> read_system_reservations(const std::string& root) {
-  int root_fd = -1;  // the root's descriptor, handed to the reader
-  GPUAFF_TRY(bool live, detail::is_live_root(root, &root_fd));
-  detail::SysfsReader r(root, live, root_fd);
-  if (const Error* e = r.archive_error()) return unexpected(*e);
-  SystemReservations out;
-  auto read = [&]() -> Result<void> {
+  return detail::read_from_root<SystemReservations>(root, [](detail::SysfsReader& r, SystemReservations& out) -> Result<void> {
     bool have = false;
     GPUAFF_TRY(out.isolated, detail::reserved_list(r, "sys/devices/system/cpu/isolated", have));
     GPUAFF_TRY(out.nohz_full, detail::reserved_list(r, "sys/devices/system/cpu/nohz_full", have));
@@ -136,11 +131,7 @@ inline Result<SystemReservations> read_system_reservations(const std::string& ro
       if (path == "/") return {};
       path = std::string(detail::parent_cgroup(path));
     }
-  };
-  Result<void> done = read();
-  out.files_read = std::move(r.read);
-  if (!done) return Unexpected<Error>(done.error());
-  return out;
+  });
 }
 
 /// The online CPUs a cgroup cpuset leaves out: where a Slurm step runs, its

@@ -316,6 +316,23 @@ class BasicSysfsReader {
 };
 using SysfsReader = BasicSysfsReader<>;  // a template only to be compiled where used (config.hpp)
 
+/// Reads the root `root` ("/" or a recording) once, with one reader:
+/// `read(r, out)` fills a default-constructed T, whose `files_read` then gets
+/// the files the reader read (also when `read` fails; the error is returned).
+/// Errors: those of is_live_root and of an archive root, then `read`'s.
+template <class T, class Read>
+Result<T> read_from_root(const std::string& root, Read&& read) {
+  int root_fd = -1;  // the root's descriptor, handed to the reader
+  GPUAFF_TRY(bool live, is_live_root(root, &root_fd));
+  SysfsReader r(root, live, root_fd);
+  if (const Error* e = r.archive_error()) return unexpected(*e);
+  T out;
+  Result<void> done = read(r, out);
+  out.files_read = std::move(r.read);
+  if (!done) return Unexpected<Error>(done.error());
+  return out;
+}
+
 }  // namespace detail
 }  // namespace v0
 }  // namespace gpuaff
