@@ -46,6 +46,8 @@ class CpuSet {
   constexpr CpuSet(std::initializer_list<int> ids) {
     for (int id : ids) set(id);
   }
+  // Its own body, not assign(): through assign() GCC's LTO build warned of a
+  // write past the inline words (-Wstringop-overflow) that cannot happen.
   constexpr CpuSet(const CpuSet& o) : used_(o.used_) {
     if (o.used_ > inline_words) {
       far_ = new std::uint64_t[static_cast<std::size_t>(o.used_)]{};

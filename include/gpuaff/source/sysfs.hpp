@@ -1588,8 +1588,8 @@ bool read_focused(SysfsReader& r, const SysfsOptions& o, Topology& t) {
   if (!from_driver) return false;
   // The visible GPUs: where nothing selects, the driver's list itself
   // (focused_gpus put it in bus order, as select_visible_gpus would); else a
-  // selected copy. Below, t.gpus changes only in place
-  // (place_device): the list stays valid.
+  // selected copy. Below, t.gpus changes only in place (place_device): the
+  // list stays valid.
   Result<std::vector<Gpu>> chosen;
   if (visible.selects()) chosen = select_visible_gpus(t.gpus, visible);
   if (!chosen) return false;
