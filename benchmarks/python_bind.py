@@ -35,6 +35,14 @@ side by side, per mode, by
            GPUs' PCI addresses are given (PyTorch asks CUDA for them), which
            flatters it; os.sched_getaffinity is called per plan as PyTorch
            does, the root's online CPUs standing for the allowed set.
+  as it runs  the reader, plus what PyTorch's binding does on every call
+           before it binds (`_get_validated_logical_cpus_to_bind_to`): it
+           looks numactl up on PATH (it refuses to bind without the binary,
+           even in process: ../shared/REFERENCE.md) and refuses an empty
+           answer. PATH is the one a container gets by default (Docker's, for
+           Debian and Ubuntu images), so the lookup stats 4 folders; a venv,
+           conda or an NGC image puts more before /usr/bin. Shown beside the
+           reader, not instead of it: the target is the reader
   finding  the same reader, but it finds GPU g itself from the files that say
            which device GPU g is (docs/contract.md section 2: every PCI
            device's class, the vendor of the display and accelerator ones,
@@ -48,6 +56,10 @@ side by side, per mode, by
            scan)
   loaded   m = gpuaff.load(root=...) once, then m.plan(gpu=g, policy=P)
   load+8   gpuaff.load() and the 8 plans, the load counted
+Then each way once per round, after other work (a few MB of Python objects
+walked, as a worker's start-up would have done before it binds), which is
+the call a worker makes: once, with the caches holding what came before,
+not the binder's code, data or the kernel's structures for its files.
 Medians of interleaved rounds (wall time, perf_counter); the answers of the
 readers and of gpuaff are compared first and must agree. Each column also
 counts the read system calls one GPU's plan makes (/proc/self/io syscr;
@@ -56,6 +68,7 @@ Python's open().read() makes two per file, gpuaff one).
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -195,6 +208,22 @@ class Reader:
         return groups[order[r % len(order)]]
 
 
+# The PATH a container gets when its image sets none (Docker's default).
+CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class AsItRuns(Reader):
+    """The reader and the checks PyTorch makes on each answer before binding:
+    numactl looked up on PATH, and an empty answer refused."""
+
+    def decide(self, mode, g):
+        cpus = getattr(Reader, mode.replace("-", "_"))(self, g)
+        shutil.which("numactl", path=CONTAINER_PATH)  # PyTorch raises when it is None; its cost is the same
+        if not cpus:
+            raise RuntimeError("Must bind to a non-empty set of CPU indices")
+        return cpus
+
+
 class FindingReader(Reader):
     """The reader, but it finds GPU g itself, from the same files gpuaff.plan(gpu=g)
     must read to know which device that is (docs/contract.md section 2): every
@@ -250,6 +279,7 @@ def side_by_side(build, rounds, fixture):
     bdfs = [g["pci"] for g in gpuaff.gpus(root=root)]
     allowed = _cpulist(_read(root, "sys/devices/system/cpu/online"))
     reader = Reader(root, bdfs, allowed)
+    as_it_runs = AsItRuns(root, bdfs, allowed)
     finding = FindingReader(root, allowed)
     gpus = range(len(bdfs))
     machine = gpuaff.load(root=root)
@@ -257,6 +287,9 @@ def side_by_side(build, rounds, fixture):
     def run_reader(mode):
         f = getattr(reader, mode.replace("-", "_"))
         return [sorted(f(g)) for g in gpus]
+
+    def run_as_it_runs(mode):
+        return [sorted(as_it_runs.decide(mode, g)) for g in gpus]
 
     def run_finding(mode):
         f = getattr(finding, mode.replace("-", "_"))
@@ -279,8 +312,9 @@ def side_by_side(build, rounds, fixture):
         m = gpuaff.load(root=root)
         return [sorted(m.plan(gpu=g, policy=mode).cpus) for g in gpus]
 
-    ways = [("reader", run_reader), ("finding", run_finding), ("per call pci", run_per_call_pci),
-            ("per call", run_per_call), ("loaded", run_loaded), ("load+8", run_load_and_plan)]
+    ways = [("reader", run_reader), ("as it runs", run_as_it_runs), ("finding", run_finding),
+            ("per call pci", run_per_call_pci), ("per call", run_per_call), ("loaded", run_loaded),
+            ("load+8", run_load_and_plan)]
     reads = {}
     for mode in MODES:
         want = run_reader(mode)
@@ -299,26 +333,69 @@ def side_by_side(build, rounds, fixture):
                 times[(mode, name)].append(time.perf_counter() - t0)
 
     def ratio(r):
-        return "%.1fx faster" % r if r >= 1 else "%.1fx slower" % (1 / r)
+        x = r if r >= 1 else 1 / r
+        return ("%.2fx" if x < 2 else "%.1fx") % x + (" faster" if r >= 1 else " slower")
 
     print()
     print("| P | %d GPUs of %s planned in one process, per mode (median of %d interleaved rounds, wall; read system "
-          "calls per GPU) | PyTorch-equivalent reader, addresses given | gpuaff.plan(pci=address) per call, the same "
-          "input | ratio (target: faster) | gpuaff.plan(gpu=g) per call | ratio | the reader finding GPU g itself | "
-          "gpuaff per call (gpu=g) against it | gpuaff loaded: 8 x Machine.plan | ratio | gpuaff.load + 8 plans | "
-          "verdict |" % (len(bdfs), fixture, rounds))
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "calls per GPU) | the PyTorch-equivalent reader, addresses given | gpuaff.plan(pci=address) per call, the "
+          "same input | ratio (target: faster) | PyTorch as it runs: the reader and its checks | ratio | "
+          "gpuaff.plan(gpu=g) per call | ratio to the reader | the reader finding GPU g itself | gpuaff per call "
+          "(gpu=g) against it | gpuaff loaded: 8 x Machine.plan | ratio to the reader | gpuaff.load + 8 plans | "
+          "verdict, calls back to back |" % (len(bdfs), fixture, rounds))
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for mode in MODES:
         med = {w: statistics.median(times[(mode, w)]) * 1e3 for w, _ in ways}
         pci = med["reader"] / med["per call pci"]
+        checked = med["as it runs"] / med["per call pci"]
         per, loaded = med["reader"] / med["per call"], med["reader"] / med["loaded"]
         same_input = med["finding"] / med["per call"]
         verdict = "holds" if pci > 1 else "DOES NOT HOLD"
-        print("| P | %s | %.3f ms (%.0f reads) | %.3f ms (%.0f reads) | %s | %.3f ms (%.0f reads) | %s | %.3f ms "
-              "(%.0f reads) | %s | %.3f ms | %s | %.3f ms | %s |"
+        print("| P | %s | %.3f ms (%.0f reads) | %.3f ms (%.0f reads) | %s | %.3f ms | %s | %.3f ms (%.0f reads) | %s "
+              "| %.3f ms (%.0f reads) | %s | %.3f ms | %s | %.3f ms | %s |"
               % (mode, med["reader"], reads[(mode, "reader")], med["per call pci"], reads[(mode, "per call pci")],
-                 ratio(pci), med["per call"], reads[(mode, "per call")], ratio(per), med["finding"],
-                 reads[(mode, "finding")], ratio(same_input), med["loaded"], ratio(loaded), med["load+8"], verdict))
+                 ratio(pci), med["as it runs"], ratio(checked), med["per call"],
+                 reads[(mode, "per call")], ratio(per), med["finding"], reads[(mode, "finding")], ratio(same_input),
+                 med["loaded"], ratio(loaded), med["load+8"], verdict))
+
+    # One call after other work, as a worker binds once: the caches hold what
+    # that work touched (some 4 MB of Python objects walked), not the plan's
+    # code, data or the kernel's file structures. GPU g turns with the round.
+    junk = list(range(1 << 19))
+
+    def other_work():
+        total = 0
+        for x in junk[::4]:
+            total += x
+        return total
+
+    one = [("reader", lambda mode, g: getattr(reader, mode.replace("-", "_"))(g)),
+           ("as it runs", lambda mode, g: as_it_runs.decide(mode, g)),
+           ("per call pci", lambda mode, g: gpuaff.plan(pci=bdfs[g], root=root, policy=mode).cpus),
+           ("per call", lambda mode, g: gpuaff.plan(gpu=g, root=root, policy=mode).cpus)]
+    cold = {(m, w): [] for m in MODES for w, _ in one}
+    for r in range(rounds):
+        g = r % len(bdfs)
+        for mode in MODES:
+            for i in range(len(one)):
+                name, way = one[(i + r) % len(one)]
+                other_work()
+                t0 = time.perf_counter()
+                way(mode, g)
+                cold[(mode, name)].append(time.perf_counter() - t0)
+    print()
+    print("| P | one call after other work, %s, per mode (median of %d rounds, GPU g = round mod %d, wall) | the "
+          "PyTorch-equivalent reader | PyTorch as it runs | gpuaff.plan(pci=address) | ratio to the reader | ratio "
+          "to PyTorch as it runs | gpuaff.plan(gpu=g) | ratio to the reader | verdict, one call |"
+          % (fixture, rounds, len(bdfs)))
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for mode in MODES:
+        med = {w: statistics.median(cold[(mode, w)]) * 1e3 for w, _ in one}
+        pci = med["reader"] / med["per call pci"]
+        print("| P | %s | %.3f ms | %.3f ms | %.3f ms | %s | %s | %.3f ms | %s | %s |"
+              % (mode, med["reader"], med["as it runs"], med["per call pci"], ratio(pci),
+                 ratio(med["as it runs"] / med["per call pci"]), med["per call"], ratio(med["reader"] / med["per call"]),
+                 "holds" if pci > 1 else "DOES NOT HOLD"))
 
 
 def main():
