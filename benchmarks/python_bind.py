@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Row P (benchmarks/README.md): from `import gpuaff` to bound, in Python.
 
-    python3 benchmarks/python_bind.py BUILD [--rounds=N]
+    python3 benchmarks/python_bind.py BUILD [--rounds=N] [--other-work-mb=N]
 
 BUILD is a build directory holding the module (BUILD/python) and the fixtures
 (BUILD/fixtures, or its GPUAFF_FIXTURES_DIR). Each sample is a fresh interpreter that times, with its own
@@ -56,10 +56,11 @@ side by side, per mode, by
            scan)
   loaded   m = gpuaff.load(root=...) once, then m.plan(gpu=g, policy=P)
   load+8   gpuaff.load() and the 8 plans, the load counted
-Then each way once per round, after other work (a few MB of Python objects
-walked, as a worker's start-up would have done before it binds), which is
-the call a worker makes: once, with the caches holding what came before,
-not the binder's code, data or the kernel's structures for its files.
+Then each way once per round, after other work (N MB copied, 64 by default:
+more than this machine's last-level cache, as importing a framework touches
+before a worker binds; on a CPU with a larger one pass more), which is the
+call a worker makes: once, with the caches holding what came before, not
+the binder's code, data or the kernel's structures for its files.
 Medians of interleaved rounds (wall time, perf_counter); the answers of the
 readers and of gpuaff are compared first and must agree. Each column also
 counts the read system calls one GPU's plan makes (/proc/self/io syscr;
@@ -269,7 +270,7 @@ def read_calls(f):
 MODES = ["node", "socket", "exclusive", "core-complex"]
 
 
-def side_by_side(build, rounds, fixture):
+def side_by_side(build, rounds, fixture, other_work_mb):
     import time
 
     sys.path.insert(0, os.path.join(build, "python"))
@@ -358,16 +359,15 @@ def side_by_side(build, rounds, fixture):
                  reads[(mode, "per call")], ratio(per), med["finding"], reads[(mode, "finding")], ratio(same_input),
                  med["loaded"], ratio(loaded), med["load+8"], verdict))
 
-    # One call after other work, as a worker binds once: the caches hold what
-    # that work touched (some 4 MB of Python objects walked), not the plan's
-    # code, data or the kernel's file structures. GPU g turns with the round.
-    junk = list(range(1 << 19))
+    # One call after other work, as a worker binds once, after importing its
+    # framework (hundreds of MB of code and data): the caches hold what that
+    # work touched, not the plan's code, data or the kernel's structures for
+    # its files. Copying more than the last-level cache stands for it. GPU g
+    # turns with the round.
+    junk = bytearray(other_work_mb << 20)
 
     def other_work():
-        total = 0
-        for x in junk[::4]:
-            total += x
-        return total
+        return len(bytes(junk))
 
     one = [("reader", lambda mode, g: getattr(reader, mode.replace("-", "_"))(g)),
            ("as it runs", lambda mode, g: as_it_runs.decide(mode, g)),
@@ -384,10 +384,10 @@ def side_by_side(build, rounds, fixture):
                 way(mode, g)
                 cold[(mode, name)].append(time.perf_counter() - t0)
     print()
-    print("| P | one call after other work, %s, per mode (median of %d rounds, GPU g = round mod %d, wall) | the "
-          "PyTorch-equivalent reader | PyTorch as it runs | gpuaff.plan(pci=address) | ratio to the reader | ratio "
+    print("| P | one call after other work (%d MB copied), %s, per mode (median of %d rounds, GPU g = round mod %d, "
+          "wall) | the PyTorch-equivalent reader | PyTorch as it runs | gpuaff.plan(pci=address) | ratio to the reader | ratio "
           "to PyTorch as it runs | gpuaff.plan(gpu=g) | ratio to the reader | verdict, one call |"
-          % (fixture, rounds, len(bdfs)))
+          % (other_work_mb, fixture, rounds, len(bdfs)))
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for mode in MODES:
         med = {w: statistics.median(cold[(mode, w)]) * 1e3 for w, _ in one}
@@ -401,11 +401,17 @@ def side_by_side(build, rounds, fixture):
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     rounds = 15
+    other_work_mb = 64
     for a in sys.argv[1:]:
         if a.startswith("--rounds="):
             rounds = int(a.split("=", 1)[1])
+        elif a.startswith("--other-work-mb="):
+            other_work_mb = int(a.split("=", 1)[1])
+        elif a.startswith("--"):
+            sys.exit("python_bind.py: unknown option %s (usage: python_bind.py BUILD [--rounds=N] "
+                     "[--other-work-mb=N])" % a)
     if len(args) != 1:
-        sys.exit("usage: python_bind.py BUILD [--rounds=N]")
+        sys.exit("usage: python_bind.py BUILD [--rounds=N] [--other-work-mb=N]")
     build = args[0]
     root = os.path.join(fixtures_dir(build), "dgx-h100")
     env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
@@ -428,7 +434,7 @@ def main():
         print("| P | %s (GPU 7: %s) | %.2f ms | %.2f ms | %.3f ms | %.2f ms | %s |"
               % (p, samples[p][0]["cpus"], med["import"], med["plan"], med["apply"], total, quoted))
     for fixture in ("dgx-h100", "big-1152"):
-        side_by_side(build, max(rounds, 21), fixture)
+        side_by_side(build, max(rounds, 21), fixture, other_work_mb)
 
 
 if __name__ == "__main__":
