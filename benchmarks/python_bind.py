@@ -385,33 +385,40 @@ def side_by_side(build, rounds, fixture, other_work_mb):
                 cold[(mode, name)].append(time.perf_counter() - t0)
     print()
     print("| P | one call after other work (%d MB copied), %s, per mode (median of %d rounds, GPU g = round mod %d, "
-          "wall) | the PyTorch-equivalent reader | PyTorch as it runs | gpuaff.plan(pci=address) | ratio to the reader | ratio "
-          "to PyTorch as it runs | gpuaff.plan(gpu=g) | ratio to the reader | verdict, one call |"
+          "wall) | the PyTorch-equivalent reader | PyTorch as it runs | gpuaff.plan(pci=address) | ratio to the "
+          "reader | ratio to PyTorch as it runs | gpuaff.plan(gpu=g) | ratio to the reader | verdict, one call |"
           % (other_work_mb, fixture, rounds, len(bdfs)))
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for mode in MODES:
         med = {w: statistics.median(cold[(mode, w)]) * 1e3 for w, _ in one}
         pci = med["reader"] / med["per call pci"]
+        checked = med["as it runs"] / med["per call pci"]
+        per = med["reader"] / med["per call"]
         print("| P | %s | %.3f ms | %.3f ms | %.3f ms | %s | %s | %.3f ms | %s | %s |"
-              % (mode, med["reader"], med["as it runs"], med["per call pci"], ratio(pci),
-                 ratio(med["as it runs"] / med["per call pci"]), med["per call"], ratio(med["reader"] / med["per call"]),
-                 "holds" if pci > 1 else "DOES NOT HOLD"))
+              % (mode, med["reader"], med["as it runs"], med["per call pci"], ratio(pci), ratio(checked),
+                 med["per call"], ratio(per), "holds" if pci > 1 else "DOES NOT HOLD"))
 
 
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    usage = "usage: python_bind.py BUILD [--rounds=N] [--other-work-mb=N]"
+
+    def positive(option, text):
+        if not text.isdigit() or int(text) < 1:
+            sys.exit("python_bind.py: %s=%s is not a positive whole number (%s)" % (option, text, usage))
+        return int(text)
+
     rounds = 15
     other_work_mb = 64
     for a in sys.argv[1:]:
         if a.startswith("--rounds="):
-            rounds = int(a.split("=", 1)[1])
+            rounds = positive("--rounds", a.split("=", 1)[1])
         elif a.startswith("--other-work-mb="):
-            other_work_mb = int(a.split("=", 1)[1])
+            other_work_mb = positive("--other-work-mb", a.split("=", 1)[1])
         elif a.startswith("--"):
-            sys.exit("python_bind.py: unknown option %s (usage: python_bind.py BUILD [--rounds=N] "
-                     "[--other-work-mb=N])" % a)
+            sys.exit("python_bind.py: unknown option %s (%s)" % (a, usage))
     if len(args) != 1:
-        sys.exit("usage: python_bind.py BUILD [--rounds=N] [--other-work-mb=N]")
+        sys.exit(usage)
     build = args[0]
     root = os.path.join(fixtures_dir(build), "dgx-h100")
     env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"))
