@@ -157,6 +157,10 @@ class Reader:
         same = [i for i in range(len(self.bdfs)) if nodes[i] == nodes[g]]
         return nodes[g], same.index(g), len(same)
 
+    def decide(self, mode, g):
+        """GPU g's answer under `mode` ("core-complex": the method core_complex)."""
+        return getattr(self, mode.replace("-", "_"))(g)
+
     def node(self, g):
         return self.allowed_of(self.node_of(g))
 
@@ -218,7 +222,7 @@ class AsItRuns(Reader):
     numactl looked up on PATH, and an empty answer refused."""
 
     def decide(self, mode, g):
-        cpus = getattr(Reader, mode.replace("-", "_"))(self, g)
+        cpus = Reader.decide(self, mode, g)
         shutil.which("numactl", path=CONTAINER_PATH)  # PyTorch raises when it is None; its cost is the same
         if not cpus:
             raise RuntimeError("Must bind to a non-empty set of CPU indices")
@@ -286,18 +290,16 @@ def side_by_side(build, rounds, fixture, other_work_mb):
     machine = gpuaff.load(root=root)
 
     def run_reader(mode):
-        f = getattr(reader, mode.replace("-", "_"))
-        return [sorted(f(g)) for g in gpus]
+        return [sorted(reader.decide(mode, g)) for g in gpus]
 
     def run_as_it_runs(mode):
         return [sorted(as_it_runs.decide(mode, g)) for g in gpus]
 
     def run_finding(mode):
-        f = getattr(finding, mode.replace("-", "_"))
         out = []
         for g in gpus:
             finding.find()  # per plan, as gpuaff.plan(gpu=g) reads them per call
-            out.append(sorted(f(g)))
+            out.append(sorted(finding.decide(mode, g)))
         return out
 
     def run_per_call(mode):
@@ -372,8 +374,7 @@ def side_by_side(build, rounds, fixture, other_work_mb):
     def other_work():
         return len(bytes(junk))
 
-    one = [("reader", lambda mode, g: getattr(reader, mode.replace("-", "_"))(g)),
-           ("as it runs", lambda mode, g: as_it_runs.decide(mode, g)),
+    one = [("reader", reader.decide), ("as it runs", as_it_runs.decide),
            ("per call pci", lambda mode, g: gpuaff.plan(pci=bdfs[g], root=root, policy=mode).cpus),
            ("per call", lambda mode, g: gpuaff.plan(gpu=g, root=root, policy=mode).cpus)]
     cold = {(m, w): [] for m in MODES for w, _ in one}
