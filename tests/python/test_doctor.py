@@ -6,6 +6,7 @@
 import json
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -72,3 +73,58 @@ def test_doctor_dict_is_the_cli_json():
     assert [str(n) for n in py["memory"]["pages_by_node"]] == list(js["memory"]["pages_by_node"])
     py["memory"] = js["memory"] = {}
     same(py, js)
+
+
+# A rank bound in place by gpuaff.bind() (the recipe docs/python.md gives
+# first) is exec'd without GPUAFF_PLAN, and os.environ changes never reach
+# /proc/PID/environ; the plan it publishes must make it as visible to doctor
+# as a rank started by `gpuaff exec`. On two-node-2cpu, GPU 1 is alone on node 1
+# with CPU 1, so exclusive gives it CPU 1 and memory node 1.
+BOUND_IN_PLACE = r"""
+import os, sys, json, gpuaff
+assert "GPUAFF_PLAN" not in os.environ
+gpuaff.bind(root=sys.argv[1], gpu=1, policy="exclusive")
+own = gpuaff.doctor(os.getpid())
+print(json.dumps({"policy": own["policy"], "plan_from": own["plan_from"], "cpus": sorted(own["expected_cpus"])}),
+      flush=True)
+sys.stdin.read()  # until the test has looked at this process
+"""
+
+
+@pytest.mark.skipif(not os.access(TOOL, os.X_OK), reason="the gpuaff tool is not built beside the module")
+def test_a_process_bound_in_place_is_seen_by_doctor(root):
+    from conftest import needs_cpus_0_and_1
+
+    needs_cpus_0_and_1()
+    env = {k: v for k, v in os.environ.items() if k != "GPUAFF_PLAN"}
+    child = subprocess.Popen([sys.executable, "-c", BOUND_IN_PLACE, root], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        own = json.loads(child.stdout.readline())
+        # gpuaff.doctor(os.getpid()) right after bind(): checked against the plan it applied.
+        assert own == {"policy": "exclusive", "plan_from": "GPUAFF_PLAN", "cpus": [1]}
+        with open("/proc/%d/environ" % child.pid, "rb") as f:
+            assert b"GPUAFF_PLAN=" not in f.read()  # what makes this test mean something
+
+        def doctor(*args):
+            return subprocess.run([TOOL, "doctor", "--all", *args], capture_output=True, text=True, check=False,
+                                   env=env)
+
+        js = doctor("--format", "json")
+        assert js.returncode in (0, 7), js.stderr
+        mine = [v for v in json.loads(js.stdout)["processes"] if v["pid"] == child.pid]
+        assert len(mine) == 1, js.stdout
+        assert mine[0]["policy"] == "exclusive"
+        assert mine[0]["expected_cpus"] == "1"
+        assert mine[0]["gpu"] == 1
+
+        text = doctor()
+        assert text.returncode in (0, 7), text.stderr
+        assert any(line.split()[:1] == [str(child.pid)] for line in text.stdout.splitlines()), text.stdout
+
+        prom = doctor("--format", "prometheus")
+        assert prom.returncode in (0, 7), prom.stderr
+        assert 'pid="%d"' % child.pid in prom.stdout
+    finally:
+        child.stdin.close()
+        child.wait(timeout=60)

@@ -109,7 +109,8 @@ int run_exec(const ExecArgs& args) {
   // The library's launch (gpuaff/launch/launch.hpp) holds every rule: the
   // device named, the fallback, the variables, the exit code. exec prints.
   LaunchCall call{.apply = args.dry_run ? LaunchApply::none : LaunchApply::process,
-                  .running = "running '" + command_text(args.command) + "'"};
+                  .running = "running '" + command_text(args.command) + "'",
+                  .publish = false};  // the command carries GPUAFF_PLAN in the environment it is exec'd with
   Launched l = launch(o, process_environment(), cli_readers(), call);
   for (const auto& w : l.warnings) print_warning(w);
   if (!l.ok()) return report_error(*l.error);

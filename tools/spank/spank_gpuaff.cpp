@@ -263,7 +263,8 @@ int bind_task(spank_t sp) {
   std::vector<std::string> inherited;
   Environment env = task_environment(sp, inherited);
   for (const auto& w : inherited) say(std::string(prefix) + "warning: " + w);
-  Launched l = launch(*options, env, Readers{}, LaunchCall{.apply = LaunchApply::process, .running = "running the task"});
+  Launched l = launch(*options, env, Readers{}, LaunchCall{.apply = LaunchApply::process, .running = "running the task",
+                                                                    .publish = false});  // the task gets GPUAFF_PLAN
   for (const auto& w : l.warnings) say(std::string(prefix) + "warning: " + w);
   if (!l.ok()) {
     say(std::string(prefix) + std::string(l.error->message()));

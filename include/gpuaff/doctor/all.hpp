@@ -103,7 +103,7 @@ inline std::optional<std::string> invalid_plan(int pid, const LaunchOptions& mac
 }  // namespace detail
 
 /// The processes of this machine (other than this one) whose environment
-/// carries GPUAFF_PLAN, by pid. A process whose environment this one may not
+/// carries GPUAFF_PLAN, or that published a plan (bound in place), by pid. A process whose environment this one may not
 /// read (another user's, without privilege) is counted in `*unreadable`.
 /// With `job`, only the processes of that scheduler job (environ_in_job);
 /// the planned ones of other jobs, or of none, are counted in `*other_jobs`.
@@ -124,7 +124,10 @@ inline std::vector<int> planned_processes(int* unreadable = nullptr, std::string
     std::string text;
     int err = detail::read_whole_file(std::string("/proc/") + std::string(name) + "/environ", text);
     if (err == EACCES || err == EPERM) ++hidden;
-    if (err != 0 || !detail::environ_has_plan(text)) continue;
+    if (err != 0) continue;
+    // A process that bound itself in place published its plan instead of
+    // carrying it in the environment it was exec'd with (launch/published_plan.hpp).
+    if (!detail::environ_has_plan(text) && !published_plan_value(static_cast<int>(pid))) continue;
     if (!job.empty() && !detail::environ_in_job(text, job)) ++others;
     else out.push_back(static_cast<int>(pid));
   }

@@ -24,6 +24,8 @@
 #include "gpuaff/detail/parse.hpp"
 #include "gpuaff/detail/status_field.hpp"
 #include "gpuaff/launch/launcher.hpp"
+#include "gpuaff/launch/plan_variable.hpp"
+#include "gpuaff/launch/published_plan.hpp"
 #include "gpuaff/result.hpp"
 
 namespace gpuaff {
@@ -183,7 +185,12 @@ inline Result<std::map<std::string, std::string>> process_environ(int pid) {
   }
   if (int e = detail::read_whole_file(std::string("/proc/") + std::to_string(pid) + "/environ", text); e != 0)
     return detail::proc_error(pid, "environ", e);
-  return detail::parse_environ(text);
+  auto vars = detail::parse_environ(text);
+  // A process that bound itself in place (Python's bind()) published its plan
+  // instead: its environ is the one it was exec'd with.
+  if (vars.find(std::string(plan_variable)) == vars.end())
+    if (auto published = published_plan_value(pid)) vars.emplace(std::string(plan_variable), std::move(*published));
+  return vars;
 }
 
 /// An Environment (launch/launcher.hpp) over a parsed environ.

@@ -14,7 +14,9 @@
 //     in one warning; a refused memory policy then keeps the CPU binding;
 //   - the kernel's EINVAL while applying (a CPU outside the cgroup's cpuset)
 //     is the machine refusing, not a usage mistake;
-//   - the launched program is given GPUAFF_PLAN (for doctor), the plan's own
+//   - a process bound in place publishes its plan for doctor
+//     (launch/published_plan.hpp); a launched program is given GPUAFF_PLAN
+//     (for doctor) in its environment, the plan's own
 //     variables (NIC sets, OMP_PLACES) and OMP_NUM_THREADS under omp_threads;
 //   - each failure carries its exit code (launch/exit_codes.hpp).
 //
@@ -43,6 +45,7 @@
 #include "gpuaff/launch/exit_codes.hpp"
 #include "gpuaff/launch/front.hpp"
 #include "gpuaff/launch/plan_variable.hpp"
+#include "gpuaff/launch/published_plan.hpp"
 #include "gpuaff/policy/threads.hpp"
 
 namespace gpuaff {
@@ -62,6 +65,11 @@ struct LaunchCall {
   /// What runs unbound when fallback=unbound covers a refusal, for its
   /// warning: "running 'python train.py'", "running the task".
   std::string running = "running";
+  /// LaunchApply::process: also publish the plan where `gpuaff doctor` reads
+  /// it (launch/published_plan.hpp), for a process that goes on running
+  /// bound. A front end that execs the program, which then carries
+  /// GPUAFF_PLAN in its environment, leaves it out.
+  bool publish = true;
 };
 
 /// What a launch did: bound (ok()), ran into an error (the program must not
@@ -137,6 +145,10 @@ inline Launched launch(LaunchPlan plan, const LaunchOptions& o, const LaunchCall
     }
     l.warnings.insert(l.warnings.end(), done->warnings.begin(), done->warnings.end());
     l.binding = std::move(*done);
+    // The binding holds without it; only doctor's view of the process is lost.
+    if (call.publish)
+      if (auto published = publish_plan_value(plan_variable_value(p)); !published)
+        l.warnings.push_back(detail::one_line(published.error().message()) + "; gpuaff doctor will not see this process's plan");
   } else if (call.apply == LaunchApply::thread) {
     auto there = check_planned_here(p, where);
     auto guard = there ? ScopedAffinity::create(p.cpus, p.memory(on_refused)) : Result<ScopedAffinity>(Unexpected<Error>(there.error()));
